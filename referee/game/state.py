@@ -1,0 +1,943 @@
+"""The 3UP 3DOWN game state: legal actions and transitions (RULES.md §2–§9).
+
+Pure: no I/O, no clock, no global randomness. A game is a function of the rules,
+the ``random.Random`` passed to :func:`new_game` (used once, to shuffle and to
+draw every later chance outcome up front) and the players' actions.
+
+Actions are the wire Structs of :mod:`protocol` (``Play(cards=["5R"])``), so the
+referee, the bots and the engine speak one vocabulary; cards are ints inside.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Final
+
+from protocol.messages import (
+    Action,
+    ChooseUp,
+    Draw,
+    Flip,
+    Pass,
+    Pickup,
+    Play,
+    Rules,
+    Swap,
+)
+
+from . import cards as C
+
+SETUP: Final = 0
+SABOTAGE: Final = 1
+PLAY: Final = 2
+OVER: Final = 3
+PHASE_NAMES: Final = ("setup", "sabotage", "play", "over")
+
+# Where a player plays from (RULES §3).
+HAND: Final = 0
+UP: Final = 1
+DOWN: Final = 2
+NONE: Final = 3
+
+GONE: Final = -1  # a 3DOWN slot that has been played
+
+#: One entry of the event log: (type, seat, cards, number, text). ``number`` is
+#: the slot of a flip, the count of a pick-up or draw, the target seat of a swap,
+#: the place of an ``out``; ``text`` the kind of a clear or fault, or a detail.
+EventRecord = tuple[str, int, tuple[int, ...] | None, int | None, str | None]
+
+_PICKUP: Final = Pickup()
+_DRAW: Final = Draw()
+_PASS: Final = Pass()
+
+
+class ActionError(ValueError):
+    """An action that cannot be applied; ``str(err)`` says why."""
+
+
+class MalformedActionError(ActionError):
+    """The action cannot be read: not an action, an unknown card, a bad slot."""
+
+
+class IllegalActionError(ActionError):
+    """A well-formed action that the rules forbid in this state."""
+
+
+class GameResult:
+    """The outcome of a finished game."""
+
+    __slots__ = ("places", "adjudicated", "disqualified", "points", "turns")
+
+    def __init__(
+        self,
+        places: list[int],
+        adjudicated: bool,
+        disqualified: list[int],
+        points: list[int],
+        turns: int,
+    ) -> None:
+        #: Place by seat, 1 = best; equal places are shared ([D11], [D12]).
+        self.places = places
+        #: True when the turn limit ended the game ([D12]).
+        self.adjudicated = adjudicated
+        #: Disqualified seats, in the order they were disqualified.
+        self.disqualified = disqualified
+        #: Penalty points each seat still held at the end (RULES V4 [D14]).
+        self.points = points
+        #: The number of the last turn played.
+        self.turns = turns
+
+    def __repr__(self) -> str:
+        return (
+            f"GameResult(places={self.places}, adjudicated={self.adjudicated}, "
+            f"disqualified={self.disqualified}, points={self.points}, turns={self.turns})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GameResult) and all(
+            getattr(self, k) == getattr(other, k) for k in self.__slots__
+        )
+
+
+def new_game(
+    rules: Rules, players: int | Sequence[str], rng: random.Random
+) -> GameState:
+    """Shuffle and deal a new game (RULES §2).
+
+    ``players`` is a player count or the players' names by seat. ``rules`` is
+    validated first: a bad configuration raises ``ValueError`` saying why.
+    """
+    names = [f"seat{i}" for i in range(players)] if isinstance(players, int) else list(players)
+    n = len(names)
+    rules.validate(n)
+    deck = C.build_deck(rules.resolved_deck())
+    order = deck[:]
+    rng.shuffle(order)
+    pair = rng.sample(range(n), 2) if rules.pile_swap else None
+    return GameState._deal(rules, names, deck, order, pair)
+
+
+class GameState:
+    """A game of 3UP 3DOWN in progress. Mutable; :meth:`copy` for search."""
+
+    __slots__ = (
+        "rules", "names", "n", "deck", "hands", "up", "down", "known", "draw",
+        "pile", "cleared", "removed", "current", "direction", "extras", "drew",
+        "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
+        "adjudicated", "places", "events", "private", "swap_pair", "_legal",
+        "_v6", "_v2", "_v8", "_v3", "_v1",
+    )
+
+    rules: Rules
+    names: list[str]
+    n: int
+    deck: list[int]
+    hands: list[list[int]]
+    up: list[list[int]]
+    down: list[list[int]]
+    known: list[list[int]]
+    draw: list[int]
+    pile: list[int]
+    cleared: list[int]
+    removed: list[int]
+    current: int
+    direction: int
+    extras: list[bool]
+    drew: bool
+    pending_swap: bool
+    phase: int
+    turn: int
+    chosen: list[bool]
+    out_order: list[int]
+    dq_order: list[int]
+    adjudicated: bool
+    places: list[int] | None
+    events: list[EventRecord]
+    private: dict[int, tuple[int, ...]]
+    swap_pair: list[int] | None
+    _legal: list[Action] | None
+    _v1: bool
+    _v2: bool
+    _v3: bool
+    _v6: bool
+    _v8: bool
+
+    # ------------------------------------------------------------------ set-up
+
+    @classmethod
+    def _deal(
+        cls,
+        rules: Rules,
+        names: list[str],
+        deck: list[int],
+        order: list[int],
+        pair: list[int] | None,
+    ) -> GameState:
+        s = cls._blank(rules, names)
+        s.deck = deck
+        # The draw pile's top is its last element: deal from the top.
+        draw = order[:]
+        s.down = [[draw.pop(), draw.pop(), draw.pop()] for _ in range(s.n)]
+        s.hands = [[draw.pop() for _ in range(6)] for _ in range(s.n)]
+        s.draw = draw
+        s.swap_pair = pair
+        return s
+
+    @classmethod
+    def _blank(cls, rules: Rules, names: list[str]) -> GameState:
+        """A state in set-up with no cards anywhere."""
+        s = cls.__new__(cls)
+        n = len(names)
+        s.rules = rules
+        s.names = names
+        s.n = n
+        s.deck = []
+        s.hands = [[] for _ in range(n)]
+        s.down = [[GONE, GONE, GONE] for _ in range(n)]
+        s.up = [[] for _ in range(n)]
+        s.known = [[] for _ in range(n)]
+        s.draw = []
+        s.pile = []
+        s.cleared = []
+        s.removed = []
+        s.current = 0
+        s.direction = 1
+        s.extras = []
+        s.drew = False
+        s.pending_swap = False
+        s.phase = SETUP
+        s.turn = 0
+        s.chosen = [False] * n
+        s.out_order = []
+        s.dq_order = []
+        s.adjudicated = False
+        s.places = None
+        s.events = []
+        s.private = {}
+        s.swap_pair = None
+        s._legal = None
+        s._v1 = rules.play_for_places
+        s._v2 = rules.draw_instead_of_playing
+        s._v3 = rules.reverses
+        s._v6 = rules.colour_run
+        s._v8 = rules.one_draw_per_clear2
+        return s
+
+    def copy(self) -> GameState:
+        """An independent copy (for search: simulate without touching this one)."""
+        s = GameState.__new__(GameState)
+        s.rules = self.rules
+        s.names = self.names
+        s.n = self.n
+        s.deck = self.deck
+        s.hands = [h[:] for h in self.hands]
+        s.up = [u[:] for u in self.up]
+        s.down = [d[:] for d in self.down]
+        s.known = [k[:] for k in self.known]
+        s.draw = self.draw[:]
+        s.pile = self.pile[:]
+        s.cleared = self.cleared[:]
+        s.removed = self.removed[:]
+        s.current = self.current
+        s.direction = self.direction
+        s.extras = self.extras[:]
+        s.drew = self.drew
+        s.pending_swap = self.pending_swap
+        s.phase = self.phase
+        s.turn = self.turn
+        s.chosen = self.chosen[:]
+        s.out_order = self.out_order[:]
+        s.dq_order = self.dq_order[:]
+        s.adjudicated = self.adjudicated
+        s.places = None if self.places is None else self.places[:]
+        s.events = self.events[:]
+        s.private = dict(self.private)
+        s.swap_pair = self.swap_pair
+        s._legal = self._legal
+        s._v1 = self._v1
+        s._v2 = self._v2
+        s._v3 = self._v3
+        s._v6 = self._v6
+        s._v8 = self._v8
+        return s
+
+    # ------------------------------------------------------------- inspection
+
+    @property
+    def over(self) -> bool:
+        return self.phase == OVER
+
+    def active(self, seat: int) -> bool:
+        """Still playing: neither out nor disqualified."""
+        return seat not in self.out_order and seat not in self.dq_order
+
+    def to_move(self) -> list[int]:
+        """The seats that may act now: every seat yet to choose its 3UP cards
+        during set-up (they choose at once, [D2]); otherwise the current seat."""
+        if self.phase == SETUP:
+            return [i for i in range(self.n) if not self.chosen[i] and i not in self.dq_order]
+        if self.phase == OVER:
+            return []
+        return [self.current]
+
+    def source(self, seat: int) -> int:
+        """Where ``seat`` plays from: HAND, UP, DOWN or NONE (RULES §3)."""
+        if self.hands[seat]:
+            return HAND
+        if self.draw:
+            return HAND  # [D4]: the player draws before acting
+        if self.up[seat]:
+            return UP
+        for c in self.down[seat]:
+            if c != GONE:
+                return DOWN
+        return NONE
+
+    def holds_nothing(self, seat: int) -> bool:
+        if self.hands[seat] or self.up[seat]:
+            return False
+        return all(c == GONE for c in self.down[seat])
+
+    def points(self, seat: int) -> int:
+        """Penalty points of the cards ``seat`` holds (RULES V4 [D14])."""
+        p = C.POINTS
+        total = sum(p[c >> 3] for c in self.hands[seat])
+        total += sum(p[c >> 3] for c in self.up[seat])
+        total += sum(p[c >> 3] for c in self.down[seat] if c != GONE)
+        return total
+
+    def result(self) -> GameResult:
+        if self.places is None:
+            raise RuntimeError("the game is not over")
+        return GameResult(
+            self.places[:],
+            self.adjudicated,
+            self.dq_order[:],
+            [self.points(i) for i in range(self.n)],
+            self.turn,
+        )
+
+    def all_cards(self) -> list[int]:
+        """Every card of the game wherever it is (for conservation checks)."""
+        out: list[int] = []
+        for i in range(self.n):
+            out += self.hands[i]
+            out += self.up[i]
+            out += [c for c in self.down[i] if c != GONE]
+        return out + self.draw + self.pile + self.cleared + self.removed
+
+    # ---------------------------------------------------------- legal actions
+
+    def legal_actions(self, seat: int | None = None) -> list[Action]:
+        """Every legal action of ``seat`` (default: the current seat), never
+        empty for a seat in :meth:`to_move`. One ``play`` per (rank, count), with
+        the lowest cards of that rank in the source as the canonical choice."""
+        if seat is None or (seat == self.current and self.phase != SETUP):
+            if self._legal is None:
+                self._legal = self._compute_legal(self.current)
+            return self._legal
+        return self._compute_legal(seat)
+
+    def _compute_legal(self, seat: int) -> list[Action]:
+        phase = self.phase
+        if phase == PLAY:
+            if seat != self.current:
+                return []
+            if self.pending_swap:
+                return self._swap_options(seat, None)
+            return self._play_options(seat)
+        if phase == SETUP:
+            if self.chosen[seat] or seat in self.dq_order:
+                return []
+            seen: set[tuple[int, ...]] = set()
+            acts: list[Action] = []
+            for combo in combinations(sorted(self.hands[seat]), 3):
+                if combo not in seen:
+                    seen.add(combo)
+                    acts.append(ChooseUp(cards=[C.STR[c] for c in combo]))
+            return acts
+        if phase == SABOTAGE:
+            if seat != self.current:
+                return []
+            acts = [_PASS]
+            for t in range(self.n):
+                if t != seat and self.active(t):
+                    acts += self._swap_options(seat, t)[:-1]
+            return acts
+        return []
+
+    def _swap_options(self, seat: int, target: int | None) -> list[Action]:
+        """Swaps of one hand card of ``seat`` with one 3UP card (of ``target``,
+        or its own for the V6 colour run), then ``pass``."""
+        ups = sorted(set(self.up[seat if target is None else target]))
+        acts: list[Action] = []
+        for g in sorted(set(self.hands[seat])):
+            for t in ups:
+                acts.append(Swap(give=C.STR[g], take=C.STR[t], target=target))
+        acts.append(_PASS)
+        return acts
+
+    def _play_options(self, seat: int) -> list[Action]:
+        acts: list[Action] = []
+        extras = self.extras
+        if extras and extras[-1] and not self.drew and self.draw:
+            acts.append(_DRAW)  # [D10] draw before an extra action
+        src = self.source(seat)
+        if src == DOWN:
+            for slot, c in enumerate(self.down[seat]):
+                if c != GONE:
+                    acts.append(Flip(slot=slot))
+            return acts
+        cards = sorted(self.hands[seat] if src == HAND else self.up[seat])
+        pile = self.pile
+        top = pile[-1] >> 3 if pile else 0
+        played = False
+        i = 0
+        ncards = len(cards)
+        while i < ncards:
+            c = cards[i]
+            r = c >> 3
+            j = i + 1
+            while j < ncards and cards[j] >> 3 == r:
+                j += 1
+            if r >= C.CLEAR:
+                acts.append(Play(cards=[C.STR[c]]))  # [D5] a Clear is played alone
+                played = True
+            elif r >= top:
+                strs = [C.STR[x] for x in cards[i:j]]
+                for k in range(1, j - i + 1):
+                    acts.append(Play(cards=strs[:k]))
+                played = True
+            i = j
+        if not played:
+            acts.append(_PICKUP)
+        if self._v2 and not extras and self.draw:
+            acts.append(_DRAW)  # V2: draw instead of playing
+        return acts
+
+    # ---------------------------------------------------------------- apply
+
+    def apply(self, action: Action, seat: int | None = None) -> None:
+        """Apply ``action`` for ``seat`` (default: the current seat).
+
+        Raises :class:`MalformedActionError` or :class:`IllegalActionError`
+        with a message that says why; the state is then unchanged.
+        """
+        phase = self.phase
+        if seat is None:
+            seat = self.current
+        if phase == OVER:
+            raise IllegalActionError("the game is over")
+        if phase == SETUP:
+            self._apply_setup(action, seat)
+            return
+        if seat != self.current:
+            raise IllegalActionError(f"it is seat {self.current}'s turn, not seat {seat}'s")
+        self._legal = None
+        if phase == SABOTAGE:
+            self._apply_sabotage(action, seat)
+            return
+        if self.pending_swap:
+            self._apply_colour_run(action, seat)
+            return
+        t = type(action)
+        if t is Play:
+            self._apply_play(action, seat)  # type: ignore[arg-type]
+        elif t is Flip:
+            self._apply_flip(action, seat)  # type: ignore[arg-type]
+        elif t is Pickup:
+            self._apply_pickup(seat)
+        elif t is Draw:
+            self._apply_draw(seat)
+        elif t is ChooseUp:
+            raise IllegalActionError("the 3UP cards are chosen at set-up only")
+        elif t is Swap or t is Pass:
+            raise IllegalActionError(
+                f"'{_kind(action)}' answers a colour-run (V6) or sabotage (V5b) decision; none is pending"
+            )
+        else:
+            raise MalformedActionError(f"not an action: {action!r}")
+
+    # -- set-up [D2], pile swap V5 [D15], sabotage V5b [D16]
+
+    def _apply_setup(self, action: Action, seat: int) -> None:
+        if not isinstance(action, ChooseUp):
+            raise IllegalActionError(
+                f"during set-up the only action is 'choose_up', not '{_kind(action)}'"
+            )
+        if not 0 <= seat < self.n:
+            raise IllegalActionError(f"there is no seat {seat}")
+        if seat in self.dq_order:
+            raise IllegalActionError(f"seat {seat} is disqualified")
+        if self.chosen[seat]:
+            raise IllegalActionError(f"seat {seat} has chosen its 3UP cards already")
+        cards = _parse_cards(action.cards)
+        if len(cards) != 3:
+            raise MalformedActionError(f"choose_up takes exactly 3 cards, got {len(cards)}")
+        hand = self.hands[seat]
+        _require_in(cards, hand, "of the 6 cards dealt to you")
+        for c in cards:
+            hand.remove(c)
+        self.up[seat] = cards
+        self.chosen[seat] = True
+        self._legal = None
+        if all(self.chosen[i] or i in self.dq_order for i in range(self.n)):
+            self._end_setup()
+
+    def _end_setup(self) -> None:
+        for i in range(self.n):
+            if i not in self.dq_order:
+                self._log("choose_up", i, tuple(self.up[i]))
+        pair = self.swap_pair
+        if pair is not None and self.active(pair[0]) and self.active(pair[1]):
+            a, b = pair
+            self.up[a], self.up[b] = self.up[b], self.up[a]
+            self.down[a], self.down[b] = self.down[b], self.down[a]
+            self._log("pile_swap", a, None, b)
+        self.swap_pair = None
+        if self.rules.sabotage:
+            self.phase = SABOTAGE
+            self.current = -1
+            self._next_saboteur()
+        else:
+            self._start_play()
+
+    def _next_saboteur(self) -> None:
+        for i in range(self.current + 1, self.n):
+            if self.active(i):
+                self.current = i
+                return
+        self._start_play()
+
+    def _start_play(self) -> None:
+        self.phase = PLAY
+        self.turn = 1
+        # [D3] seat 0 starts (the first seat still in, should seat 0 be gone).
+        self.current = next(i for i in range(self.n) if self.active(i))
+        self._begin_action(True)
+
+    def _apply_sabotage(self, action: Action, seat: int) -> None:
+        if isinstance(action, Pass):
+            self._log("pass", seat)
+        elif isinstance(action, Swap):
+            t = action.target
+            if t is None or not 0 <= t < self.n or t == seat:
+                raise MalformedActionError(
+                    "a sabotage swap names the 'target' seat whose 3UP card you take"
+                )
+            if not self.active(t):
+                raise IllegalActionError(f"seat {t} is no longer in the game")
+            self._swap(seat, t, action)
+        else:
+            raise IllegalActionError(
+                f"sabotage (V5b) asks for 'swap' or 'pass', not '{_kind(action)}'"
+            )
+        self._next_saboteur()
+
+    def _swap(self, seat: int, target: int, action: Swap) -> None:
+        give = _parse_card(action.give)
+        take = _parse_card(action.take)
+        if give not in self.hands[seat]:
+            raise IllegalActionError(f"'give' {action.give} is not in your hand")
+        ups = self.up[target]
+        if take not in ups:
+            whose = "your" if target == seat else f"seat {target}'s"
+            raise IllegalActionError(f"'take' {action.take} is not among {whose} 3UP cards")
+        self.hands[seat].remove(give)
+        _forget(self.known[seat], give)
+        ups[ups.index(take)] = give
+        self.hands[seat].append(take)
+        self.known[seat].append(take)
+        self._log("swap", seat, (give, take), target)
+
+    # -- the colour run V6 [D17]
+
+    def _apply_colour_run(self, action: Action, seat: int) -> None:
+        if isinstance(action, Pass):
+            self._log("pass", seat)
+        elif isinstance(action, Swap):
+            if action.target is not None and action.target != seat:
+                raise IllegalActionError("the colour-run swap is with your own 3UP cards")
+            self._swap(seat, seat, action)
+        else:
+            raise IllegalActionError(
+                f"a colour run (V6) asks for 'swap' or 'pass', not '{_kind(action)}'"
+            )
+        self.pending_swap = False
+        self._continue(seat)
+
+    # -- play, flip, pick up, draw (RULES §4–§5)
+
+    def _apply_play(self, action: Play, seat: int) -> None:
+        strs = action.cards
+        if not strs:
+            raise MalformedActionError("'play' needs at least one card")
+        cards = _parse_cards(strs)
+        r = cards[0] >> 3
+        for c in cards:
+            if c >> 3 != r:
+                raise IllegalActionError(
+                    f"cards played together must share one rank: {', '.join(strs)}"
+                )
+        if r >= C.CLEAR and len(cards) > 1:
+            raise IllegalActionError(f"a Clear card is played alone [D5]: {', '.join(strs)}")
+        src = self.source(seat)
+        if src == HAND:
+            source = self.hands[seat]
+            where = "your hand"
+        elif src == UP:
+            source = self.up[seat]
+            where = "your 3UP cards"
+        elif src == DOWN:
+            raise IllegalActionError("your hand and 3UP cards are empty: flip a 3DOWN card")
+        else:
+            raise IllegalActionError("you hold no cards")
+        _require_in(cards, source, f"in {where}")
+        if r < C.CLEAR and self.pile and r < self.pile[-1] >> 3:
+            raise IllegalActionError(
+                f"{strs[0]} is lower than the top of the pile, {C.STR[self.pile[-1]]}"
+            )
+        for c in cards:
+            source.remove(c)
+        if src == HAND:
+            known = self.known[seat]
+            if known:
+                for c in cards:
+                    _forget(known, c)
+        self._consume_extra()
+        self._log("play", seat, tuple(cards))
+        self._played(seat, cards)
+
+    def _apply_flip(self, action: Flip, seat: int) -> None:
+        slot = action.slot
+        if not isinstance(slot, int) or not 0 <= slot <= 2:
+            raise MalformedActionError(f"a 3DOWN slot is 0, 1 or 2, not {slot!r}")
+        src = self.source(seat)
+        if src != DOWN:
+            where = "hand" if src == HAND else "3UP cards"
+            raise IllegalActionError(f"you may flip only once your hand and 3UP cards are empty; play from your {where}")
+        down = self.down[seat]
+        card = down[slot]
+        if card == GONE:
+            raise IllegalActionError(f"3DOWN slot {slot} has been played already")
+        down[slot] = GONE
+        self._consume_extra()
+        r = card >> 3
+        if r >= C.CLEAR or not self.pile or r >= self.pile[-1] >> 3:
+            self._log("flip", seat, (card,), slot)
+            self._played(seat, [card])
+            return
+        # Failed flip: pick up the pile and the card; the card stays secret [D6].
+        seq = len(self.events)
+        self._log("flip", seat, None, slot)
+        self.private[seq] = (card,)
+        self._pickup(seat)
+        self.hands[seat].append(card)
+        self._end_turn()
+
+    def _apply_pickup(self, seat: int) -> None:
+        for a in self.legal_actions():
+            if a is _PICKUP:
+                break
+        else:
+            if self.source(seat) == DOWN:
+                raise IllegalActionError("you may not pick up: flip a 3DOWN card")
+            raise IllegalActionError("you may not pick up while you have a legal play (must play if you can)")
+        self._consume_extra()
+        self._pickup(seat)
+        self._end_turn()
+
+    def _apply_draw(self, seat: int) -> None:
+        if not self.draw:
+            raise IllegalActionError("the draw pile is empty")
+        extras = self.extras
+        if extras:
+            if self.drew:
+                raise IllegalActionError("you have drawn before this extra action already")
+            if not extras[-1]:
+                raise IllegalActionError(
+                    "no draw before the second extra action of a Clear+2 (V8)"
+                )
+            self.drew = True
+            self.hands[seat].append(self.draw.pop())
+            self._log("draw", seat, None, 1)
+            return
+        if not self._v2:
+            raise IllegalActionError(
+                "you may draw only before an extra action (or with variant V2)"
+            )
+        # V2: draw 1 instead of playing; the turn ends.
+        self.hands[seat].append(self.draw.pop())
+        self._log("draw", seat, None, 1)
+        self._end_turn()
+
+    # ------------------------------------------------------------ mechanics
+
+    def _consume_extra(self) -> None:
+        if self.extras:
+            self.extras.pop()
+            self.drew = False
+
+    def _pickup(self, seat: int) -> None:
+        pile = self.pile
+        self.hands[seat] += pile
+        self.known[seat] += pile
+        self._log("pickup", seat, None, len(pile))
+        self.pile = []
+
+    def _played(self, seat: int, cards: list[int]) -> None:
+        """Consequences of cards reaching the pile (RULES §5, V3, V6)."""
+        pile = self.pile
+        pile += cards
+        r = cards[0] >> 3
+        ends = False
+        if r >= C.CLEAR:
+            self.cleared += pile
+            self.pile = []
+            if r == C.CLEAR:
+                self._log("clear", seat, None, None, "clear")
+                ends = True
+            elif r == C.CLEAR1:
+                self._log("clear", seat, None, None, "clear+1")
+                self.extras.append(True)  # [D9] extra actions add up
+            else:
+                self._log("clear", seat, None, None, "clear+2")
+                # A stack: the first extra action is popped first. V8: no draw
+                # before the second extra action of a Clear+2.
+                self.extras += [not self._v8, True]
+        else:
+            if r == 1 and self._v3:
+                self.direction = -self.direction  # [D13] once per play
+                self._log("reverse", seat)
+            if len(pile) >= 3 and pile[-2] >> 3 == r and pile[-3] >> 3 == r:
+                # Three of a kind clears like a Clear and ends the turn [D8].
+                self.cleared += pile
+                self.pile = []
+                self._log("clear", seat, None, None, "three")
+                ends = True
+            elif (
+                self._v6
+                and len(pile) >= 4
+                and (pile[-1] & 7) == (pile[-2] & 7) == (pile[-3] & 7) == (pile[-4] & 7)
+                and self.hands[seat]
+                and self.up[seat]
+            ):
+                self.pending_swap = True  # [D17] may swap, or decline
+        if self.holds_nothing(seat):
+            self.pending_swap = False
+            self._goes_out(seat)
+            return
+        if ends:
+            self._end_turn()
+        elif not self.pending_swap:
+            self._continue(seat)
+
+    def _continue(self, seat: int) -> None:
+        """After an action that did not end the turn: the next extra action, or
+        the end of the turn."""
+        if self.extras:
+            self._begin_action(False)
+        else:
+            self._end_turn()
+
+    def _begin_action(self, turn_start: bool) -> None:
+        """[D4] and §5: a player with an empty hand draws before acting while
+        the draw pile has cards: up to 3 at a turn's start, 1 for an extra action."""
+        seat = self.current
+        self._legal = None
+        if not self.hands[seat] and self.draw:
+            want = 3 if turn_start else 1
+            hand = self.hands[seat]
+            draw = self.draw
+            k = 0
+            while k < want and draw:
+                hand.append(draw.pop())
+                k += 1
+            self._log("draw", seat, None, k)
+            if not turn_start:
+                self.drew = True  # the automatic draw is this extra action's draw
+
+    def _end_turn(self) -> None:
+        seat = self.current
+        self.extras.clear()
+        self.drew = False
+        self.pending_swap = False
+        self._legal = None
+        hand = self.hands[seat]
+        draw = self.draw
+        if len(hand) < 3 and draw and self.active(seat):
+            k = 0
+            while len(hand) < 3 and draw:
+                hand.append(draw.pop())
+                k += 1
+            self._log("draw", seat, None, k)
+        if self.phase == OVER:
+            return
+        if self.turn >= self.rules.turn_limit:
+            self._adjudicate()
+            return
+        self.turn += 1
+        self.current = self._next_seat(seat)
+        self._begin_action(True)
+
+    def _next_seat(self, seat: int) -> int:
+        n = self.n
+        d = self.direction
+        i = (seat + d) % n
+        while not self.active(i):
+            i = (i + d) % n
+        return i
+
+    def _goes_out(self, seat: int) -> None:
+        self.out_order.append(seat)
+        place = len(self.out_order)
+        self._log("out", seat, None, place)
+        remaining = [i for i in range(self.n) if self.active(i)]
+        if not self._v1 or len(remaining) <= 1:
+            # [D11] the first out wins; the others share the next place (with V1
+            # the last one left takes it alone).
+            self._finish()
+            return
+        self.extras.clear()  # going out with extra actions owed simply stops
+        self._end_turn()
+
+    def _adjudicate(self) -> None:
+        """[D12] the turn limit: rank the players still in by penalty points."""
+        self.adjudicated = True
+        self._finish()
+
+    def _finish(self) -> None:
+        n = self.n
+        places = [0] * n
+        for k, seat in enumerate(self.out_order):
+            places[seat] = k + 1
+        still = [i for i in range(n) if self.active(i)]
+        base = len(self.out_order) + 1
+        if self.adjudicated:
+            pts = {i: self.points(i) for i in still}
+            for i in still:
+                places[i] = base + sum(1 for j in still if pts[j] < pts[i])
+        else:
+            for i in still:
+                places[i] = base
+        # Disqualified seats rank below everyone else; the later a seat was
+        # disqualified, the better its place among them.
+        ndq = len(self.dq_order)
+        playing = n - ndq
+        for k, seat in enumerate(self.dq_order):
+            places[seat] = playing + ndq - k
+        self.places = places
+        self.phase = OVER
+        self.extras.clear()
+        self.pending_swap = False
+        self._legal = None
+        self._log("end", -1, None, None, "adjudicated" if self.adjudicated else None)
+
+    # ------------------------------------------------------ referee's powers
+
+    def disqualify(self, seat: int, reason: str = "") -> None:
+        """Put ``seat`` out of the game at once (RULES §7): its cards leave face
+        down, it ranks below every seat not disqualified."""
+        if self.phase == OVER or not self.active(seat):
+            return
+        self.dq_order.append(seat)
+        self.removed += self.hands[seat]
+        self.removed += self.up[seat]
+        self.removed += [c for c in self.down[seat] if c != GONE]
+        self.hands[seat] = []
+        self.up[seat] = []
+        self.down[seat] = [GONE, GONE, GONE]
+        self.known[seat] = []
+        self._legal = None
+        self._log("disqualified", seat, None, None, reason or None)
+        remaining = [i for i in range(self.n) if self.active(i)]
+        if len(remaining) <= 1:
+            self._finish()
+            return
+        if self.phase == SETUP:
+            if all(self.chosen[i] or i in self.dq_order for i in range(self.n)):
+                self._end_setup()
+        elif self.phase == SABOTAGE:
+            if seat == self.current:
+                self._next_saboteur()
+        elif seat == self.current:
+            self.extras.clear()
+            self.pending_swap = False
+            self._end_turn()
+
+    def note_fault(self, seat: int, kind: str, detail: str = "") -> None:
+        """Record a bot's fault in the public event log (the referee's policy
+        decides what it costs)."""
+        self._log("fault", seat, None, None, kind if not detail else f"{kind}: {detail}")
+
+    # ----------------------------------------------------------------- log
+
+    def _log(
+        self,
+        kind: str,
+        seat: int,
+        cards: tuple[int, ...] | None = None,
+        number: int | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.events.append((kind, seat, cards, number, text))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _kind(action: object) -> str:
+    cfg = getattr(type(action), "__struct_config__", None)
+    tag = getattr(cfg, "tag", None)
+    return tag if isinstance(tag, str) else type(action).__name__
+
+
+def _parse_card(s: object) -> int:
+    c = C.INT.get(s) if isinstance(s, str) else None
+    if c is None:
+        raise MalformedActionError(
+            f"{s!r} is not a card: write a rank 1-10 and a colour letter of ROYGBIV ('7R'), or C, C+1, C+2"
+        )
+    return c
+
+
+def _parse_cards(strs: Sequence[object]) -> list[int]:
+    get = C.INT.get
+    out: list[int] = []
+    for s in strs:
+        c = get(s) if isinstance(s, str) else None
+        if c is None:
+            _parse_card(s)
+        else:
+            out.append(c)
+    return out
+
+
+def _require_in(cards: list[int], source: list[int], where: str) -> None:
+    if len(cards) == 1:
+        if cards[0] in source:
+            return
+    else:
+        pool = source[:]
+        try:
+            for c in cards:
+                pool.remove(c)
+            return
+        except ValueError:
+            pass
+    missing = list(cards)
+    for c in source:
+        if c in missing:
+            missing.remove(c)
+    raise IllegalActionError(
+        f"{', '.join(C.STR[c] for c in missing)} not {where}"
+        if len(missing) > 1
+        else f"{C.STR[missing[0]]} is not {where}"
+    )
+
+
+def _forget(known: list[int], card: int) -> None:
+    if card in known:
+        known.remove(card)
