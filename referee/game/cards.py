@@ -64,8 +64,18 @@ def to_str(cards: list[int]) -> list[str]:
     return [STR[c] for c in cards]
 
 
+_DECKS: dict[Deck, tuple[int, ...]] = {}
+
+
 def build_deck(deck: Deck) -> list[int]:
     """The full card list of a deck configuration, in a fixed order (RULES §1)."""
+    cached = _DECKS.get(deck)
+    if cached is None:
+        cached = _DECKS[deck] = tuple(_build_deck(deck))
+    return list(cached)
+
+
+def _build_deck(deck: Deck) -> list[int]:
     cards: list[int] = []
     for letter in deck.colours:
         col = COLOURS.index(letter)

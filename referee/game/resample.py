@@ -142,6 +142,7 @@ def from_view(
             s.dq_order.append(i)
         elif p.out:
             s.out_order.append(i)
+        s.alive[i] = not (p.disqualified or p.out)
     s.out_order.sort(key=lambda i: state.players[i].place or 0)
     s.chosen = [not setup or (i == seat and len(s.up[i]) == 3) for i in range(n)]
     s.current = state.current

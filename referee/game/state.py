@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from bisect import bisect_left
 from itertools import combinations
-from typing import Final
+from typing import Final, NoReturn
 
 from protocol.messages import (
     Action,
@@ -42,6 +43,7 @@ DOWN: Final = 2
 NONE: Final = 3
 
 GONE: Final = -1  # a 3DOWN slot that has been played
+_ALL_GONE: Final = [GONE, GONE, GONE]
 
 #: One entry of the event log: (type, seat, cards, number, text). ``number`` is
 #: the slot of a flip, the count of a pick-up or draw, the target seat of a swap,
@@ -51,6 +53,44 @@ EventRecord = tuple[str, int, tuple[int, ...] | None, int | None, str | None]
 _PICKUP: Final = Pickup()
 _DRAW: Final = Draw()
 _PASS: Final = Pass()
+_FLIPS: Final = (Flip(slot=0), Flip(slot=1), Flip(slot=2))
+
+# Interned canonical plays: the legal list of the inner loop reuses one Play
+# object per card group, and apply() reads its cards back as ints by identity.
+# Bounded by the number of same-rank card groups a deck can form.
+_PLAYS: dict[tuple[int, ...], list[Play]] = {}
+_PLAY_INTS: dict[int, tuple[int, ...]] = {}
+
+
+def _choose_up(combo: tuple[int, ...]) -> ChooseUp:
+    a = _CHOOSE.get(combo)
+    if a is None:
+        a = _CHOOSE[combo] = ChooseUp(cards=tuple(C.STR[c] for c in combo))
+    return a
+
+
+_CHOOSE: dict[tuple[int, ...], ChooseUp] = {}
+
+
+def _plays(group: tuple[int, ...]) -> list[Play]:
+    """The canonical plays of a sorted same-rank group: its first 1, 2, … cards."""
+    plays = _PLAYS.get(group)
+    if plays is None:
+        plays = []
+        strs = tuple(C.STR[c] for c in group)
+        count = 1 if group[0] >> 3 >= C.CLEAR else len(group)  # [D5]
+        for k in range(1, count + 1):
+            p = Play(cards=strs[:k])
+            _PLAY_INTS[id(p)] = group[:k]
+            plays.append(p)
+        _PLAYS[group] = plays
+    return plays
+
+
+#: The play of a single card, by card int.
+_SINGLE: list[Play] = [
+    _plays((c,))[0] if C.STR[c] else Play(cards=()) for c in range(len(C.STR))
+]
 
 
 class ActionError(ValueError):
@@ -126,7 +166,7 @@ class GameState:
         "rules", "names", "n", "deck", "hands", "up", "down", "known", "draw",
         "pile", "cleared", "removed", "current", "direction", "extras", "drew",
         "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
-        "adjudicated", "places", "events", "private", "swap_pair", "_legal",
+        "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
         "_v6", "_v2", "_v8", "_v3", "_v1",
     )
 
@@ -157,6 +197,8 @@ class GameState:
     events: list[EventRecord]
     private: dict[int, tuple[int, ...]]
     swap_pair: list[int] | None
+    #: Not out and not disqualified, by seat (kept with out_order/dq_order).
+    alive: list[bool]
     _legal: list[Action] | None
     _v1: bool
     _v2: bool
@@ -217,6 +259,7 @@ class GameState:
         s.events = []
         s.private = {}
         s.swap_pair = None
+        s.alive = [True] * n
         s._legal = None
         s._v1 = rules.play_for_places
         s._v2 = rules.draw_instead_of_playing
@@ -255,6 +298,7 @@ class GameState:
         s.events = self.events[:]
         s.private = dict(self.private)
         s.swap_pair = self.swap_pair
+        s.alive = self.alive[:]
         s._legal = self._legal
         s._v1 = self._v1
         s._v2 = self._v2
@@ -271,7 +315,7 @@ class GameState:
 
     def active(self, seat: int) -> bool:
         """Still playing: neither out nor disqualified."""
-        return seat not in self.out_order and seat not in self.dq_order
+        return self.alive[seat]
 
     def to_move(self) -> list[int]:
         """The seats that may act now: every seat yet to choose its 3UP cards
@@ -296,9 +340,7 @@ class GameState:
         return NONE
 
     def holds_nothing(self, seat: int) -> bool:
-        if self.hands[seat] or self.up[seat]:
-            return False
-        return all(c == GONE for c in self.down[seat])
+        return not self.hands[seat] and not self.up[seat] and self.down[seat] == _ALL_GONE
 
     def points(self, seat: int) -> int:
         """Penalty points of the cards ``seat`` holds (RULES V4 [D14])."""
@@ -334,11 +376,18 @@ class GameState:
         """Every legal action of ``seat`` (default: the current seat), never
         empty for a seat in :meth:`to_move`. One ``play`` per (rank, count), with
         the lowest cards of that rank in the source as the canonical choice."""
-        if seat is None or (seat == self.current and self.phase != SETUP):
-            if self._legal is None:
-                self._legal = self._compute_legal(self.current)
-            return self._legal
-        return self._compute_legal(seat)
+        legal = self._legal
+        if legal is not None and (seat is None or seat == self.current):
+            return legal
+        if self.phase == PLAY and not self.pending_swap and (seat is None or seat == self.current):
+            legal = self._legal = self._play_options(self.current)
+            return legal
+        if self.phase == SETUP:
+            return self._compute_legal(self.current if seat is None else seat)
+        if seat is None or seat == self.current:
+            legal = self._legal = self._compute_legal(self.current)
+            return legal
+        return []
 
     def _compute_legal(self, seat: int) -> list[Action]:
         phase = self.phase
@@ -351,17 +400,14 @@ class GameState:
         if phase == SETUP:
             if self.chosen[seat] or seat in self.dq_order:
                 return []
-            seen: set[tuple[int, ...]] = set()
-            acts: list[Action] = []
-            for combo in combinations(sorted(self.hands[seat]), 3):
-                if combo not in seen:
-                    seen.add(combo)
-                    acts.append(ChooseUp(cards=[C.STR[c] for c in combo]))
-            return acts
+            # Every distinct choice of 3 of the dealt cards ([D2]).
+            combos = dict.fromkeys(combinations(sorted(self.hands[seat]), 3))
+            get = _CHOOSE.get
+            return [get(combo) or _choose_up(combo) for combo in combos]
         if phase == SABOTAGE:
             if seat != self.current:
                 return []
-            acts = [_PASS]
+            acts: list[Action] = [_PASS]
             for t in range(self.n):
                 if t != seat and self.active(t):
                     acts += self._swap_options(seat, t)[:-1]
@@ -384,17 +430,20 @@ class GameState:
         extras = self.extras
         if extras and extras[-1] and not self.drew and self.draw:
             acts.append(_DRAW)  # [D10] draw before an extra action
-        src = self.source(seat)
-        if src == DOWN:
+        hand = self.hands[seat]
+        if hand or self.draw:
+            cards = sorted(hand)
+        elif self.up[seat]:
+            cards = sorted(self.up[seat])
+        else:
             for slot, c in enumerate(self.down[seat]):
                 if c != GONE:
-                    acts.append(Flip(slot=slot))
+                    acts.append(_FLIPS[slot])
             return acts
-        cards = sorted(self.hands[seat] if src == HAND else self.up[seat])
         pile = self.pile
-        top = pile[-1] >> 3 if pile else 0
-        played = False
-        i = 0
+        # Cards below the top of the pile cannot be played: start at the top's rank.
+        i = bisect_left(cards, (pile[-1] >> 3) << 3) if pile else 0
+        played = i < len(cards)
         ncards = len(cards)
         while i < ncards:
             c = cards[i]
@@ -402,14 +451,10 @@ class GameState:
             j = i + 1
             while j < ncards and cards[j] >> 3 == r:
                 j += 1
-            if r >= C.CLEAR:
-                acts.append(Play(cards=[C.STR[c]]))  # [D5] a Clear is played alone
-                played = True
-            elif r >= top:
-                strs = [C.STR[x] for x in cards[i:j]]
-                for k in range(1, j - i + 1):
-                    acts.append(Play(cards=strs[:k]))
-                played = True
+            if j == i + 1 or r >= C.CLEAR:  # [D5] a Clear is played alone
+                acts.append(_SINGLE[c])
+            else:
+                acts += _plays(tuple(cards[i:j]))
             i = j
         if not played:
             acts.append(_PICKUP)
@@ -426,6 +471,26 @@ class GameState:
         with a message that says why; the state is then unchanged.
         """
         phase = self.phase
+        if phase == PLAY and (seat is None or seat == self.current) and not self.pending_swap:
+            t = type(action)
+            if t is Play:
+                self._apply_play(action, self.current)  # type: ignore[arg-type]
+            elif t is Flip:
+                self._apply_flip(action, self.current)  # type: ignore[arg-type]
+            elif t is Pickup:
+                self._apply_pickup(self.current)
+            elif t is Draw:
+                self._apply_draw(self.current)
+            elif t is ChooseUp:
+                raise IllegalActionError("the 3UP cards are chosen at set-up only")
+            elif t is Swap or t is Pass:
+                raise IllegalActionError(
+                    f"'{_kind(action)}' answers a colour-run (V6) or sabotage (V5b) decision; none is pending"
+                )
+            else:
+                raise MalformedActionError(f"not an action: {action!r}")
+            self._legal = None
+            return
         if seat is None:
             seat = self.current
         if phase == OVER:
@@ -435,30 +500,11 @@ class GameState:
             return
         if seat != self.current:
             raise IllegalActionError(f"it is seat {self.current}'s turn, not seat {seat}'s")
-        self._legal = None
         if phase == SABOTAGE:
             self._apply_sabotage(action, seat)
-            return
-        if self.pending_swap:
-            self._apply_colour_run(action, seat)
-            return
-        t = type(action)
-        if t is Play:
-            self._apply_play(action, seat)  # type: ignore[arg-type]
-        elif t is Flip:
-            self._apply_flip(action, seat)  # type: ignore[arg-type]
-        elif t is Pickup:
-            self._apply_pickup(seat)
-        elif t is Draw:
-            self._apply_draw(seat)
-        elif t is ChooseUp:
-            raise IllegalActionError("the 3UP cards are chosen at set-up only")
-        elif t is Swap or t is Pass:
-            raise IllegalActionError(
-                f"'{_kind(action)}' answers a colour-run (V6) or sabotage (V5b) decision; none is pending"
-            )
         else:
-            raise MalformedActionError(f"not an action: {action!r}")
+            self._apply_colour_run(action, seat)
+        self._legal = None
 
     # -- set-up [D2], pile swap V5 [D15], sabotage V5b [D16]
 
@@ -571,44 +617,58 @@ class GameState:
     # -- play, flip, pick up, draw (RULES §4–§5)
 
     def _apply_play(self, action: Play, seat: int) -> None:
-        strs = action.cards
-        if not strs:
+        interned = _PLAY_INTS.get(id(action))
+        if interned is not None:
+            cards: Sequence[int] = interned
+        elif not action.cards:
             raise MalformedActionError("'play' needs at least one card")
-        cards = _parse_cards(strs)
-        r = cards[0] >> 3
-        for c in cards:
-            if c >> 3 != r:
-                raise IllegalActionError(
-                    f"cards played together must share one rank: {', '.join(strs)}"
-                )
-        if r >= C.CLEAR and len(cards) > 1:
-            raise IllegalActionError(f"a Clear card is played alone [D5]: {', '.join(strs)}")
-        src = self.source(seat)
-        if src == HAND:
-            source = self.hands[seat]
-            where = "your hand"
-        elif src == UP:
-            source = self.up[seat]
-            where = "your 3UP cards"
-        elif src == DOWN:
-            raise IllegalActionError("your hand and 3UP cards are empty: flip a 3DOWN card")
         else:
-            raise IllegalActionError("you hold no cards")
-        _require_in(cards, source, f"in {where}")
-        if r < C.CLEAR and self.pile and r < self.pile[-1] >> 3:
+            cards = _parse_cards(action.cards)
+        hand = self.hands[seat]
+        if hand:
+            source = hand
+        elif self.up[seat]:
+            source = self.up[seat]
+        else:
+            self._play_source_error(seat)
+        r = cards[0] >> 3
+        if len(cards) == 1:
+            c = cards[0]
+            if c not in source:
+                _require_in(cards, source, "in your hand" if source is hand else "in your 3UP cards")
+        else:
+            for c in cards:
+                if c >> 3 != r:
+                    raise IllegalActionError(
+                        f"cards played together must share one rank: {', '.join(action.cards)}"
+                    )
+            if r >= C.CLEAR:
+                raise IllegalActionError(f"a Clear card is played alone [D5]: {', '.join(action.cards)}")
+            _require_in(cards, source, "in your hand" if source is hand else "in your 3UP cards")
+        pile = self.pile
+        if r < C.CLEAR and pile and r < pile[-1] >> 3:
             raise IllegalActionError(
-                f"{strs[0]} is lower than the top of the pile, {C.STR[self.pile[-1]]}"
+                f"{action.cards[0]} is lower than the top of the pile, {C.STR[pile[-1]]}"
             )
+        # Legal: from here on nothing raises.
         for c in cards:
             source.remove(c)
-        if src == HAND:
+        if source is hand:
             known = self.known[seat]
             if known:
                 for c in cards:
-                    _forget(known, c)
-        self._consume_extra()
-        self._log("play", seat, tuple(cards))
+                    if c in known:
+                        known.remove(c)
+        if self.extras:
+            self.extras.pop()
+            self.drew = False
+        self.events.append(("play", seat, tuple(cards), None, None))
         self._played(seat, cards)
+
+    def _play_source_error(self, seat: int) -> NoReturn:
+        if any(c != GONE for c in self.down[seat]):
+            raise IllegalActionError("your hand and 3UP cards are empty: flip a 3DOWN card")
+        raise IllegalActionError("you hold no cards")
 
     def _apply_flip(self, action: Flip, seat: int) -> None:
         slot = action.slot
@@ -687,35 +747,36 @@ class GameState:
         self._log("pickup", seat, None, len(pile))
         self.pile = []
 
-    def _played(self, seat: int, cards: list[int]) -> None:
+    def _played(self, seat: int, cards: Sequence[int]) -> None:
         """Consequences of cards reaching the pile (RULES §5, V3, V6)."""
         pile = self.pile
         pile += cards
         r = cards[0] >> 3
         ends = False
+        log = self.events.append
         if r >= C.CLEAR:
             self.cleared += pile
             self.pile = []
             if r == C.CLEAR:
-                self._log("clear", seat, None, None, "clear")
+                log(("clear", seat, None, None, "clear"))
                 ends = True
             elif r == C.CLEAR1:
-                self._log("clear", seat, None, None, "clear+1")
+                log(("clear", seat, None, None, "clear+1"))
                 self.extras.append(True)  # [D9] extra actions add up
             else:
-                self._log("clear", seat, None, None, "clear+2")
+                log(("clear", seat, None, None, "clear+2"))
                 # A stack: the first extra action is popped first. V8: no draw
                 # before the second extra action of a Clear+2.
                 self.extras += [not self._v8, True]
         else:
             if r == 1 and self._v3:
                 self.direction = -self.direction  # [D13] once per play
-                self._log("reverse", seat)
+                log(("reverse", seat, None, None, None))
             if len(pile) >= 3 and pile[-2] >> 3 == r and pile[-3] >> 3 == r:
                 # Three of a kind clears like a Clear and ends the turn [D8].
                 self.cleared += pile
                 self.pile = []
-                self._log("clear", seat, None, None, "three")
+                log(("clear", seat, None, None, "three"))
                 ends = True
             elif (
                 self._v6
@@ -725,14 +786,13 @@ class GameState:
                 and self.up[seat]
             ):
                 self.pending_swap = True  # [D17] may swap, or decline
-        if self.holds_nothing(seat):
-            self.pending_swap = False
+                return
+        if not self.hands[seat] and not self.up[seat] and self.down[seat] == _ALL_GONE:
             self._goes_out(seat)
-            return
-        if ends:
+        elif ends or not self.extras:
             self._end_turn()
-        elif not self.pending_swap:
-            self._continue(seat)
+        else:
+            self._begin_action(False)
 
     def _continue(self, seat: int) -> None:
         """After an action that did not end the turn: the next extra action, or
@@ -761,37 +821,37 @@ class GameState:
 
     def _end_turn(self) -> None:
         seat = self.current
-        self.extras.clear()
+        if self.extras:
+            self.extras.clear()
         self.drew = False
         self.pending_swap = False
         self._legal = None
         hand = self.hands[seat]
         draw = self.draw
-        if len(hand) < 3 and draw and self.active(seat):
-            k = 0
-            while len(hand) < 3 and draw:
-                hand.append(draw.pop())
-                k += 1
-            self._log("draw", seat, None, k)
+        if len(hand) < 3 and draw and self.alive[seat]:
+            k = min(3 - len(hand), len(draw))
+            hand += draw[: -k - 1 : -1]  # from the top (the end) down
+            del draw[-k:]
+            self.events.append(("draw", seat, None, k, None))
         if self.phase == OVER:
             return
         if self.turn >= self.rules.turn_limit:
             self._adjudicate()
             return
         self.turn += 1
-        self.current = self._next_seat(seat)
-        self._begin_action(True)
-
-    def _next_seat(self, seat: int) -> int:
         n = self.n
         d = self.direction
+        alive = self.alive
         i = (seat + d) % n
-        while not self.active(i):
+        while not alive[i]:
             i = (i + d) % n
-        return i
+        self.current = i
+        if not self.hands[i] and draw:
+            self._begin_action(True)
 
     def _goes_out(self, seat: int) -> None:
         self.out_order.append(seat)
+        self.alive[seat] = False
         place = len(self.out_order)
         self._log("out", seat, None, place)
         remaining = [i for i in range(self.n) if self.active(i)]
@@ -843,6 +903,7 @@ class GameState:
         if self.phase == OVER or not self.active(seat):
             return
         self.dq_order.append(seat)
+        self.alive[seat] = False
         self.removed += self.hands[seat]
         self.removed += self.up[seat]
         self.removed += [c for c in self.down[seat] if c != GONE]
@@ -915,7 +976,7 @@ def _parse_cards(strs: Sequence[object]) -> list[int]:
     return out
 
 
-def _require_in(cards: list[int], source: list[int], where: str) -> None:
+def _require_in(cards: Sequence[int], source: list[int], where: str) -> None:
     if len(cards) == 1:
         if cards[0] in source:
             return
