@@ -1,0 +1,347 @@
+"""The referee's cost per move over HTTP, against a bare aiohttp round trip.
+
+A bot that answers instantly (``index 0``) runs in a process of its own. Each
+sample plays the same games twice over the same client session (so the same
+kept-alive connections):
+
+* **A, the referee**: :func:`referee.match.play_match` — deal, view, legal
+  actions, encode, sign-free POST through :class:`referee.bots.HttpBot`
+  (deadline, capped read, strict decode), check and apply, replay record.
+* **B, bare aiohttp**: the very same request bodies, captured from a referee
+  run, POSTed with ``session.post(...)`` and ``await resp.read()``, with the
+  same concurrency (the set-up requests, ``/start`` and ``/end`` go out
+  together, as the referee sends them).
+
+A and B alternate over at least 9 pairs (A first in even pairs, B first in
+odd ones); the figure is the median over pairs of A's time per request over
+B's. Target: ≤ 1.10. ``median_ratio`` is the full loop's.
+
+The same pairs also time the transport alone (``transport``): every captured
+``/act`` request sent through ``HttpBot.act`` (encoding the Struct, the
+deadline, the capped read, the strict decode) against the bare POST of its
+bytes, one at a time on one kept-alive connection.
+
+    python benchmarks/overhead.py [--pairs 11] [--players 3] [--games 4] [--json]
+
+``--json`` prints the figures as one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+from yarl import URL
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from protocol import ActRequest, Rules, Timeouts, decode_act_request  # noqa: E402
+from referee.bots import HttpBot, free_port, make_session  # noqa: E402
+from referee.match import play_match  # noqa: E402
+
+TARGET = 1.10
+JSON = {"Content-Type": "application/json"}
+
+
+# --------------------------------------------------------------- the bot
+
+
+class _Id(msgspec.Struct):
+    request_id: str
+
+
+def serve(port: int) -> None:
+    """The instant bot: ``index 0`` for every /act (runs in its own process)."""
+    from aiohttp import web
+
+    decoder = msgspec.json.Decoder(_Id)
+    encoder = msgspec.json.Encoder()
+    info = b'{"apiversion": "1", "name": "instant", "author": "bench", "version": "1"}'
+
+    async def root(request: web.Request) -> web.Response:
+        return web.Response(body=info, content_type="application/json")
+
+    async def ok(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=b"{}", content_type="application/json")
+
+    async def act(request: web.Request) -> web.Response:
+        rid = decoder.decode(await request.read()).request_id
+        return web.Response(
+            body=encoder.encode({"request_id": rid, "index": 0}), content_type="application/json"
+        )
+
+    app = web.Application()
+    app.router.add_get("/", root)
+    app.router.add_post("/start", ok)
+    app.router.add_post("/end", ok)
+    app.router.add_post("/act", act)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+# ------------------------------------------------------------ A and B
+
+
+class _Recorder(HttpBot):
+    """An HttpBot that keeps every request it sends (used once, to capture B's payloads)."""
+
+    log: list[tuple[str, URL, bytes | None]]
+
+    async def _exchange(
+        self, method: str, url: URL, body: bytes | None, cap: int
+    ) -> tuple[int, str, bytes]:
+        self.log.append((method, url, body))
+        return await super()._exchange(method, url, body, cap)
+
+
+Group = list[tuple[URL, bytes]]
+
+
+def _groups(log: list[tuple[str, URL, bytes | None]], players: int) -> list[Group]:
+    """The requests of one game as the referee sends them: /start together, the
+    set-up /act requests together, then one at a time, /end together."""
+    posts = [(url, body or b"") for method, url, body in log if method == "POST"]
+    groups: list[Group] = []
+    starts = [p for p in posts if p[0].path.endswith("/start")]
+    ends = [p for p in posts if p[0].path.endswith("/end")]
+    acts = [p for p in posts if p[0].path.endswith("/act")]
+    groups.append(starts)
+    groups.append(acts[:players])
+    groups.extend([a] for a in acts[players:])
+    groups.append(ends)
+    return groups
+
+
+async def capture(
+    url: str,
+    session: aiohttp.ClientSession,
+    seeds: list[int],
+    players: int,
+    rules: Rules,
+    timeouts: Timeouts,
+) -> list[Group]:
+    groups: list[Group] = []
+    for seed in seeds:
+        recorder = _Recorder(url, session=session)
+        recorder.log = []
+        await play_match([recorder] * players, seed, rules=rules, timeouts=timeouts)
+        groups.extend(_groups(recorder.log, players))
+    return groups
+
+
+async def run_a(
+    url: str,
+    session: aiohttp.ClientSession,
+    seeds: list[int],
+    players: int,
+    rules: Rules,
+    timeouts: Timeouts,
+) -> float:
+    bot = HttpBot(url, session=session)
+    begun = time.perf_counter()
+    for seed in seeds:
+        await play_match([bot] * players, seed, rules=rules, timeouts=timeouts)
+    return time.perf_counter() - begun
+
+
+async def _post(session: aiohttp.ClientSession, url: URL, body: bytes) -> bytes:
+    async with session.post(url, data=body, headers=JSON) as response:
+        return await response.read()
+
+
+async def run_b(session: aiohttp.ClientSession, groups: list[Group]) -> float:
+    begun = time.perf_counter()
+    for group in groups:
+        if len(group) == 1:
+            await _post(session, *group[0])
+        else:
+            await asyncio.gather(*(_post(session, url, body) for url, body in group))
+    return time.perf_counter() - begun
+
+
+async def run_transport(bot: HttpBot, acts: list[ActRequest]) -> float:
+    """The transport alone: HttpBot.act on each request.
+
+    That is: encode the Struct, the deadline, the capped read, the strict decode.
+    """
+    begun = time.perf_counter()
+    for request in acts:
+        await bot.act(request, 5.0)
+    return time.perf_counter() - begun
+
+
+async def run_bare(session: aiohttp.ClientSession, url: URL, bodies: list[bytes]) -> float:
+    begun = time.perf_counter()
+    for body in bodies:
+        await _post(session, url, body)
+    return time.perf_counter() - begun
+
+
+def _pairs(
+    results: list[tuple[float, float]], requests: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for i, (a, b) in enumerate(results):
+        a_us = a / requests * 1e6
+        b_us = b / requests * 1e6
+        rows.append(
+            {
+                "pair": i + 1,
+                "first": "A" if i % 2 == 0 else "B",
+                "referee_us": round(a_us, 1),
+                "bare_us": round(b_us, 1),
+                "ratio": round(a_us / b_us, 4),
+            }
+        )
+    ratios = [r["ratio"] for r in rows]
+    a_med = statistics.median(r["referee_us"] for r in rows)
+    b_med = statistics.median(r["bare_us"] for r in rows)
+    summary = {
+        "requests_per_sample": requests,
+        "median_ratio": round(statistics.median(ratios), 4),
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+        "referee_us_median": round(a_med, 1),
+        "bare_us_median": round(b_med, 1),
+        "overhead_us_median": round(a_med - b_med, 1),
+        "meets_target": statistics.median(ratios) <= TARGET,
+    }
+    return rows, summary
+
+
+# --------------------------------------------------------------- driver
+
+
+async def bench(url: str, pairs: int, players: int, games: int) -> dict[str, Any]:
+    rules = Rules()
+    timeouts = Timeouts(move_ms=5000)
+    seeds = list(range(1, games + 1))
+    session = make_session()
+    try:
+        groups = await capture(url, session, seeds, players, rules, timeouts)
+        requests = sum(len(g) for g in groups)
+        act_url = URL(url + "/act")
+        bodies = [body for group in groups for u, body in group if u.path == "/act"]
+        acts = [decode_act_request(body) for body in bodies]
+        bot = HttpBot(url, session=session)
+        # warm-up
+        await run_a(url, session, seeds, players, rules, timeouts)
+        await run_b(session, groups)
+        await run_transport(bot, acts)
+        await run_bare(session, act_url, bodies)
+        full: list[tuple[float, float]] = []
+        transport: list[tuple[float, float]] = []
+        for i in range(pairs):
+            if i % 2 == 0:
+                a = await run_a(url, session, seeds, players, rules, timeouts)
+                b = await run_b(session, groups)
+                ta = await run_transport(bot, acts)
+                tb = await run_bare(session, act_url, bodies)
+            else:
+                b = await run_b(session, groups)
+                a = await run_a(url, session, seeds, players, rules, timeouts)
+                tb = await run_bare(session, act_url, bodies)
+                ta = await run_transport(bot, acts)
+            full.append((a, b))
+            transport.append((ta, tb))
+    finally:
+        await session.close()
+    full_rows, full_summary = _pairs(full, requests)
+    transport_rows, transport_summary = _pairs(transport, len(bodies))
+    return {
+        "benchmark": "referee cost per move over HTTP vs a bare aiohttp round trip",
+        "players": players,
+        "games_per_sample": games,
+        "target": TARGET,
+        "median_ratio": full_summary["median_ratio"],
+        "meets_target": full_summary["meets_target"],
+        "full_loop": {**full_summary, "pairs": full_rows},
+        "transport": {**transport_summary, "pairs": transport_rows},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=11, help="A/B pairs (at least 9)")
+    parser.add_argument("--players", type=int, default=3)
+    parser.add_argument("--games", type=int, default=4, help="games per sample")
+    parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        serve(args.serve)
+        return 0
+    if args.pairs < 9:
+        parser.error("--pairs must be at least 9")
+    port = free_port()
+    bot = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        asyncio.run(_wait(url))
+        figures = asyncio.run(bench(url, args.pairs, args.players, args.games))
+    finally:
+        bot.terminate()
+        bot.wait(5)
+    figures["cpus"] = os.cpu_count()
+    figures["loadavg_1min"] = round(os.getloadavg()[0], 2)  # other work on the machine skews both
+    print(
+        f"{figures['players']} players, {figures['games_per_sample']} games per sample; "
+        "A = referee, B = bare aiohttp, same payloads, same session; us per request"
+    )
+    for key, title in (
+        (
+            "full_loop",
+            "full loop: play_match (engine view, legal, encode, HTTP, check, apply, record)",
+        ),
+        ("transport", "transport only: HttpBot.act (encode, deadline, capped read, strict decode)"),
+    ):
+        part = figures[key]
+        print(f"\n{title}, {part['requests_per_sample']} requests per sample")
+        print(f"{'pair':>4}  {'first':>5}  {'referee':>8}  {'bare':>8}  {'ratio':>6}")
+        for row in part["pairs"]:
+            print(
+                f"{row['pair']:>4}  {row['first']:>5}  {row['referee_us']:>8.1f}  "
+                f"{row['bare_us']:>8.1f}  {row['ratio']:>6.3f}"
+            )
+        print(
+            f"median ratio {part['median_ratio']:.3f} (target <= {TARGET:.2f}: "
+            f"{'met' if part['meets_target'] else 'NOT met'}); referee "
+            f"{part['referee_us_median']:.1f} us vs bare {part['bare_us_median']:.1f} us, "
+            f"overhead {part['overhead_us_median']:.1f} us"
+        )
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+async def _wait(url: str) -> None:
+    bot = HttpBot(url)
+    try:
+        for _ in range(200):
+            try:
+                await bot.handshake(1.0)
+                return
+            except Exception:
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"the benchmark bot at {url} did not start")
+    finally:
+        await bot.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""What every transport offers the match runner, and how its failures look.
+
+A transport turns everything a bot does wrong into data: ``act`` returns an
+:class:`ActOutcome` (a reply or a :class:`~protocol.Fault`), ``start`` and
+``end`` return a Fault or None. Only :meth:`Bot.handshake` raises, with a
+:class:`BotError` that says what to fix, because a bot that cannot even be
+reached is not in the game at all.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from protocol.messages import ActReply, ActRequest, BotInfo, Fault, GameEnd, GameStart
+
+__all__ = ["ActOutcome", "Bot", "BotError", "BotUnreachable"]
+
+
+class BotError(Exception):
+    """A bot cannot be used: the handshake failed, or its process did not start.
+
+    ``str(err)`` says what went wrong and what to check, fit for a bot's author.
+    """
+
+
+class BotUnreachable(BotError):
+    """No HTTP answer at all (refused, reset, timed out): the bot may still be starting."""
+
+
+class ActOutcome(msgspec.Struct, kw_only=True):
+    """What came of one ``/act`` request.
+
+    Exactly one of `reply` (decoded and checked against the protocol and the
+    request id, not yet against the rules) and `fault` is set. `latency_ms` is
+    the measured round trip, from sending the request to the end of the reply
+    (or to the moment the call was cancelled or failed).
+    """
+
+    reply: ActReply | None = None
+    fault: Fault | None = None
+    latency_ms: float
+
+
+@runtime_checkable
+class Bot(Protocol):
+    """A bot as the match runner sees it (HTTP, a local process, later a container)."""
+
+    @property
+    def name(self) -> str:
+        """The bot's name: the one given, else its handshake name, else its address."""
+        ...
+
+    async def handshake(self, timeout_s: float = ...) -> BotInfo:
+        """``GET /``: the bot's identity. Raises :class:`BotError` saying what is wrong."""
+        ...
+
+    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
+        """``POST /start``; a Fault (turn 0) when the bot does not answer 2xx in time."""
+        ...
+
+    async def act(
+        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
+    ) -> ActOutcome:
+        """``POST /act``, cancelled after `deadline_s`. Never raises for what the bot does.
+
+        `body`, when given, is `request` already encoded (the match runner
+        encodes each state once, for the replay's hash and the body alike).
+        """
+        ...
+
+    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
+        """``POST /end``; a Fault when the bot does not answer 2xx in time."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the transport owns (connections, a process)."""
+        ...

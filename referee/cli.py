@@ -1,0 +1,707 @@
+"""The ``referee`` command line (a click group; add commands with ``@main.command()``).
+
+- ``referee match --bot SPEC --bot SPEC [...] --seed N``: play one game and print
+  the result, the faults and the latencies.
+- ``referee check URL``: a compliance check for bot authors: handshake, every
+  request kind, timing, legal answers to scripted states.
+
+A bot SPEC is a base URL (``http://127.0.0.1:8001``), a unix socket
+(``unix:/path/to/bot.sock``), or ``cmd:`` and a command the referee starts,
+with ``{port}`` where the port goes (``cmd:python -m sample_bots.random --port
+{port}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import shlex
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import aiohttp
+import click
+import msgspec
+
+from protocol.codec import ENCODER
+from protocol.messages import (
+    APIVERSION,
+    ActRequest,
+    Action,
+    GameEnd,
+    GameStart,
+    Play,
+    Rules,
+    Timeouts,
+)
+from referee.bots import (
+    DEFAULT_MAX_BODY,
+    HANDSHAKE_S,
+    ActOutcome,
+    Bot,
+    BotError,
+    BotUnreachable,
+    Clock,
+    CommandBot,
+    HttpBot,
+    make_session,
+)
+from referee.config import ConfigError, load_toml_struct
+from referee.game import ActionError, GameState, layout, new_game, view
+from referee.match import FaultPolicy, MatchResult, latency_stats, play_match
+
+__all__ = ["main", "make_bot", "format_result", "run_checks", "CheckLine"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="referee", prog_name="referee")
+def main() -> None:
+    """Referee for 3UP 3DOWN bot tournaments."""
+
+
+# --------------------------------------------------------------------- bots
+
+
+def make_bot(
+    spec: str,
+    *,
+    session: aiohttp.ClientSession | None,
+    log_dir: Path,
+    secret: str | None = None,
+) -> Bot:
+    """A transport for a bot SPEC: URL, ``unix:/path``, or ``cmd:COMMAND``."""
+    if spec.startswith("cmd:"):
+        command = shlex.split(spec[len("cmd:") :])
+        if not command:
+            raise click.BadParameter(f"{spec!r}: no command after 'cmd:'", param_hint="--bot")
+        if not any("{port}" in part for part in command):
+            raise click.BadParameter(
+                f"{spec!r}: the command must say where the port goes, as {{port}} "
+                "(it is also in the PORT environment variable)",
+                param_hint="--bot",
+            )
+        return CommandBot(command, log_dir=log_dir, session=session, secret=secret)
+    if spec.startswith("unix:"):
+        return HttpBot(spec, secret=secret)
+    if spec.startswith(("http://", "https://")):
+        try:
+            return HttpBot(spec, session=session, secret=secret)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--bot") from None
+    raise click.BadParameter(
+        f"{spec!r}: a bot is a URL (http://127.0.0.1:8001), unix:/path/to.sock, or "
+        "cmd:COMMAND with {port} (cmd:python -m sample_bots.random --port {port})",
+        param_hint="--bot",
+    )
+
+
+async def _ready(bot: Bot) -> None:
+    if isinstance(bot, CommandBot):
+        await bot.launch()
+    else:
+        await bot.handshake()
+
+
+# -------------------------------------------------------------------- match
+
+
+@main.command()
+@click.option(
+    "--bot",
+    "specs",
+    multiple=True,
+    required=True,
+    metavar="SPEC",
+    help="A bot, once per seat in seat order: http://HOST:PORT, unix:/PATH, or "
+    "'cmd:COMMAND --port {port}'.",
+)
+@click.option("--seed", type=int, required=True, help="The deal's seed.")
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML file with a [rules] table (deck, variants, turn_limit).",
+)
+@click.option(
+    "--move-ms",
+    type=click.IntRange(min=1),
+    default=Timeouts().move_ms,
+    show_default=True,
+    help="Time for each /act reply, round trip included.",
+)
+@click.option(
+    "--bank-ms",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Time bank per game: time over --move-ms is taken from it.",
+)
+@click.option(
+    "--strikes",
+    type=int,
+    default=FaultPolicy().strikes,
+    show_default=True,
+    help="Disqualify at the N-th fault (0: never).",
+)
+@click.option("--forfeit-on-first", is_flag=True, help="Disqualify at the first fault.")
+@click.option("--secret", help="Sign every request with this secret.")
+@click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the replay record here (gzip JSON lines).",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where command bots' stdout/stderr go (default: a temporary folder).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def match(
+    specs: tuple[str, ...],
+    seed: int,
+    rules_path: Path | None,
+    move_ms: int,
+    bank_ms: int,
+    strikes: int,
+    forfeit_on_first: bool,
+    secret: str | None,
+    replay_path: Path | None,
+    log_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Play one game and print the result, faults and latencies.
+
+    Bots are given once per seat, in seat order. Exit code 0 whenever the game
+    completes (a bot's faults are in the output); 1 if a bot cannot be reached
+    or started; 2 for bad options or a bad rules file.
+    """
+    rules = Rules()
+    if rules_path is not None:
+        try:
+            rules = load_toml_struct(rules_path, "rules", Rules)
+        except ConfigError as e:
+            raise click.UsageError(str(e)) from None
+    try:
+        rules.validate(len(specs))
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    timeouts = Timeouts(move_ms=move_ms, bank_ms=bank_ms)
+    policy = FaultPolicy(strikes=strikes, forfeit_on_first=forfeit_on_first)
+    logs = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="referee-logs-"))
+    result = asyncio.run(
+        _match(specs, seed, rules, timeouts, policy, secret, replay_path, logs)
+    )
+    if as_json:
+        click.echo(msgspec.json.encode(result).decode())
+        return
+    click.echo(format_result(result))
+    if replay_path is not None:
+        click.echo(f"replay written to {replay_path}")
+    if any(isinstance(s, str) and s.startswith("cmd:") for s in specs):
+        click.echo(f"command bots' logs in {logs}")
+
+
+async def _match(
+    specs: Sequence[str],
+    seed: int,
+    rules: Rules,
+    timeouts: Timeouts,
+    policy: FaultPolicy,
+    secret: str | None,
+    replay_path: Path | None,
+    log_dir: Path,
+) -> MatchResult:
+    async with contextlib.AsyncExitStack() as stack:
+        session = make_session()
+        stack.push_async_callback(session.close)
+        bots: list[Bot] = []
+        for spec in specs:
+            bot = make_bot(spec, session=session, log_dir=log_dir, secret=secret)
+            stack.push_async_callback(bot.close)
+            bots.append(bot)
+        ready = await asyncio.gather(*(_ready(b) for b in bots), return_exceptions=True)
+        problems = [
+            f"seat {seat} ({spec}): {outcome}"
+            for seat, (spec, outcome) in enumerate(zip(specs, ready))
+            if isinstance(outcome, BaseException)
+        ]
+        for outcome in ready:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, BotError):
+                raise outcome
+        if problems:
+            raise click.ClickException("cannot start the game:\n" + "\n".join(problems))
+        return await play_match(
+            bots, seed, rules=rules, timeouts=timeouts, policy=policy, replay=replay_path
+        )
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def format_result(result: MatchResult) -> str:
+    """The result as a table, then the faults."""
+    lines = [
+        f"game {result.game_id}  seed {result.seed}  turns {result.turns}"
+        + ("  (adjudicated at the turn limit)" if result.adjudicated else "")
+    ]
+    header = ("seat", "name", "place", "points", "faults", "", "acts", "p50 ms", "p95 ms", "max ms")
+    rows: list[tuple[str, ...]] = []
+    for seat, name in enumerate(result.names):
+        stats = result.latency[seat]
+        rows.append(
+            (
+                str(seat),
+                name,
+                str(result.places[seat]),
+                str(result.points[seat]),
+                str(len(result.faults[seat])),
+                "disqualified" if seat in result.disqualified else "",
+                str(stats.count),
+                _ms(stats.p50_ms),
+                _ms(stats.p95_ms),
+                _ms(stats.max_ms),
+            )
+        )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {2, 3, 4, 6, 7, 8, 9}
+    for row in [header, *rows]:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    faults = [(seat, f) for seat, fs in enumerate(result.faults) for f in fs]
+    if faults:
+        lines.append("faults:")
+        for seat, f in faults:
+            over = f" (+{f.overrun_ms:.1f} ms)" if f.overrun_ms is not None else ""
+            lines.append(
+                f"  seat {seat} {result.names[seat]}, turn {f.turn}: {f.kind}{over}: {f.detail}"
+            )
+    else:
+        lines.append("no faults")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------- check
+
+
+class CheckLine(NamedTuple):
+    """One line of ``referee check``: PASS or FAIL, what, and the fix for a FAIL."""
+
+    ok: bool
+    what: str
+    detail: str
+    fix: str = ""
+
+    def render(self) -> str:
+        text = f"{'PASS' if self.ok else 'FAIL'}  {self.what}: {self.detail}"
+        if not self.ok and self.fix:
+            text += f"\n      fix: {self.fix}"
+        return text
+
+
+_FIXES = {
+    "timeout": "answer within deadline_ms ({ms} ms), round trip included",
+    "http_status": "answer POST /act with HTTP 200 and the JSON reply",
+    "bad_json": 'reply with JSON {{"request_id": <the request\'s>, "index": <int into legal>}} '
+    'or {{"request_id": ..., "action": {{"type": ...}}}}',
+    "too_large": f"keep the reply under {DEFAULT_MAX_BODY} bytes",
+    "wrong_request_id": "echo the request's request_id in the reply",
+    "illegal": "answer with an index into legal, or an action that legal lists "
+    "(RULES.md; any colours of the same rank and count are fine)",
+    "connection": "keep the server up and answer every request; look at the bot's log",
+}
+
+
+class Scenario(NamedTuple):
+    name: str
+    state: GameState
+    seat: int
+    note: str
+
+
+def scenarios() -> list[Scenario]:
+    """The scripted positions ``referee check`` asks about, seat 0 to move."""
+    out: list[Scenario] = []
+    setup = new_game(Rules(), ["you", "other"], random.Random(1))
+    out.append(Scenario("set-up choose_up", setup, 0, "choose 3 of your 6 cards as 3UP"))
+    play = layout(
+        hands=[["3R", "5G", "9B"], ["2Y", "4O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["4Y"],
+        draw=["1R", "2G", "3V", "6B", "9I"],
+        names=["you", "other"],
+    )
+    out.append(Scenario("plain play", play, 0, "play 5G or 9B on a 4"))
+    pickup = layout(
+        hands=[["2R", "4G", "4B"], ["2Y", "3O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["5R", "7B"],
+        draw=["1R", "2G", "3V"],
+        names=["you", "other"],
+    )
+    out.append(Scenario("forced pick-up", pickup, 0, "nothing beats a 7: pick up"))
+    flip = layout(
+        hands=[[], ["2Y", "3O", "6I"]],
+        up=[[], ["7R", "8R", "10R"]],
+        down=[["5R", None, "C"], ["1B", "1G", "1Y"]],
+        pile=["6B"],
+        names=["you", "other"],
+        turn=40,
+    )
+    out.append(Scenario("3DOWN flip", flip, 0, "hand and 3UP are empty: flip slot 0 or 2"))
+    extra = layout(
+        hands=[["C+1", "4R", "9G"], ["2Y", "3O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["3B"],
+        draw=["1R", "2G", "3V", "6B"],
+        names=["you", "other"],
+    )
+    extra.apply(Play(cards=["C+1"]), 0)
+    out.append(
+        Scenario("extra action with a draw option", extra, 0, "after a Clear+1: draw or play")
+    )
+    run = layout(
+        hands=[["5R", "9G", "3B"], ["2Y", "3O", "6I"]],
+        up=[["7Y", "8Y", "10Y"], ["7B", "8B", "10B"]],
+        pile=["2R", "3R", "4R"],
+        draw=["1V", "2G", "3V", "6B"],
+        rules=Rules(colour_run=True),
+        names=["you", "other"],
+    )
+    run.apply(Play(cards=["5R"]), 0)
+    out.append(
+        Scenario(
+            "V6 colour-run swap",
+            run,
+            0,
+            "4 reds on the pile: swap a hand card with a 3UP card, or pass",
+        )
+    )
+    return out
+
+
+def _describe_action(action: Action) -> str:
+    fields = msgspec.to_builtins(action)
+    kind = fields.pop("type")
+    rest = " ".join(
+        " ".join(v) if isinstance(v, list | tuple) else f"{k}={v}"
+        for k, v in fields.items()
+        if v is not None
+    )
+    return f"{kind} {rest}".strip()
+
+
+def _verdict(
+    outcome: ActOutcome, legal: Sequence[Action], state: GameState, seat: int, move_ms: int
+) -> tuple[bool, str, str]:
+    """(ok, what happened, fix) for one /act outcome on a scripted position."""
+    fault = outcome.fault
+    if fault is not None:
+        fix = _FIXES.get(fault.kind, "").format(ms=move_ms)
+        if fault.kind == "http_status" and any(f" {code} " in fault.detail for code in (401, 403)):
+            fix = "the bot refused the request: if it checks signatures, check with --secret"
+        return False, f"{fault.kind}: {fault.detail}", fix
+    reply = outcome.reply
+    assert reply is not None
+    if reply.index is not None:
+        if reply.index >= len(legal):
+            what = f"index {reply.index} is out of range (legal has {len(legal)} actions)"
+            return False, f"illegal: {what}", _FIXES["illegal"]
+        action = legal[reply.index]
+    else:
+        assert reply.action is not None
+        action = reply.action
+    try:
+        state.copy().apply(action, seat)
+    except ActionError as e:
+        return False, f"illegal: {_describe_action(action)}: {e}", _FIXES["illegal"]
+    return True, f"{_describe_action(action)} ({_ms(outcome.latency_ms)} ms)", ""
+
+
+def _act_request(
+    state: GameState, seat: int, game_id: str, request_id: str, timeouts: Timeouts
+) -> ActRequest:
+    return ActRequest(
+        apiversion=APIVERSION,
+        game_id=game_id,
+        request_id=request_id,
+        seat=seat,
+        turn=state.turn,
+        deadline_ms=timeouts.move_ms,
+        bank_ms=None,
+        state=view(state, seat, 0),
+        legal=state.legal_actions(seat),
+    )
+
+
+_INFO_SHAPE = (
+    f'{{"apiversion": "{APIVERSION}", "name": ..., "author": ..., "version": ...}}'
+)
+
+
+async def run_checks(
+    url: str, *, secret: str | None = None, timeouts: Timeouts | None = None
+) -> list[CheckLine]:
+    """Run the compliance checks against the bot at `url`; one line per check."""
+    timeouts = timeouts if timeouts is not None else Timeouts()
+    clock = Clock(timeouts)  # no bank here: every reply gets the move time
+    move_s = clock.move().limit_s
+    lines: list[CheckLine] = []
+    game_id = "check-" + random.randbytes(6).hex()
+    latencies: list[float] = []
+    async with HttpBot(url, secret=secret) as bot:
+        # GET /
+        try:
+            info = await bot.handshake(HANDSHAKE_S)
+        except BotUnreachable as e:
+            lines.append(CheckLine(False, "GET /", str(e), "start the bot, and check the URL"))
+            return lines
+        except BotError as e:
+            fix = f"serve GET / with 200 and {_INFO_SHAPE}"
+            lines.append(CheckLine(False, "GET /", str(e), fix))
+            return lines
+        who = f"{info.name!r} {info.version} by {info.author or '?'}, protocol {info.apiversion}"
+        lines.append(CheckLine(True, "GET /", who))
+
+        # POST /start
+        start = GameStart(
+            apiversion=APIVERSION,
+            game_id=game_id,
+            seat=0,
+            players=["you", "other"],
+            rules=Rules(),
+            timeouts=timeouts,
+        )
+        fault = await bot.start(start, clock.start_s)
+        lines.append(
+            CheckLine(True, "POST /start", "answered 2xx in time")
+            if fault is None
+            else CheckLine(
+                False,
+                "POST /start",
+                f"{fault.kind}: {fault.detail}",
+                f"answer POST /start with any 2xx within {timeouts.start_ms} ms",
+            )
+        )
+
+        # POST /act on scripted positions
+        positions = scenarios()
+        for number, scenario in enumerate(positions, 1):
+            state, seat = scenario.state, scenario.seat
+            request = _act_request(state, seat, game_id, f"{game_id}.{number}", timeouts)
+            outcome = await bot.act(request, move_s)
+            latencies.append(outcome.latency_ms)
+            ok, what, fix = _verdict(outcome, request.legal, state, seat, timeouts.move_ms)
+            if not ok:
+                what = f"{what} [{scenario.note}]"
+            lines.append(CheckLine(ok, f"/act {scenario.name}", what, fix))
+
+        # Forward compatibility: fields and event types the project may add.
+        plain = positions[1]
+        request = _act_request(plain.state, 0, game_id, f"{game_id}.extra", timeouts)
+        raw: dict[str, Any] = msgspec.to_builtins(request)
+        raw["future_field"] = {"added": "later"}
+        raw["state"]["future_field"] = [1, 2, 3]
+        raw["state"]["events"].append({"seq": 999, "seat": 1, "type": "future", "extra": True})
+        outcome = await bot.act_bytes(ENCODER.encode(raw), request.request_id, request.turn, move_s)
+        latencies.append(outcome.latency_ms)
+        ok, what, fix = _verdict(outcome, request.legal, plain.state, 0, timeouts.move_ms)
+        plain_ok = any(line.ok for line in lines if line.what == "/act plain play")
+        if plain_ok:
+            fix = (
+                "ignore fields and event types you do not know: the protocol may add them "
+                "(PROTOCOL.md)"
+            )
+        lines.append(
+            CheckLine(
+                ok,
+                "/act with unknown fields and event types",
+                f"ignored them ({_ms(outcome.latency_ms)} ms)" if ok else what,
+                fix,
+            )
+        )
+
+        # Timing
+        stats = latency_stats(latencies)
+        lines.append(
+            CheckLine(
+                stats.max_ms <= timeouts.move_ms,
+                "latency",
+                f"{stats.count} /act replies: p50 {_ms(stats.p50_ms)} ms, "
+                f"p95 {_ms(stats.p95_ms)} ms, max {_ms(stats.max_ms)} ms "
+                f"(deadline {timeouts.move_ms} ms)",
+                f"answer within deadline_ms ({timeouts.move_ms} ms), round trip included",
+            )
+        )
+
+        # A forged signature must be refused.
+        if secret is not None:
+            async with HttpBot(url, secret="not-" + secret) as impostor:
+                forged = _act_request(plain.state, 0, game_id, f"{game_id}.forged", timeouts)
+                outcome = await impostor.act(forged, move_s)
+            refused = outcome.fault is not None and outcome.fault.kind == "http_status"
+            if refused:
+                what = "a request signed with another secret was refused"
+            elif outcome.fault is None:
+                what = "a request signed with another secret was answered"
+            else:
+                what = f"a forged request was not refused cleanly ({outcome.fault.kind})"
+            lines.append(
+                CheckLine(
+                    refused,
+                    "signature",
+                    what,
+                    "check X-Referee-Signature (HMAC-SHA256 of the raw body) and answer 401 "
+                    "when it is wrong",
+                )
+            )
+
+        # POST /end
+        end = GameEnd(
+            apiversion=APIVERSION,
+            game_id=game_id,
+            seat=0,
+            places=[1, 2],
+            adjudicated=False,
+            disqualified=[],
+            faults=[],
+            points=[0, 12],
+        )
+        fault = await bot.end(end, clock.end_s)
+        lines.append(
+            CheckLine(True, "POST /end", "answered 2xx in time")
+            if fault is None
+            else CheckLine(
+                False,
+                "POST /end",
+                f"{fault.kind}: {fault.detail}",
+                f"answer POST /end with any 2xx within {timeouts.end_ms} ms",
+            )
+        )
+    return lines
+
+
+@main.command()
+@click.argument("url")
+@click.option(
+    "--secret", help="The bot's secret: requests are signed, and a forged one must be refused."
+)
+@click.option(
+    "--move-ms",
+    type=click.IntRange(min=1),
+    default=Timeouts().move_ms,
+    show_default=True,
+    help="Time for each /act reply, round trip included.",
+)
+def check(url: str, secret: str | None, move_ms: int) -> None:
+    """Check that the bot at URL follows the protocol.
+
+    Handshake, /start, /act on scripted positions (set-up choice, a plain play,
+    a forced pick-up, a 3DOWN flip, an extra action with a draw, the V6 swap),
+    unknown fields, timing, the signature (with --secret), /end. One line per
+    check, PASS or FAIL with what to fix; exit code 1 on any failure.
+    """
+    try:
+        HttpBot(url)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="URL") from None
+    click.echo(f"checking {url}")
+    lines = asyncio.run(run_checks(url, secret=secret, timeouts=Timeouts(move_ms=move_ms)))
+    for line in lines:
+        click.echo(line.render())
+    failed = sum(1 for line in lines if not line.ok)
+    click.echo(f"{len(lines) - failed} passed, {failed} failed")
+    if failed:
+        sys.exit(1)
+
+
+# ------------------------------------------------------------- tournaments
+
+
+@main.command()
+@click.argument("league_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output folder (default: the league file's [tournament] output).",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), help="Games played at once.")
+@click.option("--resume", is_flag=True, help="Continue the tournament recorded in the output folder.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-replays", is_flag=True, help="Do not write a replay file per game.")
+def tournament(
+    league_file: Path,
+    out: Path | None,
+    concurrency: int | None,
+    resume: bool,
+    no_progress: bool,
+    no_replays: bool,
+) -> None:
+    """Play the league described in LEAGUE_FILE and print the standings.
+
+    Round-robin over every combination of table_size bots, each deal played
+    once per seat rotation (duplicate deals), TrueSkill ratings applied in
+    schedule order. Results go to a SQLite database in the output folder, with
+    standings.json, standings.csv and head_to_head.json. Stopped (Ctrl-C, a
+    crash, a reboot)? Run the same command with --resume.
+    """
+    from referee.tournament.league import LeagueError, load_league
+    from referee.tournament.runner import Interrupted, Tournament, format_h2h, format_table
+
+    try:
+        league = load_league(league_file)
+        t = Tournament(
+            league, out, concurrency=concurrency, resume=resume,
+            progress=not no_progress, replays=not no_replays,
+        )
+        click.echo(
+            f"{league.tournament.name}: {len(league.bots)} bots, {len(t.schedule)} games, "
+            f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",
+            err=True,
+        )
+        standings = asyncio.run(t.run())
+    except LeagueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except Interrupted as e:
+        cmd = f"referee tournament {shlex.quote(str(league_file))} --out {shlex.quote(str(t.out))} --resume"
+        click.echo(f"\n{e}. To continue:\n  {cmd}", err=True)
+        sys.exit(130)
+    click.echo(format_table(standings))
+    from referee.tournament.runner import load_h2h
+
+    click.echo("")
+    click.echo(format_h2h([s.bot for s in standings], load_h2h(t.out)))
+    click.echo(f"\nstandings: {t.out / 'standings.json'}", err=True)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print standings.json as it is.")
+def standings(out: Path, as_json: bool) -> None:
+    """Print the standings of the tournament whose output folder is OUT."""
+    from referee.tournament.league import LeagueError
+    from referee.tournament.runner import format_h2h, format_table, load_h2h, load_standings
+
+    try:
+        rows = load_standings(out)
+    except LeagueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo((out / "standings.json").read_text(), nl=False)
+        return
+    click.echo(format_table(rows))
+    click.echo("")
+    click.echo(format_h2h([s.bot for s in rows], load_h2h(out)))
+
+
+if __name__ == "__main__":
+    main()

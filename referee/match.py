@@ -1,0 +1,640 @@
+"""One game between bots: deal, ask, validate, apply, record (issue 4).
+
+:func:`play_match` deals from the seed, sends ``/start`` to every bot, then
+loops: each seat to move gets its view (:func:`referee.game.view`, the only
+state a bot ever sees) and its legal actions; the reply is decoded by the
+transport, checked against the engine, and applied. During set-up every seat
+chooses at once, so those requests go out together and are applied in seat
+order. Finally ``/end`` goes to every bot, and a :class:`MatchResult` comes
+back.
+
+Whatever a bot does costs that bot only. A late, broken or illegal reply is a
+:class:`~protocol.Fault`: it is recorded with its kind, shown to the table as a
+``fault`` event (with a fixed wording: no text of the bot's goes to the other
+bots), and answered by the :class:`FaultPolicy`: a strike and the safe default
+action, or disqualification after too many strikes (RULES §7). Nothing a bot
+does makes :func:`play_match` raise.
+
+Every game also yields a replay record (:class:`ReplayRecord`; written and
+re-run by :mod:`referee.replay`): the header with the seed, one line per
+request with the hash of the state sent, the action applied and the fault, the
+disqualifications and the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import os
+import random
+import secrets
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Final, Literal, NamedTuple
+
+import msgspec
+
+from protocol.codec import ENCODER
+from protocol.messages import (
+    APIVERSION,
+    ActRequest,
+    Action,
+    Fault,
+    GameEnd,
+    GameStart,
+    Pass,
+    Pickup,
+    Play,
+    Rules,
+    Timeouts,
+)
+from referee.bots.base import ActOutcome, Bot
+from referee.bots.clock import Clock
+from referee.game import ActionError, GameState, new_game, view
+from referee.game.cards import INT as _CARD_INT
+
+__all__ = [
+    "FORMAT_VERSION",
+    "DisqualifiedLine",
+    "FaultPolicy",
+    "LatencyStats",
+    "Match",
+    "MatchResult",
+    "NoticeLine",
+    "ReplayHeader",
+    "ReplayRecord",
+    "RequestLine",
+    "apply_step",
+    "default_action",
+    "latency_stats",
+    "play_match",
+    "public_detail",
+    "state_hash",
+]
+
+log = logging.getLogger(__name__)
+
+#: Version of the replay record format (:class:`ReplayHeader`.format).
+FORMAT_VERSION: Final = 1
+
+
+# ------------------------------------------------------------------ policy
+
+
+class FaultPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a fault costs a bot (RULES §7; the ``[faults]`` table of a league file).
+
+    Every fault is a strike and the seat plays the safe default action
+    (:func:`default_action`) instead. `strikes`: a bot is disqualified at its
+    N-th strike in one game (0 or less: never). `forfeit_on_first`:
+    disqualified at its first fault.
+    """
+
+    strikes: int = 3
+    forfeit_on_first: bool = False
+
+    def disqualifies(self, strikes: int) -> bool:
+        """Whether a bot with `strikes` strikes in this game is out."""
+        if self.forfeit_on_first:
+            return strikes >= 1
+        return self.strikes > 0 and strikes >= self.strikes
+
+
+def default_action(legal: Sequence[Action]) -> Action:
+    """The safe action played for a bot that faulted.
+
+    Pick up if legal; else the lowest legal play (lowest rank, fewest cards);
+    else ``pass`` if legal (declining a colour-run or sabotage swap changes
+    nothing); else the first action listed (a 3DOWN flip, a set-up choice).
+    """
+    lowest: Play | None = None
+    lowest_key = (99, 99)
+    has_pass = False
+    for action in legal:
+        if type(action) is Pickup:
+            return action
+        if type(action) is Play:
+            key = (_rank(action.cards[0]), len(action.cards))
+            if key < lowest_key:
+                lowest, lowest_key = action, key
+        elif type(action) is Pass:
+            has_pass = True
+    if lowest is not None:
+        return lowest
+    if has_pass:
+        return Pass()
+    return legal[0]
+
+
+def _rank(card: str) -> int:
+    code = _CARD_INT.get(card)
+    return code >> 3 if code is not None else 99
+
+
+#: The text of a ``fault`` event, by kind. Other bots see it; the bot's own
+#: text (a reason phrase, an engine message about its cards) never leaves the
+#: referee's records and the bot's own GameEnd.
+_PUBLIC: Final = {
+    "timeout": "no reply in time",
+    "http_status": "not an HTTP 200 reply",
+    "bad_json": "not a valid reply",
+    "too_large": "reply over the size cap",
+    "wrong_request_id": "reply for another request",
+    "illegal": "illegal action",
+    "connection": "connection failed",
+}
+
+
+def public_detail(fault: Fault) -> str:
+    """The detail shown to every seat in the ``fault`` event of `fault`."""
+    return _PUBLIC.get(fault.kind, "fault")
+
+
+def _dq_reason(policy: FaultPolicy, strikes: int, fault: Fault) -> str:
+    if policy.forfeit_on_first:
+        return f"forfeit on the first fault ({fault.kind})"
+    return f"{strikes} faults (last: {fault.kind})"
+
+
+# ------------------------------------------------------------------ result
+
+
+class LatencyStats(msgspec.Struct, kw_only=True):
+    """Round-trip times of one bot's ``/act`` requests in a game, in ms (faults included)."""
+
+    count: int = 0
+    p50_ms: float = 0.0
+    p95_ms: float = 0.0
+    max_ms: float = 0.0
+
+
+def latency_stats(values: Sequence[float]) -> LatencyStats:
+    """Nearest-rank p50 and p95, and the maximum, of `values` (ms)."""
+    if not values:
+        return LatencyStats()
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def pick(q: float) -> float:
+        return round(ordered[max(0, math.ceil(q * n) - 1)], 3)
+
+    return LatencyStats(count=n, p50_ms=pick(0.50), p95_ms=pick(0.95), max_ms=round(ordered[-1], 3))
+
+
+class MatchResult(msgspec.Struct, kw_only=True):
+    """The outcome of one game, by seat.
+
+    `places` (1 = winner, shared places possible), `adjudicated`,
+    `disqualified` (in order), `points` and `turns` are the engine's
+    :class:`~referee.game.GameResult`. `faults`: every fault of each seat,
+    ``/start`` and ``/end`` included (their detail starts with the call);
+    `strikes`: the faults that counted under the policy (``/act`` only).
+    `latency`: each seat's ``/act`` round trips; `latencies_ms` the raw
+    values (for percentiles over many games).
+    """
+
+    game_id: str
+    seed: int
+    names: list[str]
+    places: list[int]
+    adjudicated: bool
+    disqualified: list[int]
+    points: list[int]
+    turns: int
+    faults: list[list[Fault]]
+    strikes: list[int]
+    latency: list[LatencyStats]
+    latencies_ms: list[list[float]] = msgspec.field(default_factory=list)
+
+
+# ---------------------------------------------------------- replay record
+
+By = Literal["bot", "default", "none", "skipped"]
+
+
+class ReplayHeader(msgspec.Struct, kw_only=True, tag_field="type", tag="header"):
+    """First line of a replay: everything needed to deal the game again."""
+
+    format: int = FORMAT_VERSION
+    referee: str
+    game_id: str
+    seed: int
+    names: list[str]
+    rules: Rules
+    timeouts: Timeouts
+    policy: FaultPolicy
+
+
+class RequestLine(msgspec.Struct, kw_only=True, tag_field="type", tag="request"):
+    """One ``/act`` request and what came of it.
+
+    `batch` numbers the rounds of requests (the set-up requests of all seats
+    share one). `state_sha256`: SHA-256 of the JSON of the ``state`` sent.
+    `action`: the action applied for the seat; `by`: "bot" (its own),
+    "default" (the fault policy's), "none" (disqualified instead) or
+    "skipped" (the game ended before this reply was used). `fault`: the
+    fault, if any.
+    """
+
+    batch: int
+    seat: int
+    turn: int
+    request_id: str
+    state_sha256: str
+    action: Action | None
+    by: By
+    fault: Fault | None = None
+    latency_ms: float = 0.0
+
+
+class DisqualifiedLine(msgspec.Struct, kw_only=True, tag_field="type", tag="disqualified"):
+    """A seat disqualified after the request `request_id`; `reason` as shown to the table."""
+
+    seat: int
+    turn: int
+    request_id: str
+    reason: str
+
+
+class NoticeLine(msgspec.Struct, kw_only=True, tag_field="type", tag="notice"):
+    """A ``/start`` or ``/end`` fault: recorded, costs no strike, does not touch the game."""
+
+    seat: int
+    call: str
+    fault: Fault
+
+
+class ResultLine(msgspec.Struct, kw_only=True, tag_field="type", tag="result"):
+    """Last line of a replay."""
+
+    result: MatchResult
+
+
+Line = ReplayHeader | RequestLine | DisqualifiedLine | NoticeLine | ResultLine
+
+
+class ReplayRecord(msgspec.Struct, kw_only=True):
+    """A game's replay record in memory: header, body lines in order, result."""
+
+    header: ReplayHeader
+    lines: list[RequestLine | DisqualifiedLine | NoticeLine] = msgspec.field(
+        default_factory=list
+    )
+    result: MatchResult | None = None
+
+
+def state_hash(encoded_state: bytes) -> str:
+    """The hash recorded for a state sent to a bot."""
+    return hashlib.sha256(encoded_state).hexdigest()
+
+
+def apply_step(
+    state: GameState, seat: int, action: Action | None, fault: Fault | None, dq_reason: str | None
+) -> None:
+    """Apply the settled outcome of one request: the fault event, then the
+    disqualification or the action. :func:`play_match` and
+    :func:`referee.replay.rerun` both go through here, so their event logs
+    (and the views built from them) are the same."""
+    if fault is not None:
+        state.note_fault(seat, fault.kind, public_detail(fault))
+    if dq_reason is not None:
+        state.disqualify(seat, dq_reason)
+    elif action is not None:
+        state.apply(action, seat)
+
+
+def _referee_version() -> str:
+    try:
+        return metadata.version("referee")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "0"
+
+
+# ------------------------------------------------------------------- match
+
+
+class _ActRequestWire(msgspec.Struct, kw_only=True):
+    """ActRequest with the state already encoded (the same fields, in the same order)."""
+
+    apiversion: str
+    game_id: str
+    request_id: str
+    seat: int
+    turn: int
+    deadline_ms: int
+    bank_ms: int | None
+    state: msgspec.Raw
+    legal: list[Action]
+
+
+class _Pending(NamedTuple):
+    """A request ready to go: the message, its encoded body, the state's hash, the limit."""
+
+    request: ActRequest
+    body: bytes
+    digest: str
+    limit_s: float
+
+
+class Match:
+    """One game between `bots` (by seat), dealt from `seed`.
+
+    ``await match.play()`` returns the :class:`MatchResult`; afterwards
+    ``match.record`` holds the :class:`ReplayRecord`. `names` default to the
+    bots' names. `rules`, `timeouts`, `policy` default to the protocol's and
+    :class:`FaultPolicy`'s defaults.
+    """
+
+    def __init__(
+        self,
+        bots: Sequence[Bot],
+        seed: int,
+        *,
+        rules: Rules | None = None,
+        timeouts: Timeouts | None = None,
+        policy: FaultPolicy | None = None,
+        names: Sequence[str] | None = None,
+        game_id: str | None = None,
+    ) -> None:
+        self.bots = list(bots)
+        self.seed = seed
+        self.rules = rules if rules is not None else Rules()
+        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self.policy = policy if policy is not None else FaultPolicy()
+        self.names = list(names) if names is not None else [b.name for b in self.bots]
+        if len(self.names) != len(self.bots):
+            raise ValueError(f"{len(self.bots)} bots but {len(self.names)} names")
+        #: Opaque: random, unrelated to the seed and the deal.
+        self.game_id = game_id if game_id is not None else secrets.token_hex(12)
+        n = len(self.bots)
+        self.clocks = [Clock(self.timeouts) for _ in range(n)]
+        self.faults: list[list[Fault]] = [[] for _ in range(n)]
+        self.strikes = [0] * n
+        self.latencies: list[list[float]] = [[] for _ in range(n)]
+        self.record = ReplayRecord(
+            header=ReplayHeader(
+                referee=_referee_version(),
+                game_id=self.game_id,
+                seed=seed,
+                names=self.names,
+                rules=self.rules,
+                timeouts=self.timeouts,
+                policy=self.policy,
+            )
+        )
+        self._requests = 0
+        self._since = [0] * n
+        self._batch = 0
+        self._played = False
+
+    # ------------------------------------------------------------ the game
+
+    async def play(self) -> MatchResult:
+        """Play the game to its end. Raises ``ValueError`` only for bad rules or seats."""
+        if self._played:
+            raise RuntimeError("a Match is played once; make a new one")
+        self._played = True
+        state = new_game(self.rules, self.names, random.Random(self.seed))
+        n = len(self.bots)
+        starts = await asyncio.gather(*(self._start(seat) for seat in range(n)))
+        for seat, fault in enumerate(starts):
+            if fault is not None:
+                self._notice(seat, "start", fault)
+
+        while not state.over:
+            seats = state.to_move()
+            if not seats:  # pragma: no cover - an engine bug, never a bot's doing
+                raise RuntimeError(f"the engine has no seat to move at turn {state.turn}")
+            self._batch += 1
+            if len(seats) == 1:
+                seat = seats[0]
+                request = self._request(state, seat)
+                outcome = await self._ask(seat, request)
+                self._settle(state, seat, request, outcome)
+                continue
+            requests = [self._request(state, seat) for seat in seats]
+            outcomes = await asyncio.gather(
+                *(self._ask(seat, r) for seat, r in zip(seats, requests))
+            )
+            for seat, request, outcome in zip(seats, requests, outcomes):
+                self._settle(state, seat, request, outcome)
+
+        final = state.result()
+        result = MatchResult(
+            game_id=self.game_id,
+            seed=self.seed,
+            names=self.names,
+            places=final.places,
+            adjudicated=final.adjudicated,
+            disqualified=final.disqualified,
+            points=final.points,
+            turns=final.turns,
+            faults=self.faults,
+            strikes=self.strikes,
+            latency=[latency_stats(v) for v in self.latencies],
+            latencies_ms=[[round(x, 3) for x in v] for v in self.latencies],
+        )
+        ends = await asyncio.gather(*(self._end(seat, result) for seat in range(n)))
+        for seat, fault in enumerate(ends):
+            if fault is not None:
+                fault.turn = result.turns
+                self._notice(seat, "end", fault)  # result.faults shares these lists
+        self.record.result = result
+        return result
+
+    # -------------------------------------------------------------- steps
+
+    def _request(self, state: GameState, seat: int) -> _Pending:
+        view_ = view(state, seat, self._since[seat])
+        self._since[seat] = len(state.events)
+        self._requests += 1
+        budget = self.clocks[seat].move()
+        legal = state.legal_actions(seat)
+        request_id = f"{self.game_id}.{self._requests}"
+        # The state is encoded once: its bytes are hashed for the record and
+        # spliced into the body (the same bytes ENCODER.encode(request) gives).
+        encoded = ENCODER.encode(view_)
+        body = ENCODER.encode(
+            _ActRequestWire(
+                apiversion=APIVERSION,
+                game_id=self.game_id,
+                request_id=request_id,
+                seat=seat,
+                turn=state.turn,
+                deadline_ms=budget.deadline_ms,
+                bank_ms=budget.bank_ms,
+                state=msgspec.Raw(encoded),
+                legal=legal,
+            )
+        )
+        request = ActRequest(
+            apiversion=APIVERSION,
+            game_id=self.game_id,
+            request_id=request_id,
+            seat=seat,
+            turn=state.turn,
+            deadline_ms=budget.deadline_ms,
+            bank_ms=budget.bank_ms,
+            state=view_,
+            legal=legal,
+        )
+        return _Pending(request, body, state_hash(encoded), budget.limit_s)
+
+    async def _ask(self, seat: int, pending: _Pending) -> ActOutcome:
+        act = pending.request
+        clock = self.clocks[seat]
+        try:
+            outcome = await self.bots[seat].act(act, pending.limit_s, body=pending.body)
+        except Exception as e:  # a transport's bug must not end the game either
+            log.exception("transport of seat %d raised", seat)
+            outcome = ActOutcome(
+                fault=Fault(
+                    kind="connection",
+                    turn=act.turn,
+                    detail=f"transport error: {type(e).__name__}: {e}",
+                ),
+                latency_ms=0.0,
+            )
+        clock.charge(outcome.latency_ms)
+        self.latencies[seat].append(outcome.latency_ms)
+        return outcome
+
+    def _settle(
+        self,
+        state: GameState,
+        seat: int,
+        pending: _Pending,
+        outcome: ActOutcome,
+    ) -> None:
+        act = pending.request
+        digest = pending.digest
+        legal = act.legal
+        fault = outcome.fault
+        action: Action | None = None
+        by: By = "bot"
+        dq_reason: str | None = None
+        if state.over:
+            # The game ended while this seat's set-up reply was on its way.
+            by = "skipped"
+        else:
+            if fault is None:
+                reply = outcome.reply
+                assert reply is not None
+                if reply.index is not None:
+                    if reply.index < len(legal):
+                        action = legal[reply.index]
+                    else:
+                        fault = Fault(
+                            kind="illegal",
+                            turn=act.turn,
+                            detail=f"index {reply.index} is out of range: legal has "
+                            f"{len(legal)} actions (0..{len(legal) - 1})",
+                        )
+                else:
+                    action = reply.action
+                if action is not None:
+                    try:
+                        state.apply(action, seat)
+                    except ActionError as e:
+                        fault = Fault(kind="illegal", turn=act.turn, detail=str(e))
+                        action = None
+            if fault is not None:
+                self.faults[seat].append(fault)
+                self.strikes[seat] += 1
+                if self.policy.disqualifies(self.strikes[seat]):
+                    dq_reason = _dq_reason(self.policy, self.strikes[seat], fault)
+                    by = "none"
+                else:
+                    action = default_action(legal)
+                    by = "default"
+                apply_step(state, seat, action, fault, dq_reason)
+        self.record.lines.append(
+            RequestLine(
+                batch=self._batch,
+                seat=seat,
+                turn=act.turn,
+                request_id=act.request_id,
+                state_sha256=digest,
+                action=action,
+                by=by,
+                fault=fault,
+                latency_ms=round(outcome.latency_ms, 3),
+            )
+        )
+        if dq_reason is not None:
+            self.record.lines.append(
+                DisqualifiedLine(
+                    seat=seat, turn=act.turn, request_id=act.request_id, reason=dq_reason
+                )
+            )
+
+    async def _start(self, seat: int) -> Fault | None:
+        message = GameStart(
+            apiversion=APIVERSION,
+            game_id=self.game_id,
+            seat=seat,
+            players=self.names,
+            rules=self.rules,
+            timeouts=self.timeouts,
+        )
+        try:
+            return await self.bots[seat].start(message, self.clocks[seat].start_s)
+        except Exception as e:
+            log.exception("transport of seat %d raised", seat)
+            return Fault(kind="connection", turn=0, detail=f"POST /start: transport error: {e}")
+
+    async def _end(self, seat: int, result: MatchResult) -> Fault | None:
+        message = GameEnd(
+            apiversion=APIVERSION,
+            game_id=self.game_id,
+            seat=seat,
+            places=result.places,
+            adjudicated=result.adjudicated,
+            disqualified=result.disqualified,
+            faults=list(self.faults[seat]),
+            points=result.points,
+        )
+        try:
+            return await self.bots[seat].end(message, self.clocks[seat].end_s)
+        except Exception as e:
+            log.exception("transport of seat %d raised", seat)
+            return Fault(kind="connection", turn=0, detail=f"POST /end: transport error: {e}")
+
+    def _notice(self, seat: int, call: str, fault: Fault) -> None:
+        self.faults[seat].append(fault)
+        self.record.lines.append(NoticeLine(seat=seat, call=call, fault=fault))
+
+
+async def play_match(
+    bots: Sequence[Bot],
+    seed: int,
+    *,
+    rules: Rules | None = None,
+    timeouts: Timeouts | None = None,
+    policy: FaultPolicy | None = None,
+    names: Sequence[str] | None = None,
+    game_id: str | None = None,
+    replay: str | os.PathLike[str] | None = None,
+) -> MatchResult:
+    """Play one game between `bots` (by seat) dealt from `seed`.
+
+    See :class:`Match`; `replay` is a path to write the replay record to
+    (gzip-compressed JSON lines, :mod:`referee.replay`).
+    """
+    match = Match(
+        bots,
+        seed,
+        rules=rules,
+        timeouts=timeouts,
+        policy=policy,
+        names=names,
+        game_id=game_id,
+    )
+    result = await match.play()
+    if replay is not None:
+        from referee.replay import write
+
+        write(match.record, replay)
+    return result

@@ -1,0 +1,97 @@
+"""Helpers of the match runner's tests: run a game against apps, check what bots saw."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Sequence
+
+import aiohttp
+from aiohttp import web
+from zoo import BODIES, PROBLEMS, serve
+
+from protocol import Rules, Timeouts, decode_act_request, encode
+from referee.bots import HttpBot
+from referee.game import GameState
+from referee.game import cards as C
+from referee.game.state import GONE
+from referee.match import FaultPolicy, Match, MatchResult, RequestLine
+from referee.replay import rerun
+
+#: Small limits keep the suite fast.
+FAST = Timeouts(move_ms=150, start_ms=1000, end_ms=1000)
+
+
+async def run_game(
+    apps: Sequence[web.Application],
+    session: aiohttp.ClientSession,
+    *,
+    seed: int = 5,
+    policy: FaultPolicy | None = None,
+    timeouts: Timeouts = FAST,
+    rules: Rules | None = None,
+) -> tuple[MatchResult, Match]:
+    """Serve `apps` on loopback and play one game between them, seat by app."""
+    async with contextlib.AsyncExitStack() as stack:
+        urls = [await stack.enter_async_context(serve(app)) for app in apps]
+        bots = [HttpBot(url, session=session) for url in urls]
+        for bot in bots:
+            await bot.handshake()
+        match = Match(bots, seed, rules=rules, timeouts=timeouts, policy=policy)
+        result = await match.play()
+    return result, match
+
+
+def hidden_cards(state: GameState, seat: int) -> set[str]:
+    """Number cards `seat` must not see: others' hands (beyond what is publicly
+    known), every 3DOWN card, the draw pile. Clears are left out: the deck
+    holds several of each."""
+    hidden: list[int] = list(state.draw)
+    for i in range(state.n):
+        hidden += [c for c in state.down[i] if c != GONE]
+        if i != seat:
+            known = list(state.known[i])
+            for c in state.hands[i]:
+                if c in known:
+                    known.remove(c)
+                else:
+                    hidden.append(c)
+    return {C.STR[c] for c in hidden if C.rank(c) <= 10}
+
+
+def check_views(match: Match, apps: Sequence[web.Application]) -> int:
+    """Every body each bot got decodes with protocol/, and each /act request
+    carries exactly that seat's view: its state hashes to the recorded hash,
+    which the re-run rebuilds with view(); no hidden card appears in it.
+    Returns the number of /act requests checked."""
+    hidden: dict[str, set[str]] = {}
+
+    def observe(state: GameState, line: RequestLine) -> None:
+        hidden[line.request_id] = hidden_cards(state, line.seat)
+
+    rerun(match.record, observe)
+    lines = {line.request_id: line for line in match.record.lines if isinstance(line, RequestLine)}
+    checked = 0
+    for seat, app in enumerate(apps):
+        assert app[PROBLEMS] == [], app[PROBLEMS]
+        seqs: list[int] = []
+        seen: set[str] = set()
+        for path, body in app[BODIES]:
+            if path != "/act":
+                continue
+            request = decode_act_request(body)
+            if request.request_id in seen:  # sent again after a stale connection
+                continue
+            seen.add(request.request_id)
+            seqs += [event.seq for event in request.state.events]
+            assert request.seat == seat
+            assert request.game_id == match.game_id
+            line = lines[request.request_id]
+            assert line.seat == seat
+            assert hashlib.sha256(encode(request.state)).hexdigest() == line.state_sha256
+            for card in hidden[request.request_id]:
+                assert f'"{card}"'.encode() not in body, (request.request_id, card)
+            checked += 1
+        # "events since this seat's previous request": no gap, no repeat.
+        assert seqs == list(range(len(seqs)))
+    return checked
