@@ -1,0 +1,79 @@
+"""Tournament throughput and the referee's memory, with sample bots on loopback.
+
+Games/s at concurrency 1, 2, 4, 8 and 16 (greedy sample bots as command bots,
+4-player tables; the time counts from the first game to the last, bots
+already started), then the referee's peak RSS while 64 games run at once
+(target: <= 150 MB). Ratios are against concurrency 1 in the same run.
+
+    python benchmarks/tournament.py [--games N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import tempfile
+from pathlib import Path
+
+from protocol import Timeouts
+from referee.tournament.league import BotEntry, League, Tournament as TournamentCfg
+from referee.tournament.runner import Tournament
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def league(games_wanted: int, concurrency: int) -> League:
+    bots = [
+        BotEntry(name=f"greedy{i}", command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"])
+        for i in range(4)
+    ]
+    rounds = max(1, -(-games_wanted // 4))  # one meeting x 4 rotations per round
+    lg = League(
+        tournament=TournamentCfg(name="bench", seed=5, table_size=4, rounds=rounds, concurrency=concurrency),
+        timeouts=Timeouts(move_ms=5000),
+        bots=bots,
+    )
+    lg.path = str(ROOT / "bench.toml")
+    return lg
+
+
+def run(games: int, concurrency: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Tournament(league(games, concurrency), Path(tmp) / "out", progress=False, replays=True)
+        asyncio.run(t.run())
+        return {
+            "concurrency": concurrency,
+            "games": t.played,
+            "seconds": round(t.play_seconds, 3),
+            "games_per_s": round(t.played / t.play_seconds, 2),
+        }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--games", type=int, default=48, help="games per concurrency level")
+    ap.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    args = ap.parse_args()
+
+    rows = [run(args.games, c) for c in (1, 2, 4, 8, 16)]
+    base = rows[0]["games_per_s"]
+    print(f"{'concurrency':>11} {'games':>6} {'seconds':>8} {'games/s':>8} {'x c=1':>6}")
+    for r in rows:
+        r["ratio_vs_c1"] = round(r["games_per_s"] / base, 2)
+        print(f"{r['concurrency']:>11} {r['games']:>6} {r['seconds']:>8.2f} {r['games_per_s']:>8.2f} {r['ratio_vs_c1']:>6}")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    big = run(128, 64)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"64 concurrent games: {big['games']} games, {big['games_per_s']} games/s; "
+          f"referee peak RSS {peak:.0f} MB (before: {before:.0f} MB; target <= 150 MB)")
+    report = {"levels": rows, "rss_64_concurrent_mb": round(peak, 1), "rss_target_met": peak <= 150,
+              "games_per_s_64": big["games_per_s"]}
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

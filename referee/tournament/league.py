@@ -1,0 +1,329 @@
+"""The league file: a TOML description of a tournament.
+
+Decoded with msgspec into typed Structs. Every error names the key, the line
+and what was expected, before any game starts::
+
+    league.toml:14: [[bots]] #2 'url': expected a string (http://host:port), got 8001
+
+Unknown keys are refused everywhere (a misspelt variant must not be silently
+off), although the wire Structs it reuses (``Rules``, ``Timeouts``) accept
+unknown fields for forward compatibility of bots.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from protocol.messages import Rules, Timeouts
+
+from ..match import FaultPolicy
+
+
+class LeagueError(ValueError):
+    """A league file that cannot be used; the message names file, line, key."""
+
+
+class Tournament(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: Shown in the output and the service.
+    name: str = "league"
+    #: Every deal and the schedule derive from it: same seed, same games.
+    seed: int = 1
+    #: Players per game, 2 to 6.
+    table_size: int = 2
+    #: How many times the whole schedule is played (new deals each round).
+    rounds: int = 1
+    #: Play each deal once per seat rotation with the same cards, so every bot
+    #: holds every seat's cards of the deal (duplicate deals).
+    duplicate: bool = True
+    #: Games played at once.
+    concurrency: int = 4
+    #: Output folder (relative to the league file): database, replays, logs,
+    #: standings.
+    output: str = "out/{name}"
+
+
+class Ratings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """TrueSkill parameters (defaults: the TrueSkill paper's)."""
+
+    mu: float = 25.0
+    sigma: float = 25.0 / 3
+    beta: float = 25.0 / 6
+    tau: float = 25.0 / 300
+    draw_probability: float = 0.10
+
+
+class BotEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    #: A bot already running: its base URL (``http://127.0.0.1:8001`` or
+    #: ``unix:/path/to.sock``).
+    url: str | None = None
+    #: A bot the referee starts: the command as a list; ``{port}`` is replaced
+    #: by a free port the referee picks.
+    command: list[str] | None = None
+    #: A bot submitted as a container image (``name:tag``).
+    image: str | None = None
+    #: Shared secret: every request carries its HMAC signature.
+    secret: str | None = None
+    #: Command bots: start a fresh process for every game (no memory carried
+    #: from one duplicate game to the next) instead of one for the league.
+    fresh_process: bool = False
+    #: Working directory of a command bot (relative to the league file).
+    cwd: str | None = None
+    #: Extra environment variables of a command bot.
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    tournament: Tournament = msgspec.field(default_factory=Tournament)
+    rules: Rules = msgspec.field(default_factory=lambda: Rules(play_for_places=True))
+    timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
+    faults: FaultPolicy = msgspec.field(default_factory=FaultPolicy)
+    ratings: Ratings = msgspec.field(default_factory=Ratings)
+    bots: list[BotEntry] = msgspec.field(default_factory=list)
+    #: Where the file was read from (set by the loader).
+    path: str = ""
+
+    def output_dir(self) -> Path:
+        base = Path(self.path).parent if self.path else Path.cwd()
+        return (base / self.tournament.output.format(name=_slug(self.tournament.name))).resolve()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "league"
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load_league(path: str | Path) -> League:
+    """Read and check a league file; raises :class:`LeagueError`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise LeagueError(f"{p}: cannot read the league file: {e.strerror or e}") from None
+    return parse_league(text, str(p))
+
+
+def parse_league(text: str, filename: str = "league.toml") -> League:
+    lines = TomlLines(text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LeagueError(f"{filename}: not valid TOML: {e}") from None
+    unknown = find_unknown_keys(data, League)
+    if unknown:
+        where, key, allowed = unknown
+        raise LeagueError(
+            f"{filename}:{lines.line_of(where, key)}: {_describe(where)}unknown key '{key}'"
+            f" (expected one of: {', '.join(allowed)})"
+        )
+    rules = data.get("rules")
+    if isinstance(rules, dict) and "play_for_places" not in rules:
+        rules["play_for_places"] = True  # [D11] tournaments play for places
+    try:
+        league = msgspec.convert(data, League)
+    except msgspec.ValidationError as e:
+        at, field, message = _split_validation(str(e))
+        raise LeagueError(
+            f"{filename}:{lines.line_of(at, field)}: {_describe(at, field)}{message}"
+        ) from None
+    league.path = str(Path(filename).resolve())
+    check_league(league, filename, lines)
+    return league
+
+
+def check_league(league: League, filename: str, lines: TomlLines) -> None:
+    """The checks a type cannot express, each naming its key and line."""
+
+    def fail(where: tuple[str | int, ...], key: str | None, message: str) -> None:
+        raise LeagueError(f"{filename}:{lines.line_of(where, key)}: {_describe(where, key)}{message}")
+
+    t = league.tournament
+    if not 2 <= t.table_size <= 6:
+        fail(("tournament",), "table_size", f"a table seats 2 to 6 players, got {t.table_size}")
+    if t.rounds < 1:
+        fail(("tournament",), "rounds", f"must be at least 1, got {t.rounds}")
+    if t.concurrency < 1:
+        fail(("tournament",), "concurrency", f"must be at least 1, got {t.concurrency}")
+    try:
+        league.rules.validate(t.table_size)
+    except ValueError as e:
+        fail(("rules",), None, str(e))
+    for key in ("move_ms", "start_ms", "end_ms"):
+        if getattr(league.timeouts, key) <= 0:
+            fail(("timeouts",), key, f"must be a positive number of milliseconds, got {getattr(league.timeouts, key)}")
+    if league.timeouts.bank_ms < 0:
+        fail(("timeouts",), "bank_ms", f"must be 0 or more, got {league.timeouts.bank_ms}")
+    if league.faults.strikes < 1:
+        fail(("faults",), "strikes", f"must be at least 1, got {league.faults.strikes}")
+    if not league.bots:
+        fail((), None, "no bots: add [[bots]] tables with a name and a url, command or image")
+    seen: dict[str, int] = {}
+    for i, b in enumerate(league.bots):
+        where: tuple[str | int, ...] = ("bots", i)
+        if not b.name.strip():
+            fail(where, "name", "must not be empty")
+        if b.name in seen:
+            fail(where, "name", f"duplicate bot name {b.name!r} (also [[bots]] #{seen[b.name] + 1})")
+        seen[b.name] = i
+        given = [k for k in ("url", "command", "image") if getattr(b, k) is not None]
+        if len(given) != 1:
+            fail(where, None, f"bot {b.name!r} needs exactly one of url, command, image"
+                 + (f" (got {', '.join(given)})" if given else ""))
+        if b.url is not None and not re.match(r"^(https?://[^/\s]+|unix:/\S+)", b.url):
+            fail(where, "url", f"expected http://host:port or unix:/path, got {b.url!r}")
+        if b.command is not None:
+            if not b.command:
+                fail(where, "command", "must not be empty")
+            if not any("{port}" in part for part in b.command):
+                fail(where, "command", "must contain {port}: the referee picks the port")
+    if len(league.bots) < t.table_size:
+        fail(("tournament",), "table_size",
+             f"{t.table_size} seats per table but only {len(league.bots)} bots")
+
+
+# ------------------------------------------------- error positions in TOML
+
+
+class TomlLines:
+    """Where each table and key of a TOML text starts (1-based lines).
+
+    tomllib keeps no positions, so this reads the text once more, line by
+    line: table headers (``[a.b]``, ``[[bots]]``) and ``key = value`` lines.
+    Good enough to point at the line of an error in a hand-written file.
+    """
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.tables: dict[tuple[str | int, ...], int] = {(): 1}
+        self.keys: dict[tuple[tuple[str | int, ...], str], int] = {}
+        counts: dict[tuple[str, ...], int] = {}
+        current: tuple[str | int, ...] = ()
+        for no, line in enumerate(text.splitlines(), 1):
+            m = self._HEADER.match(line)
+            if m:
+                names = tuple(part.strip().strip("\"'") for part in m.group(2).split("."))
+                if m.group(1) == "[[":
+                    k = counts.get(names, 0)
+                    counts[names] = k + 1
+                    current = (*names, k)
+                else:
+                    # A sub-table of the last element of an array of tables.
+                    parent = names[:-1]
+                    if parent and parent in counts:
+                        current = (*parent, counts[parent] - 1, names[-1])
+                    else:
+                        current = names
+                self.tables.setdefault(current, no)
+                continue
+            m = self._KEY.match(line)
+            if m:
+                parts = [p.strip("\"'") for p in m.group(1).split(".")]
+                where = current + tuple(parts[:-1])
+                self.keys.setdefault((where, parts[-1]), no)
+
+    def line_of(self, where: tuple[str | int, ...], key: str | None = None) -> int:
+        if key is not None and (where, key) in self.keys:
+            return self.keys[(where, key)]
+        while where:
+            if where in self.tables:
+                return self.tables[where]
+            if len(where) >= 1 and where[:-1] and (where[:-1], str(where[-1])) in self.keys:
+                return self.keys[(where[:-1], str(where[-1]))]
+            where = where[:-1]
+        return 1
+
+
+def _describe(where: tuple[str | int, ...], key: str | None = None) -> str:
+    """The prefix of a message about ``key`` of table ``where``:
+    ``[rules] 'turn_limit': `` or ``[[bots]] #2: ``."""
+    if len(where) >= 2 and where[0] == "bots" and isinstance(where[1], int):
+        rest = ".".join(str(w) for w in where[2:])
+        table = f"[[bots]] #{where[1] + 1}" + (f" {rest}" if rest else "")
+    elif where:
+        table = f"[{'.'.join(str(w) for w in where)}]"
+    else:
+        table = ""
+    if key is not None:
+        return f"{table} '{key}': " if table else f"'{key}': "
+    return f"{table}: " if table.startswith("[[") else (f"{table} " if table else "")
+
+
+_PATH_RE = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+
+
+def _split_validation(message: str) -> tuple[tuple[str | int, ...], str | None, str]:
+    """msgspec's ``Expected `int`, got `str` - at `$.bots[1].url``` -> path parts."""
+    m = _PATH_RE.search(message)
+    if not m:
+        return (), None, message
+    text = message[: m.start()]
+    parts: list[str | int] = []
+    for name, index in re.findall(r"\.([A-Za-z0-9_]+)|\[(\d+)\]", m.group("path")):
+        parts.append(name if name else int(index))
+    missing = re.match(r"Object missing required field `(\w+)`", text)
+    if missing:
+        return tuple(parts), missing.group(1), "is required"
+    text = re.sub(r"Expected `([^`]+)`", lambda g: f"expected {_words(g.group(1))}", text)
+    text = re.sub(r", got `([^`]+)`", lambda g: f", got {_words(g.group(1))}", text)
+    key = parts[-1] if parts and isinstance(parts[-1], str) else None
+    where = tuple(parts[:-1]) if key is not None else tuple(parts)
+    return where, key, text
+
+
+def _words(types: str) -> str:
+    """msgspec's ``str | null`` -> ``a string``."""
+    parts = [t.strip() for t in types.split("|") if t.strip() != "null"]
+    return " or ".join(_TYPE_WORDS.get(p, p) for p in parts) or "nothing"
+
+
+_TYPE_WORDS = {
+    "str": "a string",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "array": "a list",
+    "object": "a table",
+    "null": "nothing",
+}
+
+
+def find_unknown_keys(
+    data: Any, typ: Any, where: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], str, list[str]] | None:
+    """The first key of ``data`` that no field of Struct ``typ`` takes
+    (recursing into Struct-typed fields and lists of Structs)."""
+    if not (isinstance(typ, type) and issubclass(typ, msgspec.Struct)) or not isinstance(data, dict):
+        return None
+    fields = {f.encode_name: f for f in msgspec.structs.fields(typ)}
+    for key, value in data.items():
+        if key not in fields:
+            return where, key, sorted(k for k in fields if k != "path")
+        for sub in _struct_types(fields[key].type):
+            if isinstance(value, dict):
+                found = find_unknown_keys(value, sub, (*where, key))
+                if found:
+                    return found
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    found = find_unknown_keys(item, sub, (*where, key, i))
+                    if found:
+                        return found
+    return None
+
+
+def _struct_types(tp: Any) -> list[type]:
+    out: list[type] = []
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        out.append(tp)
+    for arg in getattr(tp, "__args__", ()) or ():
+        out += _struct_types(arg)
+    return out

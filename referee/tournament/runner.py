@@ -1,0 +1,416 @@
+"""Run a league: start the bots, play the schedule, record, rate.
+
+Games run concurrently (``concurrency`` at once); each finished game is
+recorded in one SQLite transaction, and ratings are applied in schedule order,
+so the standings do not depend on which game finished first. ``resume``
+continues a tournament that was stopped, however it was stopped. On Ctrl-C
+the games in flight are finished (a second Ctrl-C abandons them: they are
+played again on resume) and the exact resume command is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import csv
+import hashlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import aiohttp
+import msgspec
+
+from ..bots.base import Bot, BotError
+from ..bots.http import HttpBot, make_session
+from ..bots.process import CommandBot
+from ..match import MatchResult, play_match
+from .league import BotEntry, League, LeagueError
+from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
+from .schedule import GameSpec, make_schedule
+from .store import Store
+
+DB_NAME = "tournament.sqlite"
+
+
+class Interrupted(Exception):
+    """The tournament was stopped before its end (Ctrl-C); it can be resumed."""
+
+
+def league_fingerprint(league: League) -> str:
+    """What must not change between a run and its resume: the bots, rules,
+    timeouts, fault policy, ratings and the schedule's parameters."""
+    t = league.tournament
+    data = {
+        "seed": t.seed, "table_size": t.table_size, "rounds": t.rounds, "duplicate": t.duplicate,
+        "rules": league.rules, "timeouts": league.timeouts, "faults": league.faults,
+        "ratings": league.ratings, "bots": [b.name for b in league.bots],
+    }
+    return hashlib.sha256(msgspec.json.encode(data, order="deterministic")).hexdigest()
+
+
+class Progress:
+    """Games done, rate and ETA on stderr: one updating line on a terminal,
+    a line every 10 s otherwise."""
+
+    def __init__(self, total: int, done: int, stream: IO[str] | None = None, enabled: bool = True) -> None:
+        self.total = total
+        self.start_done = done
+        self.done = done
+        self.t0 = time.monotonic()
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.last = 0.0
+
+    def update(self, done: int, force: bool = False) -> None:
+        self.done = done
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and not self.tty and now - self.last < 10:
+            return
+        self.last = now
+        elapsed = max(now - self.t0, 1e-9)
+        rate = (done - self.start_done) / elapsed
+        left = self.total - done
+        eta = f"{int(left / rate) // 60}:{int(left / rate) % 60:02d}" if rate > 0 else "?"
+        width = 30
+        filled = int(width * done / self.total) if self.total else width
+        bar = "#" * filled + "-" * (width - filled)
+        line = f"[{bar}] {done}/{self.total} games  {rate:.1f} games/s  ETA {eta}"
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done >= self.total else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+class Tournament:
+    def __init__(
+        self,
+        league: League,
+        out: Path | None = None,
+        *,
+        concurrency: int | None = None,
+        resume: bool = False,
+        progress: bool = True,
+        replays: bool = True,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.league = league
+        self.out = (out or league.output_dir()).resolve()
+        self.concurrency = concurrency or league.tournament.concurrency
+        self.resume = resume
+        self.show_progress = progress
+        self.replays = replays
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.schedule = make_schedule(
+            [b.name for b in league.bots], league.tournament.table_size,
+            league.tournament.rounds, league.tournament.duplicate, league.tournament.seed,
+        )
+        self.bots: dict[str, Bot] = {}
+        self._stopping = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._session: aiohttp.ClientSession | None = None
+        #: Games played by :meth:`run` and the seconds they took (bots started).
+        self.played = 0
+        self.play_seconds = 0.0
+
+    # ---------------------------------------------------------------- setup
+
+    def _open_store(self) -> Store:
+        self.out.mkdir(parents=True, exist_ok=True)
+        db = self.out / DB_NAME
+        fresh = not db.exists()
+        store = Store(db)
+        fingerprint = league_fingerprint(self.league)
+        if not fresh:
+            done = store.count_games()
+            known = store.get_meta("fingerprint")
+            if not self.resume and done:
+                store.close()
+                raise LeagueError(
+                    f"{self.out} holds a tournament already ({done} games recorded): "
+                    f"continue it with --resume, or choose another --out"
+                )
+            if done and known is not None and known != fingerprint:
+                store.close()
+                raise LeagueError(
+                    f"{self.out} holds a tournament of another league (its bots, rules, timeouts, "
+                    "fault policy, ratings or schedule differ): resume it with the league file it "
+                    "started with, or choose another --out"
+                )
+        store.set_meta("fingerprint", fingerprint)
+        store.set_meta("league", msgspec.json.encode(self.league).decode())
+        store.set_meta("name", self.league.tournament.name)
+        store.set_meta("total_games", str(len(self.schedule)))
+        return store
+
+    async def _start_bots(self, session: aiohttp.ClientSession, store: Store) -> None:
+        """Reach or start every bot before any game; a bot that cannot be used
+        stops the tournament here with a message naming it."""
+        async def one(i: int, entry: BotEntry) -> None:
+            where = f"[[bots]] #{i + 1} {entry.name!r}"
+            bot: Bot
+            spec: object
+            if entry.image is not None:
+                raise LeagueError(f"{where}: container bots (image = {entry.image!r}) are not supported yet")
+            if entry.url is not None:
+                unix = entry.url.startswith("unix:")
+                bot = HttpBot(entry.url, name=entry.name, secret=entry.secret,
+                              session=None if unix else session)
+                kind, spec = "url", entry.url
+            else:
+                assert entry.command is not None
+                bot = self._command_bot(entry, session)
+                kind, spec = "command", entry.command
+            try:
+                info = await bot.handshake()
+            except BotError as e:
+                await bot.close()
+                raise LeagueError(f"{where}: {e}") from None
+            if entry.fresh_process:
+                await bot.close()  # each game starts its own
+            self.bots[entry.name] = bot
+            store.put_bot(entry.name, kind, spec, msgspec.to_builtins(info))
+
+        results = await asyncio.gather(
+            *(one(i, e) for i, e in enumerate(self.league.bots)), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self._close_bots()
+            raise errors[0]
+
+    def _command_bot(self, entry: BotEntry, session: aiohttp.ClientSession) -> CommandBot:
+        """A command bot; ``python``/``python3`` as the program means the
+        referee's own interpreter (the one with this project installed)."""
+        base = Path(self.league.path).parent if self.league.path else Path.cwd()
+        cwd = (base / entry.cwd) if entry.cwd else base
+        command = list(entry.command or [])
+        if command and command[0] in ("python", "python3"):
+            command[0] = sys.executable
+        return CommandBot(command, log_dir=self.out / "logs", name=entry.name, secret=entry.secret,
+                          session=session, env=entry.env or None, cwd=cwd)
+
+    async def _close_bots(self) -> None:
+        await asyncio.gather(*(b.close() for b in self.bots.values()), return_exceptions=True)
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self) -> list[Standing]:
+        store = self._open_store()
+        try:
+            done = store.done_indexes()
+            todo = [g for g in self.schedule if g.index not in done]
+            if self.resume and done:
+                self.log(f"resuming: {len(done)} of {len(self.schedule)} games recorded, {len(todo)} to play")
+            session = self._session = make_session(connections_per_bot=max(8, self.concurrency * 2))
+            try:
+                await self._start_bots(session, store)
+                t0 = time.perf_counter()
+                try:
+                    await self._play(todo, store, len(done))
+                finally:
+                    self.played = len(todo)
+                    self.play_seconds = time.perf_counter() - t0
+            finally:
+                await self._close_bots()
+                await session.close()
+            return self.finish(store)
+        finally:
+            store.close()
+
+    async def _play(self, todo: list[GameSpec], store: Store, done: int) -> None:
+        progress = Progress(len(self.schedule), done, enabled=self.show_progress)
+        progress.update(done, force=True)
+        loop = asyncio.get_running_loop()
+        handled: list[signal.Signals] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal)
+                handled.append(sig)
+        semaphore = asyncio.Semaphore(self.concurrency)
+        counter = [done]
+        try:
+            for spec in todo:
+                await semaphore.acquire()
+                if self._stopping:
+                    semaphore.release()
+                    break
+                task = asyncio.create_task(self._game(spec, store, semaphore, counter, progress))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            for sig in handled:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(sig)
+        if self._stopping:
+            raise Interrupted(f"stopped with {counter[0]} of {len(self.schedule)} games recorded")
+
+    def _on_signal(self) -> None:
+        self._stopping += 1
+        if self._stopping == 1:
+            self.log(f"\nstopping: finishing {len(self._tasks)} games in flight (Ctrl-C again to abandon them)")
+        else:
+            self.log(f"\nabandoning {len(self._tasks)} games in flight: they will be played on resume")
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _game(
+        self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
+        counter: list[int], progress: Progress,
+    ) -> None:
+        fresh: list[Bot] = []
+        try:
+            bots: list[Bot] = []
+            for name in spec.seats:
+                entry = next(b for b in self.league.bots if b.name == name)
+                if entry.fresh_process and entry.command is not None:
+                    assert self._session is not None
+                    bot: Bot = self._command_bot(entry, self._session)
+                    fresh.append(bot)
+                else:
+                    bot = self.bots[name]
+                bots.append(bot)
+            replay = None
+            if self.replays:
+                (self.out / "replays").mkdir(exist_ok=True)
+                replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
+            league = self.league
+            result = await play_match(
+                bots, spec.deal_seed, rules=league.rules, timeouts=league.timeouts,
+                policy=league.faults, names=list(spec.seats), replay=replay,
+            )
+            self._record(spec, result, store, replay)
+            counter[0] += 1
+            progress.update(counter[0])
+        finally:
+            for b in fresh:
+                with contextlib.suppress(Exception):
+                    await b.close()
+            semaphore.release()
+
+    def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
+        faults = [
+            (seat, spec.seats[seat], f.kind, f.turn, f.detail, f.overrun_ms)
+            for seat, fs in enumerate(result.faults)
+            for f in fs
+        ]
+        store.record_game(
+            index=spec.index, round_=spec.round, meeting=spec.meeting, rotation=spec.rotation,
+            deal_seed=spec.deal_seed, seats=spec.seats, game_id=result.game_id,
+            places=result.places, adjudicated=result.adjudicated,
+            disqualified=result.disqualified, turns=result.turns, result=result,
+            faults=faults, replay=str(replay.relative_to(self.out)) if replay else None,
+        )
+
+    # --------------------------------------------------------------- output
+
+    def finish(self, store: Store) -> list[Standing]:
+        standings, h2h = compute(store, self.league)
+        write_outputs(self.out, standings, h2h)
+        return standings
+
+
+def compute(store: Store, league: League) -> tuple[list[Standing], list[Any]]:
+    """Standings and head-to-head from the recorded games, in schedule order."""
+    outcomes: list[Outcome] = list(store.outcomes())
+    table = Table([b.name for b in league.bots], league.ratings)
+    for o in outcomes:
+        table.add(o)
+    store.put_ratings(table.history)
+    return table.standings(), head_to_head([b.name for b in league.bots], outcomes)
+
+
+STANDINGS_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place",
+                    "faults", "latency_p50_ms", "latency_p95_ms")
+
+
+#: What standings.json holds: a function of the league and the bots' moves
+#: alone, so the same league gives the same file at any concurrency.
+DETERMINISTIC_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place", "faults")
+
+
+def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
+    """standings.json (deterministic), latency.json (measured, varies from
+    run to run), standings.csv (both), head_to_head.json."""
+    rows = [msgspec.to_builtins(s) for s in standings]
+    (out / "standings.json").write_text(
+        json.dumps([{k: r[k] for k in DETERMINISTIC_FIELDS} for r in rows], indent=2) + "\n"
+    )
+    (out / "latency.json").write_text(
+        json.dumps({r["bot"]: {"p50_ms": r["latency_p50_ms"], "p95_ms": r["latency_p95_ms"]} for r in rows},
+                   indent=2) + "\n"
+    )
+    with (out / "standings.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(STANDINGS_FIELDS)
+        for r in rows:
+            w.writerow([
+                sum(r["faults"].values()) if k == "faults" else ("" if r[k] is None else r[k])
+                for k in STANDINGS_FIELDS
+            ])
+    (out / "head_to_head.json").write_text(
+        json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n"
+    )
+
+
+def format_table(standings: list[Standing]) -> str:
+    head = f"{'#':>2}  {'bot':<16} {'mu':>6} {'sigma':>6} {'mu-3s':>7} {'games':>5} {'wins':>5} " \
+           f"{'avg pl':>6} {'faults':>6} {'p50 ms':>7} {'p95 ms':>7}"
+    lines = [head, "-" * len(head)]
+    for s in standings:
+        lines.append(
+            f"{s.rank:>2}  {s.bot[:16]:<16} {s.mu:>6.2f} {s.sigma:>6.2f} {s.score:>7.2f} {s.games:>5} "
+            f"{s.wins:>5} {s.avg_place:>6.2f} {sum(s.faults.values()):>6} "
+            f"{_ms(s.latency_p50_ms):>7} {_ms(s.latency_p95_ms):>7}"
+        )
+    return "\n".join(lines)
+
+
+def format_h2h(bots: list[str], h2h: list[Any]) -> str:
+    """Win rate of the row bot against the column bot, with the 95% interval."""
+    cells = {(h.bot, h.opponent): h for h in h2h}
+    width = max(12, *(len(b) for b in bots)) if bots else 12
+    lines = ["head to head (row vs column: win rate [95% interval])",
+             " " * (width + 1) + " ".join(f"{b[:17]:>17}" for b in bots)]
+    for a in bots:
+        row = [f"{a[:width]:<{width}}"]
+        for b in bots:
+            h = cells.get((a, b))
+            row.append(f"{'-':>17}" if h is None else f"{h.rate:>5.2f} [{h.low:.2f},{h.high:.2f}]".rjust(17))
+        lines.append(" ".join(row))
+    return "\n".join(lines)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def load_standings(out: Path) -> list[Standing]:
+    path = out / "standings.json"
+    if not path.exists():
+        raise LeagueError(f"{out}: no standings.json here (is it a tournament's output folder?)")
+    rows = msgspec.json.decode(path.read_bytes(), type=list[Standing])
+    lat_path = out / "latency.json"
+    if lat_path.exists():
+        latency = json.loads(lat_path.read_text())
+        for r in rows:
+            r.latency_p50_ms = latency.get(r.bot, {}).get("p50_ms")
+            r.latency_p95_ms = latency.get(r.bot, {}).get("p95_ms")
+    return rows
+
+
+def load_h2h(out: Path) -> list[HeadToHead]:
+    path = out / "head_to_head.json"
+    if not path.exists():
+        return []
+    return msgspec.json.decode(path.read_bytes(), type=list[HeadToHead])

@@ -1,0 +1,123 @@
+"""The league file: every bad input is a clear error naming its line and key."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from referee.tournament.league import LeagueError, parse_league
+
+GOOD = """\
+[tournament]
+name = "Test league"
+seed = 7
+table_size = 3
+rounds = 2
+
+[rules]
+reverses = true
+
+[timeouts]
+move_ms = 500
+
+[[bots]]
+name = "a"
+url = "http://127.0.0.1:9001"
+
+[[bots]]
+name = "b"
+command = ["python", "-m", "sample_bots.greedy", "--port", "{port}"]
+
+[[bots]]
+name = "c"
+url = "unix:/tmp/c.sock"
+secret = "s3cret"
+"""
+
+
+def test_good_league_decodes_with_tournament_defaults() -> None:
+    league = parse_league(GOOD, "league.toml")
+    assert league.tournament.table_size == 3 and league.tournament.rounds == 2
+    assert league.rules.reverses
+    assert league.rules.play_for_places  # [D11] tournaments play for places by default
+    assert league.timeouts.move_ms == 500 and league.timeouts.start_ms == 5000
+    assert [b.name for b in league.bots] == ["a", "b", "c"]
+    assert league.faults.strikes == 3
+
+
+def test_play_for_places_can_be_switched_off() -> None:
+    league = parse_league(GOOD.replace("reverses = true", "play_for_places = false"), "l.toml")
+    assert not league.rules.play_for_places
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # unknown keys, at every level, with their line
+        (("reverses = true", "revreses = true"), r"l.toml:8: \[rules\] unknown key 'revreses'"),
+        (("seed = 7", "sed = 7"), r"l.toml:3: \[tournament\] unknown key 'sed'"),
+        (('secret = "s3cret"', 'secrt = "s3cret"'), r"l.toml:24: \[\[bots\]\] #3: unknown key 'secrt'"),
+        # wrong types
+        (("seed = 7", 'seed = "seven"'), r"l.toml:3: \[tournament\] 'seed': expected a whole number, got a string"),
+        (('url = "http://127.0.0.1:9001"', "url = 9001"), r"l.toml:15: \[\[bots\]\] #1 'url': expected a string"),
+        (("move_ms = 500", "move_ms = -5"), r"l.toml:11: \[timeouts\] 'move_ms': must be a positive"),
+        # a 7-seat table
+        (("table_size = 3", "table_size = 7"), r"l.toml:4: \[tournament\] 'table_size': a table seats 2 to 6"),
+        # a bot without a name, or without any address
+        (('name = "a"\n', ""), r"l.toml:13: \[\[bots\]\] #1 'name': is required"),
+        (('url = "http://127.0.0.1:9001"\n', ""), r"\[\[bots\]\] #1: bot 'a' needs exactly one of url, command, image"),
+        # duplicate names
+        (('name = "c"', 'name = "a"'), r"l.toml:\d+: \[\[bots\]\] #3 'name': duplicate bot name 'a'"),
+        # a command without {port}
+        (('"--port", "{port}"', '"--port", "8000"'), r"\[\[bots\]\] #2 'command': must contain \{port\}"),
+        # a bad URL
+        (('url = "http://127.0.0.1:9001"', 'url = "127.0.0.1:9001"'), r"'url': expected http://host:port"),
+        # rules a game cannot be played with
+        (("reverses = true", 'deck = "tiny"'), r"\[rules\] unknown deck preset 'tiny'"),
+        (("reverses = true", "turn_limit = 0"), r"\[rules\] turn_limit must be at least 1"),
+    ],
+)
+def test_bad_league_files(change: tuple[str, str], message: str) -> None:
+    text = GOOD.replace(*change)
+    assert text != GOOD
+    with pytest.raises(LeagueError, match=message):
+        parse_league(text, "l.toml")
+
+
+def test_not_toml_at_all() -> None:
+    with pytest.raises(LeagueError, match=r"l.toml: not valid TOML"):
+        parse_league("[tournament\nseed = ", "l.toml")
+
+
+def test_too_few_bots_for_a_table() -> None:
+    text = GOOD.replace("table_size = 3", "table_size = 4")
+    with pytest.raises(LeagueError, match=r"'table_size': 4 seats per table but only 3 bots"):
+        parse_league(text, "l.toml")
+
+
+def test_no_bots() -> None:
+    with pytest.raises(LeagueError, match="no bots"):
+        parse_league("[tournament]\nseed = 1\n", "l.toml")
+
+
+def test_deck_table_in_rules() -> None:
+    text = GOOD.replace("reverses = true", textwrap.dedent("""\
+        [rules.deck]
+        colours = "ROY"
+        """))
+    league = parse_league(text, "l.toml")
+    assert league.rules.resolved_deck().colours == "ROY"
+    with pytest.raises(LeagueError, match=r"l.toml:9: \[rules.deck\] unknown key 'colors'"):
+        parse_league(text.replace('colours = "ROY"', 'colors = "ROY"'), "l.toml")
+
+
+def test_sample_leagues_parse() -> None:
+    from pathlib import Path
+
+    from referee.tournament.league import load_league
+
+    root = Path(__file__).resolve().parents[2] / "tournaments"
+    for path in sorted(root.glob("*.toml")):
+        league = load_league(path)
+        assert league.bots, path

@@ -1,0 +1,249 @@
+"""Leagues played for real: command bots on loopback, the SQLite store,
+standings independent of concurrency, crash-safe resume, misbehaving bots."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from referee.cli import main
+from referee.tournament.league import LeagueError, load_league
+from referee.tournament.runner import Tournament
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = ROOT / "tests" / "match" / "zoo.py"
+PY = sys.executable
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def league_text(bots: list[tuple[str, list[str]]], *, table_size: int = 2, rounds: int = 2,
+                concurrency: int = 4, move_ms: int = 1000, extra: str = "") -> str:
+    lines = [
+        "[tournament]",
+        'name = "t"',
+        "seed = 11",
+        f"table_size = {table_size}",
+        f"rounds = {rounds}",
+        f"concurrency = {concurrency}",
+        "",
+        "[timeouts]",
+        f"move_ms = {move_ms}",
+        "",
+        extra,
+    ]
+    for name, cmd in bots:
+        lines += ["[[bots]]", f'name = "{name}"', f"command = {json.dumps(cmd)}", f'cwd = "{ROOT}"', ""]
+    return "\n".join(lines)
+
+
+def sample(module: str) -> list[str]:
+    return [PY, "-m", f"sample_bots.{module}", "--port", "{port}"]
+
+
+DETERMINISTIC = [
+    ("greedy", sample("greedy")),
+    ("tactician", sample("tactician")),
+    ("node", ["node", "sample_bots/node/bot.js", "--port", "{port}"]),
+]
+
+
+def write_league(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "league.toml"
+    path.write_text(text)
+    return path
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "referee.cli", *args], capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+
+
+@needs_node
+def test_standings_do_not_depend_on_concurrency(tmp_path: Path) -> None:
+    league = write_league(tmp_path, league_text(DETERMINISTIC))
+    outs = []
+    for c in (1, 8):
+        out = tmp_path / f"out{c}"
+        r = run_cli("tournament", str(league), "--out", str(out), "--concurrency", str(c), "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert "tactician" in r.stdout and "head to head" in r.stdout
+        outs.append(out)
+    a, b = ((o / "standings.json").read_text() for o in outs)
+    assert a == b
+    assert (outs[0] / "head_to_head.json").read_text() == (outs[1] / "head_to_head.json").read_text()
+    rows = json.loads(a)
+    assert {r["bot"] for r in rows} == {"greedy", "tactician", "node"}
+    for r in rows:
+        assert {"bot", "mu", "sigma", "score", "games", "wins", "avg_place", "faults"} <= set(r)
+        assert r["games"] == 8  # 3 meetings x 2 rotations x 2 rounds, each bot in 2 of 3
+        assert abs(r["score"] - (r["mu"] - 3 * r["sigma"])) < 1e-3
+    csv_lines = (outs[0] / "standings.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("rank,bot,mu,sigma,score") and len(csv_lines) == 4
+    db = sqlite3.connect(outs[0] / "tournament.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 12
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert len(list((outs[0] / "replays").glob("*.jsonl.gz"))) == 12
+    # `referee standings OUT` prints them again.
+    r = CliRunner().invoke(main, ["standings", str(outs[0])])
+    assert r.exit_code == 0 and "tactician" in r.output
+
+
+def _listening_bot_ports(out: Path) -> list[int]:
+    """Ports of the bots started for ``out`` (from their logs) that still answer."""
+    import re
+    import socket
+
+    ports = set()
+    for log in (out / "logs").glob("*.stdout.log"):
+        ports |= {int(p) for p in re.findall(r"start on port (\d+)", log.read_text())}
+    assert ports, "the bots' logs name their ports"
+    alive = []
+    for port in ports:
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                alive.append(port)
+    return alive
+
+
+@needs_node
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    league = write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=2))
+    whole = tmp_path / "whole"
+    r = run_cli("tournament", str(league), "--out", str(whole), "--no-progress")
+    assert r.returncode == 0, r.stderr
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    db_path = out / "tournament.sqlite"
+    deadline = time.monotonic() + 120
+    recorded = 0
+    while time.monotonic() < deadline:
+        if db_path.exists():
+            try:
+                recorded = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
+            except sqlite3.OperationalError:
+                recorded = 0
+            if recorded >= 4:
+                break
+        time.sleep(0.05)
+    assert recorded >= 4, "the tournament did not get going"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    time.sleep(0.5)
+    # No bot outlives the referee (they die with their parent).
+    assert not _listening_bot_ports(out), "bot processes survived the referee"
+
+    total = 18
+    before = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    assert before < total
+    # Without --resume the folder is refused, and nothing is touched.
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+    assert r.returncode == 2 and "--resume" in r.stderr
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stderr
+    db = sqlite3.connect(db_path)
+    idx = [row[0] for row in db.execute("SELECT idx FROM games ORDER BY idx")]
+    assert idx == list(range(total)), "every game recorded exactly once"
+    assert (out / "standings.json").read_text() == (whole / "standings.json").read_text()
+
+
+def test_resume_refuses_another_league(tmp_path: Path) -> None:
+    bots = [("greedy", sample("greedy")), ("tactician", sample("tactician"))]
+    league = write_league(tmp_path, league_text(bots, rounds=1))
+    out = tmp_path / "out"
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    league.write_text(league_text(bots, rounds=1).replace("seed = 11", "seed = 12"))
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
+    assert r.returncode == 2 and "another league" in r.stderr
+
+
+def test_ctrl_c_finishes_games_in_flight_and_prints_the_resume_command(tmp_path: Path) -> None:
+    bots = [("greedy", sample("greedy")), ("tactician", sample("tactician"))]
+    league = write_league(tmp_path, league_text(bots, rounds=20, concurrency=2))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    db_path = out / "tournament.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if db_path.exists():
+            try:
+                if sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0] >= 2:
+                    break
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "finishing" in err and "--resume" in err
+    assert f"--out {out}" in err
+    done = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    assert 2 <= done < 40
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0] == 40
+
+
+@pytest.mark.parametrize("kind", ["hang", "garbage", "illegal", "dies"])
+def test_misbehaving_bots_rank_last_and_the_league_completes(tmp_path: Path, kind: str) -> None:
+    bots = [
+        ("greedy", sample("greedy")),
+        ("tactician", sample("tactician")),
+        (f"zoo-{kind}", [PY, str(ZOO), kind, "--port", "{port}", "--after", "3"]),
+    ]
+    league = write_league(tmp_path, league_text(bots, rounds=1, move_ms=200))
+    out = tmp_path / "out"
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((out / "standings.json").read_text())
+    assert rows[-1]["bot"] == f"zoo-{kind}"
+    assert sum(rows[-1]["faults"].values()) >= 3
+    assert all(r["games"] == 4 for r in rows)
+    assert rows[0]["faults"] == {} and rows[1]["faults"] == {}
+
+
+async def test_unreachable_url_is_an_error_before_any_game(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nobody listens
+    text = league_text([("greedy", sample("greedy"))]) + (
+        f'\n[[bots]]\nname = "gone"\nurl = "http://127.0.0.1:{port}"\n'
+    )
+    league = load_league(write_league(tmp_path, text))
+    t = Tournament(league, tmp_path / "out", progress=False)
+    with pytest.raises(LeagueError, match=r"\[\[bots\]\] #2 'gone'"):
+        await t.run()
+    db = sqlite3.connect(tmp_path / "out" / "tournament.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
+    assert not (tmp_path / "out" / "standings.json").exists()
+
+
+def test_bad_league_file_exit_code_and_message(tmp_path: Path) -> None:
+    path = write_league(tmp_path, "[tournament]\ntable_size = 7\n[[bots]]\nname='a'\nurl='http://127.0.0.1:1'\n")
+    r = run_cli("tournament", str(path))
+    assert r.returncode == 2
+    assert "league.toml:2: [tournament] 'table_size': a table seats 2 to 6 players, got 7" in r.stderr
