@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from bisect import bisect_left
 from itertools import combinations
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from protocol.messages import (
     Action,
@@ -167,6 +167,7 @@ class GameState:
         "pile", "cleared", "removed", "current", "direction", "extras", "drew",
         "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
         "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
+        "_wire_events", "_wire_cleared",
         "_v6", "_v2", "_v8", "_v3", "_v1",
     )
 
@@ -200,6 +201,10 @@ class GameState:
     #: Not out and not disqualified, by seat (kept with out_order/dq_order).
     alive: list[bool]
     _legal: list[Action] | None
+    #: view()'s caches of the wire forms of the public event log and of the
+    #: cleared cards: both only ever grow, so each entry is built once.
+    _wire_events: list[Any]
+    _wire_cleared: list[str]
     _v1: bool
     _v2: bool
     _v3: bool
@@ -260,6 +265,8 @@ class GameState:
         s.private = {}
         s.swap_pair = None
         s.alive = [True] * n
+        s._wire_events = []
+        s._wire_cleared = []
         s._legal = None
         s._v1 = rules.play_for_places
         s._v2 = rules.draw_instead_of_playing
@@ -299,6 +306,8 @@ class GameState:
         s.private = dict(self.private)
         s.swap_pair = self.swap_pair
         s.alive = self.alive[:]
+        s._wire_events = self._wire_events[:]
+        s._wire_cleared = self._wire_cleared[:]
         s._legal = self._legal
         s._v1 = self._v1
         s._v2 = self._v2

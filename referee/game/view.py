@@ -45,15 +45,45 @@ def event(seq: int, record: EventRecord, cards: tuple[int, ...] | None = None) -
 
 def events(state: GameState, seat: int | None, since: int = 0) -> list[Event]:
     """The log from ``since`` on as ``seat`` sees it (``None``: the public
-    log, private cards hidden from all)."""
-    private = state.private
-    out: list[Event] = []
+    log, private cards hidden from all).
+
+    The public entries are built once per game and shared between views
+    (treat them as read-only); a seat's own private details (the card of its
+    failed flip, [D6]) are put in its own copies.
+    """
     log = state.events
-    for seq in range(since, len(log)):
-        rec = log[seq]
-        own = private.get(seq) if rec[1] == seat else None
-        out.append(event(seq, rec, own))
+    cache = state._wire_events
+    for seq in range(len(cache), len(log)):
+        cache.append(event(seq, log[seq]))
+    out = cache[since:]
+    private = state.private
+    if private and seat is not None:
+        for seq, cards in private.items():
+            if seq >= since and log[seq][1] == seat:
+                out[seq - since] = event(seq, log[seq], cards)
     return out
+
+
+def _cleared(state: GameState) -> list[str]:
+    cache = state._wire_cleared
+    cleared = state.cleared
+    if len(cache) < len(cleared):
+        strs = C.STR
+        cache += [strs[c] for c in cleared[len(cache):]]
+    return cache[:]
+
+
+_DOWN: dict[tuple[bool, bool, bool], list[int]] = {
+    (a, b, c): [slot for slot, live in enumerate((a, b, c)) if live]
+    for a in (False, True)
+    for b in (False, True)
+    for c in (False, True)
+}
+
+
+def _down(slots: list[int]) -> list[int]:
+    """The slots still face down (a fresh list each time)."""
+    return _DOWN[(slots[0] != GONE, slots[1] != GONE, slots[2] != GONE)][:]
 
 
 def view(state: GameState, seat: int, since: int = 0) -> State:
@@ -63,44 +93,56 @@ def view(state: GameState, seat: int, since: int = 0) -> State:
     choice, nor whether it has been made, until all have chosen.
     """
     setup = state.phase == SETUP
+    strs = C.STR
+    places = state.places
+    out_place = {s: k + 1 for k, s in enumerate(state.out_order)} if state.out_order else None
+    dq = state.dq_order
+    alive = state.alive
     players: list[PlayerView] = []
     for i in range(state.n):
-        down = [slot for slot, c in enumerate(state.down[i]) if c != GONE]
-        dq = i in state.dq_order
+        down = _down(state.down[i])
         hand_count = len(state.hands[i])
         up = state.up[i]
         if setup and i != seat:
             hand_count += len(up)
             up = []
-        place = state.places[i] if state.places is not None else None
-        if place is None and i in state.out_order:
-            place = state.out_order.index(i) + 1
+        if places is not None:
+            place: int | None = places[i]
+        else:
+            place = out_place.get(i) if out_place else None
+        known = state.known[i]
+        if known:
+            known_strs = [strs[c] for c in known]
+            known_strs.sort()
+        else:
+            known_strs = []
         players.append(
             PlayerView(
                 seat=i,
                 name=state.names[i],
                 hand_count=hand_count,
-                up=[C.STR[c] for c in up],
+                up=[strs[c] for c in up],
                 down_count=len(down),
-                out=not state.active(i),
+                out=not alive[i],
                 place=place,
                 down=down,
-                known=sorted(C.STR[c] for c in state.known[i]) if state.known[i] else [],
-                disqualified=dq,
+                known=known_strs,
+                disqualified=i in dq if dq else False,
             )
         )
+    hand = sorted(state.hands[seat])
     you = YouView(
         seat=seat,
-        hand=[C.STR[c] for c in sorted(state.hands[seat])],
-        up=[C.STR[c] for c in state.up[seat]],
-        down=[slot for slot, c in enumerate(state.down[seat]) if c != GONE],
+        hand=[strs[c] for c in hand],
+        up=[strs[c] for c in state.up[seat]],
+        down=_down(state.down[seat]),
     )
     return State(
         you=you,
         players=players,
-        pile=[C.STR[c] for c in state.pile],
+        pile=[strs[c] for c in state.pile],
         draw_count=len(state.draw),
-        cleared=[C.STR[c] for c in state.cleared],
+        cleared=_cleared(state),
         removed_count=len(state.removed),
         current=seat if setup else state.current,
         direction=state.direction,
