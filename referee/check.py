@@ -1,0 +1,343 @@
+"""``referee check``: a compliance check for bot authors.
+
+Like fastchess's ``--compliance``: the handshake, ``/start``, ``/act`` on
+scripted positions (set-up choice, a plain play, a forced pick-up, a 3DOWN
+flip, an extra action with a draw, the V6 swap decision), unknown fields,
+timing, the signature, ``/end``; one :class:`CheckLine` each, PASS or FAIL with
+what to fix.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+
+from protocol.codec import ENCODER
+from protocol.messages import (
+    APIVERSION,
+    ActRequest,
+    Action,
+    GameEnd,
+    GameStart,
+    Play,
+    Rules,
+    Timeouts,
+)
+from referee.bots import (
+    DEFAULT_MAX_BODY,
+    HANDSHAKE_S,
+    ActOutcome,
+    BotError,
+    BotUnreachable,
+    Clock,
+    HttpBot,
+)
+from referee.game import ActionError, GameState, layout, new_game, view
+from referee.match import latency_stats
+
+
+
+class CheckLine(NamedTuple):
+    """One line of ``referee check``: PASS or FAIL, what, and the fix for a FAIL."""
+
+    ok: bool
+    what: str
+    detail: str
+    fix: str = ""
+
+    def render(self) -> str:
+        text = f"{'PASS' if self.ok else 'FAIL'}  {self.what}: {self.detail}"
+        if not self.ok and self.fix:
+            text += f"\n      fix: {self.fix}"
+        return text
+
+
+_FIXES = {
+    "timeout": "answer within deadline_ms ({ms} ms), round trip included",
+    "http_status": "answer POST /act with HTTP 200 and the JSON reply",
+    "bad_json": 'reply with JSON {{"request_id": <the request\'s>, "index": <int into legal>}} '
+    'or {{"request_id": ..., "action": {{"type": ...}}}}',
+    "too_large": f"keep the reply under {DEFAULT_MAX_BODY} bytes",
+    "wrong_request_id": "echo the request's request_id in the reply",
+    "illegal": "answer with an index into legal, or an action that legal lists "
+    "(RULES.md; any colours of the same rank and count are fine)",
+    "connection": "keep the server up and answer every request; look at the bot's log",
+}
+
+
+class Scenario(NamedTuple):
+    name: str
+    state: GameState
+    seat: int
+    note: str
+
+
+def scenarios() -> list[Scenario]:
+    """The scripted positions ``referee check`` asks about, seat 0 to move."""
+    out: list[Scenario] = []
+    setup = new_game(Rules(), ["you", "other"], random.Random(1))
+    out.append(Scenario("set-up choose_up", setup, 0, "choose 3 of your 6 cards as 3UP"))
+    play = layout(
+        hands=[["3R", "5G", "9B"], ["2Y", "4O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["4Y"],
+        draw=["1R", "2G", "3V", "6B", "9I"],
+        names=["you", "other"],
+    )
+    out.append(Scenario("plain play", play, 0, "play 5G or 9B on a 4"))
+    pickup = layout(
+        hands=[["2R", "4G", "4B"], ["2Y", "3O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["5R", "7B"],
+        draw=["1R", "2G", "3V"],
+        names=["you", "other"],
+    )
+    out.append(Scenario("forced pick-up", pickup, 0, "nothing beats a 7: pick up"))
+    flip = layout(
+        hands=[[], ["2Y", "3O", "6I"]],
+        up=[[], ["7R", "8R", "10R"]],
+        down=[["5R", None, "C"], ["1B", "1G", "1Y"]],
+        pile=["6B"],
+        names=["you", "other"],
+        turn=40,
+    )
+    out.append(Scenario("3DOWN flip", flip, 0, "hand and 3UP are empty: flip slot 0 or 2"))
+    extra = layout(
+        hands=[["C+1", "4R", "9G"], ["2Y", "3O", "6I"]],
+        up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
+        pile=["3B"],
+        draw=["1R", "2G", "3V", "6B"],
+        names=["you", "other"],
+    )
+    extra.apply(Play(cards=["C+1"]), 0)
+    out.append(
+        Scenario("extra action with a draw option", extra, 0, "after a Clear+1: draw or play")
+    )
+    run = layout(
+        hands=[["5R", "9G", "3B"], ["2Y", "3O", "6I"]],
+        up=[["7Y", "8Y", "10Y"], ["7B", "8B", "10B"]],
+        pile=["2R", "3R", "4R"],
+        draw=["1V", "2G", "3V", "6B"],
+        rules=Rules(colour_run=True),
+        names=["you", "other"],
+    )
+    run.apply(Play(cards=["5R"]), 0)
+    out.append(
+        Scenario(
+            "V6 colour-run swap",
+            run,
+            0,
+            "4 reds on the pile: swap a hand card with a 3UP card, or pass",
+        )
+    )
+    return out
+
+
+def _describe_action(action: Action) -> str:
+    fields = msgspec.to_builtins(action)
+    kind = fields.pop("type")
+    rest = " ".join(
+        " ".join(v) if isinstance(v, list | tuple) else f"{k}={v}"
+        for k, v in fields.items()
+        if v is not None
+    )
+    return f"{kind} {rest}".strip()
+
+
+def _verdict(
+    outcome: ActOutcome, legal: Sequence[Action], state: GameState, seat: int, move_ms: int
+) -> tuple[bool, str, str]:
+    """(ok, what happened, fix) for one /act outcome on a scripted position."""
+    fault = outcome.fault
+    if fault is not None:
+        fix = _FIXES.get(fault.kind, "").format(ms=move_ms)
+        if fault.kind == "http_status" and any(f" {code} " in fault.detail for code in (401, 403)):
+            fix = "the bot refused the request: if it checks signatures, check with --secret"
+        return False, f"{fault.kind}: {fault.detail}", fix
+    reply = outcome.reply
+    assert reply is not None
+    if reply.index is not None:
+        if reply.index >= len(legal):
+            what = f"index {reply.index} is out of range (legal has {len(legal)} actions)"
+            return False, f"illegal: {what}", _FIXES["illegal"]
+        action = legal[reply.index]
+    else:
+        assert reply.action is not None
+        action = reply.action
+    try:
+        state.copy().apply(action, seat)
+    except ActionError as e:
+        return False, f"illegal: {_describe_action(action)}: {e}", _FIXES["illegal"]
+    return True, f"{_describe_action(action)} ({_ms(outcome.latency_ms)} ms)", ""
+
+
+def _act_request(
+    state: GameState, seat: int, game_id: str, request_id: str, timeouts: Timeouts
+) -> ActRequest:
+    return ActRequest(
+        apiversion=APIVERSION,
+        game_id=game_id,
+        request_id=request_id,
+        seat=seat,
+        turn=state.turn,
+        deadline_ms=timeouts.move_ms,
+        bank_ms=None,
+        state=view(state, seat, 0),
+        legal=state.legal_actions(seat),
+    )
+
+
+_INFO_SHAPE = (
+    f'{{"apiversion": "{APIVERSION}", "name": ..., "author": ..., "version": ...}}'
+)
+
+
+async def run_checks(
+    url: str, *, secret: str | None = None, timeouts: Timeouts | None = None
+) -> list[CheckLine]:
+    """Run the compliance checks against the bot at `url`; one line per check."""
+    timeouts = timeouts if timeouts is not None else Timeouts()
+    clock = Clock(timeouts)  # no bank here: every reply gets the move time
+    move_s = clock.move().limit_s
+    lines: list[CheckLine] = []
+    game_id = "check-" + random.randbytes(6).hex()
+    latencies: list[float] = []
+    async with HttpBot(url, secret=secret) as bot:
+        # GET /
+        try:
+            info = await bot.handshake(HANDSHAKE_S)
+        except BotUnreachable as e:
+            lines.append(CheckLine(False, "GET /", str(e), "start the bot, and check the URL"))
+            return lines
+        except BotError as e:
+            fix = f"serve GET / with 200 and {_INFO_SHAPE}"
+            lines.append(CheckLine(False, "GET /", str(e), fix))
+            return lines
+        who = f"{info.name!r} {info.version} by {info.author or '?'}, protocol {info.apiversion}"
+        lines.append(CheckLine(True, "GET /", who))
+
+        # POST /start
+        start = GameStart(
+            apiversion=APIVERSION,
+            game_id=game_id,
+            seat=0,
+            players=["you", "other"],
+            rules=Rules(),
+            timeouts=timeouts,
+        )
+        fault = await bot.start(start, clock.start_s)
+        lines.append(
+            CheckLine(True, "POST /start", "answered 2xx in time")
+            if fault is None
+            else CheckLine(
+                False,
+                "POST /start",
+                f"{fault.kind}: {fault.detail}",
+                f"answer POST /start with any 2xx within {timeouts.start_ms} ms",
+            )
+        )
+
+        # POST /act on scripted positions
+        positions = scenarios()
+        for number, scenario in enumerate(positions, 1):
+            state, seat = scenario.state, scenario.seat
+            request = _act_request(state, seat, game_id, f"{game_id}.{number}", timeouts)
+            outcome = await bot.act(request, move_s)
+            latencies.append(outcome.latency_ms)
+            ok, what, fix = _verdict(outcome, request.legal, state, seat, timeouts.move_ms)
+            if not ok:
+                what = f"{what} [{scenario.note}]"
+            lines.append(CheckLine(ok, f"/act {scenario.name}", what, fix))
+
+        # Forward compatibility: fields and event types the project may add.
+        plain = positions[1]
+        request = _act_request(plain.state, 0, game_id, f"{game_id}.extra", timeouts)
+        raw: dict[str, Any] = msgspec.to_builtins(request)
+        raw["future_field"] = {"added": "later"}
+        raw["state"]["future_field"] = [1, 2, 3]
+        raw["state"]["events"].append({"seq": 999, "seat": 1, "type": "future", "extra": True})
+        outcome = await bot.act_bytes(ENCODER.encode(raw), request.request_id, request.turn, move_s)
+        latencies.append(outcome.latency_ms)
+        ok, what, fix = _verdict(outcome, request.legal, plain.state, 0, timeouts.move_ms)
+        plain_ok = any(line.ok for line in lines if line.what == "/act plain play")
+        if plain_ok:
+            fix = (
+                "ignore fields and event types you do not know: the protocol may add them "
+                "(PROTOCOL.md)"
+            )
+        lines.append(
+            CheckLine(
+                ok,
+                "/act with unknown fields and event types",
+                f"ignored them ({_ms(outcome.latency_ms)} ms)" if ok else what,
+                fix,
+            )
+        )
+
+        # Timing
+        stats = latency_stats(latencies)
+        lines.append(
+            CheckLine(
+                stats.max_ms <= timeouts.move_ms,
+                "latency",
+                f"{stats.count} /act replies: p50 {_ms(stats.p50_ms)} ms, "
+                f"p95 {_ms(stats.p95_ms)} ms, max {_ms(stats.max_ms)} ms "
+                f"(deadline {timeouts.move_ms} ms)",
+                f"answer within deadline_ms ({timeouts.move_ms} ms), round trip included",
+            )
+        )
+
+        # A forged signature must be refused.
+        if secret is not None:
+            async with HttpBot(url, secret="not-" + secret) as impostor:
+                forged = _act_request(plain.state, 0, game_id, f"{game_id}.forged", timeouts)
+                outcome = await impostor.act(forged, move_s)
+            refused = outcome.fault is not None and outcome.fault.kind == "http_status"
+            if refused:
+                what = "a request signed with another secret was refused"
+            elif outcome.fault is None:
+                what = "a request signed with another secret was answered"
+            else:
+                what = f"a forged request was not refused cleanly ({outcome.fault.kind})"
+            lines.append(
+                CheckLine(
+                    refused,
+                    "signature",
+                    what,
+                    "check X-Referee-Signature (HMAC-SHA256 of the raw body) and answer 401 "
+                    "when it is wrong",
+                )
+            )
+
+        # POST /end
+        end = GameEnd(
+            apiversion=APIVERSION,
+            game_id=game_id,
+            seat=0,
+            places=[1, 2],
+            adjudicated=False,
+            disqualified=[],
+            faults=[],
+            points=[0, 12],
+        )
+        fault = await bot.end(end, clock.end_s)
+        lines.append(
+            CheckLine(True, "POST /end", "answered 2xx in time")
+            if fault is None
+            else CheckLine(
+                False,
+                "POST /end",
+                f"{fault.kind}: {fault.detail}",
+                f"answer POST /end with any 2xx within {timeouts.end_ms} ms",
+            )
+        )
+    return lines
+
+
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
