@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import click
@@ -36,8 +37,8 @@ from referee.bots import (
     HttpBot,
     make_session,
 )
-from referee.config import ConfigError, load_toml_struct
 from referee.check import run_checks
+from referee.config import ConfigError, load_toml_struct
 from referee.match import FaultPolicy, MatchResult, play_match
 
 __all__ = ["main", "make_bot", "format_result"]
@@ -322,6 +323,19 @@ def check(url: str, secret: str | None, move_ms: int) -> None:
 @click.option("--resume", is_flag=True, help="Continue the tournament recorded in the output folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-replays", is_flag=True, help="Do not write a replay file per game.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where games run: this process, or Ray workers (pip install -e '.[ray]').",
+)
+@click.option(
+    "--address",
+    help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); default: a local one.",
+)
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="With --executor ray: how many worker actors.")
 def tournament(
     league_file: Path,
     out: Path | None,
@@ -329,6 +343,9 @@ def tournament(
     resume: bool,
     no_progress: bool,
     no_replays: bool,
+    executor: str,
+    address: str | None,
+    workers: int,
 ) -> None:
     """Play the league described in LEAGUE_FILE and print the standings.
 
@@ -338,22 +355,48 @@ def tournament(
     standings.json, standings.csv and head_to_head.json. Stopped (Ctrl-C, a
     crash, a reboot)? Run the same command with --resume.
     """
+    from referee.tournament.executors import (
+        Executor,
+        ExecutorError,
+        LocalExecutor,
+        RayExecutor,
+    )
     from referee.tournament.league import LeagueError, load_league
-    from referee.tournament.runner import Interrupted, Tournament, format_h2h, format_table
+    from referee.tournament.runner import (
+        Interrupted,
+        Tournament,
+        format_h2h,
+        format_table,
+    )
 
     try:
         league = load_league(league_file)
+        if executor == "ray" and address is not None:
+            local_only = [b.name for b in league.bots if b.url is None]
+            if local_only:
+                raise LeagueError(
+                    f"{league_file}: --executor ray on a remote cluster reaches bots by URL only; "
+                    f"{', '.join(local_only)} would run on this machine (command or image bots): "
+                    "run them as services the workers can reach and give their url"
+                )
+        ex: Executor = RayExecutor(address=address, workers=workers) if executor == "ray" else LocalExecutor()
         t = Tournament(
             league, out, concurrency=concurrency, resume=resume,
-            progress=not no_progress, replays=not no_replays,
+            progress=not no_progress, replays=not no_replays, executor=ex,
         )
         click.echo(
             f"{league.tournament.name}: {len(league.bots)} bots, {len(t.schedule)} games, "
             f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",
             err=True,
         )
-        standings = asyncio.run(t.run())
-    except LeagueError as e:
+        async def run() -> list[Any]:
+            try:
+                return await t.run()
+            finally:
+                await ex.close()
+
+        standings = asyncio.run(run())
+    except (LeagueError, ExecutorError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     except Interrupted as e:
@@ -374,7 +417,12 @@ def tournament(
 def standings(out: Path, as_json: bool) -> None:
     """Print the standings of the tournament whose output folder is OUT."""
     from referee.tournament.league import LeagueError
-    from referee.tournament.runner import format_h2h, format_table, load_h2h, load_standings
+    from referee.tournament.runner import (
+        format_h2h,
+        format_table,
+        load_h2h,
+        load_standings,
+    )
 
     try:
         rows = load_standings(out)

@@ -28,7 +28,8 @@ import msgspec
 from ..bots.base import Bot, BotError
 from ..bots.http import HttpBot, make_session
 from ..bots.process import CommandBot
-from ..match import MatchResult, play_match
+from ..match import MatchResult
+from .executors import Executor, GameJob, LocalExecutor
 from .league import BotEntry, League, LeagueError
 from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
 from .schedule import GameSpec, make_schedule
@@ -101,6 +102,7 @@ class Tournament:
         progress: bool = True,
         replays: bool = True,
         log: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.league = league
         self.out = (out or league.output_dir()).resolve()
@@ -108,6 +110,8 @@ class Tournament:
         self.resume = resume
         self.show_progress = progress
         self.replays = replays
+        #: Where games run (in this process by default); see executors.py.
+        self.executor: Executor = executor or LocalExecutor()
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.schedule = make_schedule(
             [b.name for b in league.bots], league.tournament.table_size,
@@ -280,16 +284,13 @@ class Tournament:
                 else:
                     bot = self.bots[name]
                 bots.append(bot)
+            done = await self.executor.play(await self._job(spec, bots), bots)
             replay = None
             if self.replays:
                 (self.out / "replays").mkdir(exist_ok=True)
                 replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
-            league = self.league
-            result = await play_match(
-                bots, spec.deal_seed, rules=league.rules, timeouts=league.timeouts,
-                policy=league.faults, names=list(spec.seats), replay=replay,
-            )
-            self._record(spec, result, store, replay)
+                replay.write_bytes(done.replay)
+            self._record(spec, done.result, store, replay)
             counter[0] += 1
             progress.update(counter[0])
         finally:
@@ -297,6 +298,29 @@ class Tournament:
                 with contextlib.suppress(Exception):
                     await b.close()
             semaphore.release()
+
+    async def _job(self, spec: GameSpec, bots: list[Bot]) -> GameJob:
+        """The game as an executor gets it. Remote workers reach bots by URL:
+        command bots are (re)started here first."""
+        urls: list[str] = []
+        secrets: list[str | None] = []
+        if self.executor.name != "local":
+            for bot in bots:
+                if isinstance(bot, CommandBot):
+                    await bot.ensure_running()
+                    url = bot.url
+                elif isinstance(bot, HttpBot):
+                    url = f"unix:{bot.unix_socket}" if bot.unix_socket else bot.url
+                else:
+                    url = getattr(bot, "url", None)
+                if not url:
+                    raise LeagueError(f"bot {bot.name!r} has no URL a remote worker could reach")
+                urls.append(url)
+                secret = getattr(bot, "secret", None)
+                secrets.append(secret.decode() if isinstance(secret, bytes) else secret)
+        league = self.league
+        return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets,
+                       rules=league.rules, timeouts=league.timeouts, policy=league.faults)
 
     def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
         faults = [

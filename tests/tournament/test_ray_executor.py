@@ -1,0 +1,74 @@
+"""The Ray executor: the same standings as the local one; a killed worker's
+games are played again elsewhere, every game recorded once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_tournament_run import DETERMINISTIC, ROOT, needs_node, league_text, write_league
+
+from referee.tournament.league import load_league
+from referee.tournament.runner import Tournament
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
+
+pytestmark = [pytest.mark.slow, needs_node]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.run([sys.executable, "-m", "referee.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT, env=env)
+
+
+def test_ray_standings_equal_local(tmp_path: Path) -> None:
+    league = write_league(tmp_path, league_text(DETERMINISTIC))
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    r = run_cli("tournament", str(league), "--out", str(local), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("tournament", str(league), "--out", str(remote), "--no-progress", "--executor", "ray")
+    assert r.returncode == 0, r.stderr
+    assert (local / "standings.json").read_text() == (remote / "standings.json").read_text()
+    assert len(list((remote / "replays").glob("*.jsonl.gz"))) == 12
+
+
+async def test_killed_ray_worker_games_are_played_again(tmp_path: Path) -> None:
+    from referee.tournament.executors import RayExecutor
+
+    league = load_league(write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=6)))
+    executor = RayExecutor(workers=2, per_worker=4)
+    out = tmp_path / "out"
+    t = Tournament(league, out, progress=False, executor=executor)
+    db = out / "tournament.sqlite"
+
+    async def killer() -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            try:
+                if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM games").fetchone()[0] >= 3:
+                    break
+            except sqlite3.OperationalError:
+                pass
+        pid = await executor.workers[0].pid.remote()
+        os.kill(pid, signal.SIGKILL)
+
+    kill = asyncio.create_task(killer())
+    try:
+        await t.run()
+    finally:
+        await executor.close()
+    await kill
+    idx = [r[0] for r in sqlite3.connect(db).execute("SELECT idx FROM games ORDER BY idx")]
+    assert idx == list(range(18))
+    assert executor.retried >= 1
+    rows = json.loads((out / "standings.json").read_text())
+    assert sum(r["games"] for r in rows) == 36
