@@ -437,5 +437,18 @@ def standings(out: Path, as_json: bool) -> None:
     click.echo(format_h2h([s.bot for s in rows], load_h2h(out)))
 
 
+
+# ------------------------------------------------- the classroom service
+
+def _register_web() -> None:
+    from referee.web.commands import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_web()
+
+
 if __name__ == "__main__":
     main()

@@ -15,6 +15,7 @@ not depend on the executor.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import logging
 import os
 from collections.abc import Sequence
@@ -67,7 +68,7 @@ class LocalExecutor:
         match = Match(bots, job.seed, rules=job.rules, timeouts=job.timeouts,
                       policy=job.policy, names=job.names)
         result = await match.play()
-        return GameDone(result=result, replay=dumps(match.record))
+        return GameDone(result=result, replay=gzip.compress(dumps(match.record), compresslevel=6))
 
     async def close(self) -> None:
         return None

@@ -94,7 +94,15 @@ def test_standings_do_not_depend_on_concurrency(tmp_path: Path) -> None:
     db = sqlite3.connect(outs[0] / "tournament.sqlite")
     assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 12
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert len(list((outs[0] / "replays").glob("*.jsonl.gz"))) == 12
+    replays = sorted((outs[0] / "replays").glob("*.jsonl.gz"))
+    assert len(replays) == 12
+    # Each replay re-runs through the engine to the recorded result.
+    from referee.replay import read, rerun
+
+    places = {row[0]: json.loads(row[1]) for row in db.execute("SELECT idx, places FROM games")}
+    for path in replays[:3]:
+        record = read(path)
+        assert rerun(record).places == places[int(path.name[5:11])]
     # `referee standings OUT` prints them again.
     r = CliRunner().invoke(main, ["standings", str(outs[0])])
     assert r.exit_code == 0 and "tactician" in r.output

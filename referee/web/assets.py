@@ -1,0 +1,233 @@
+"""The pages' stylesheet and script: served by the app under ``/static/``
+and inlined in the self-contained replay file. No build step, no CDN.
+
+The script never puts data into ``innerHTML``: it builds elements and sets
+``textContent``; the only ``innerHTML`` it sets is HTML rendered (and escaped)
+by the server.
+"""
+
+from __future__ import annotations
+
+CSS = """
+:root { --fg:#1d2330; --muted:#667085; --line:#d0d5dd; --bg:#f7f8fa; --accent:#2454c5; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:var(--fg);
+       background:var(--bg); }
+header.top { background:#1d2330; color:#fff; padding:10px 20px; display:flex; gap:18px; align-items:baseline; }
+header.top a { color:#fff; text-decoration:none; }
+header.top .brand { font-weight:700; font-size:16px; }
+main { max-width:1150px; margin:0 auto; padding:16px 20px 40px; }
+h1 { font-size:22px; margin:8px 0 12px; } h2 { font-size:17px; margin:22px 0 8px; }
+a { color:var(--accent); }
+.muted { color:var(--muted); }
+table.grid { border-collapse:collapse; width:100%; background:#fff; border:1px solid var(--line); }
+table.grid th, table.grid td { padding:6px 8px; border-bottom:1px solid var(--line); text-align:right;
+                               white-space:nowrap; }
+table.grid th { background:#eef1f5; font-weight:600; }
+table.grid td.l, table.grid th.l { text-align:left; }
+.status { display:inline-block; padding:1px 8px; border-radius:10px; background:#e4e7ec; font-size:12px; }
+.status.running { background:#fff1c2; } .status.finished { background:#d1f4dc; }
+.status.failed, .status.interrupted { background:#fde2e1; }
+progress { width:320px; height:14px; vertical-align:middle; }
+.panel { background:#fff; border:1px solid var(--line); padding:10px 14px; margin:12px 0; }
+.panel input[type=password], .panel input[type=text] { padding:4px 6px; width:320px; }
+button { padding:4px 12px; cursor:pointer; }
+svg.sigma { vertical-align:middle; }
+.chart { background:#fff; border:1px solid var(--line); }
+/* replay viewer */
+.controls { display:flex; gap:8px; align-items:center; flex-wrap:wrap; margin:8px 0; }
+.controls input[type=range] { width:300px; }
+#label { font-weight:600; min-height:1.4em; margin:6px 0; }
+.table { display:grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap:10px; }
+.seat { background:#fff; border:1px solid var(--line); padding:8px 10px; min-height:120px; }
+.seat.current { border:2px solid var(--accent); }
+.seat h3 { margin:0 0 6px; font-size:14px; }
+.row { margin:3px 0; } .row .k { display:inline-block; width:52px; color:var(--muted); font-size:12px; }
+.card { display:inline-block; min-width:30px; padding:2px 4px; margin:1px; border-radius:4px; text-align:center;
+        font-weight:600; font-size:12px; border:1px solid #0003; color:#fff; background:#555; }
+.card.back { background:repeating-linear-gradient(45deg,#8795b5,#8795b5 3px,#6c7ba0 3px,#6c7ba0 6px);
+             color:transparent; }
+.card.gone { background:transparent; border:1px dashed #0002; color:transparent; }
+.card.known { outline:2px dotted #000; }
+.c-R { background:#d92d20; } .c-O { background:#f38744; } .c-Y { background:#fac515; color:#1d2330; }
+.c-G { background:#3ca55c; } .c-B { background:#1f6feb; } .c-I { background:#3e3a96; } .c-V { background:#8e44ad; }
+.c-X { background:#1d2330; }
+.centre { background:#fff; border:1px solid var(--line); padding:8px 10px; margin:10px 0; }
+.events { background:#fff; border:1px solid var(--line); padding:6px 10px; max-height:260px; overflow:auto;
+          font-family:ui-monospace, monospace; font-size:12px; }
+.events div.new { background:#fff1c2; }
+.note { font-size:12px; color:var(--muted); }
+"""
+
+JS = r"""
+(function () {
+  "use strict";
+  // ------------------------------------------------ leaderboard: live updates (SSE)
+  var live = document.querySelector("[data-live]");
+  if (live && window.EventSource) {
+    var busy = false, again = false;
+    var refresh = function () {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(live.getAttribute("data-fragment"), {cache: "no-store"})
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html !== null) { live.innerHTML = html; }  // server-rendered, escaped
+          live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
+        })
+        .catch(function () {})
+        .then(function () { busy = false; if (again) { again = false; refresh(); } });
+    };
+    var es = new EventSource(live.getAttribute("data-events"));
+    es.addEventListener("update", refresh);
+  }
+
+  // ------------------------------------------------ admin: start a tournament
+  var forms = document.querySelectorAll("form[data-admin-start]");
+  Array.prototype.forEach.call(forms, function (form) {
+    var tokenInput = form.querySelector("input[name=token]");
+    try { tokenInput.value = sessionStorage.getItem("referee-admin") || ""; } catch (e) {}
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var out = form.querySelector(".result");
+      var token = tokenInput.value.trim();
+      try { sessionStorage.setItem("referee-admin", token); } catch (e) {}
+      var resume = form.querySelector("input[name=resume]");
+      out.textContent = "starting…";
+      fetch(form.getAttribute("data-url"), {
+        method: "POST",
+        headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+        body: JSON.stringify({resume: !!(resume && resume.checked)})
+      }).then(function (r) {
+        return r.json().then(function (body) { return {ok: r.ok, status: r.status, body: body}; });
+      }).then(function (res) {
+        out.textContent = res.ok
+          ? "run " + res.body.id + " started: " + res.body.total_games + " games"
+          : "error " + res.status + ": " + (res.body.error || "");
+      }).catch(function (e) { out.textContent = "error: " + e; });
+    });
+  });
+
+  // ------------------------------------------------ replay viewer
+  var dataEl = document.getElementById("replay-data");
+  if (!dataEl) { return; }
+  var data = JSON.parse(dataEl.textContent);
+  var frames = data.frames, names = data.names;
+  var i = 0, mode = "full";
+  var $ = function (id) { return document.getElementById(id); };
+  var make = function (tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  };
+  var colour = function (c) { return c.charAt(0) === "C" ? "X" : c.charAt(c.length - 1); };
+  var face = function (c, extra) { return make("span", "card face c-" + colour(c) + (extra ? " " + extra : ""), c); };
+  var back = function () { var e = make("span", "card back", "?"); e.title = "hidden"; return e; };
+  var gone = function () { return make("span", "card gone", "·"); };
+  var row = function (key, nodes, cls) {
+    var r = make("div", "row " + (cls || ""));
+    r.appendChild(make("span", "k", key));
+    nodes.forEach(function (n) { r.appendChild(n); });
+    if (!nodes.length) { r.appendChild(make("span", "muted", "—")); }
+    return r;
+  };
+
+  var select = $("mode");
+  names.forEach(function (n, s) {
+    var o = make("option", null, "seat " + s + ": " + n + "'s view");
+    o.value = String(s);
+    select.appendChild(o);
+  });
+
+  var describeEvent = function (e) {
+    var who = (e.seat !== undefined && e.seat !== null && names[e.seat] !== undefined)
+      ? names[e.seat] + " (" + e.seat + ")" : "";
+    var parts = ["#" + e.seq, who, e.type];
+    if (e.cards) { parts.push(e.cards.join(" ")); }
+    ["slot", "count", "target", "place", "kind", "detail"].forEach(function (k) {
+      if (e[k] !== undefined && e[k] !== null) { parts.push(k + "=" + e[k]); }
+    });
+    return parts.join(" ");
+  };
+
+  var render = function () {
+    var f = frames[i];
+    $("step").textContent = "step " + i + " / " + (frames.length - 1);
+    $("slider").value = String(i);
+    $("label").textContent = f.label + (f.fault ? "  — fault: " + f.fault : "");
+    var viewer = mode === "full" ? null : Number(mode);
+    var pv = viewer === null ? null : f.views[viewer];
+    var seats = $("seats");
+    seats.textContent = "";
+    names.forEach(function (n, s) {
+      var box = make("div", "seat");
+      box.setAttribute("data-seat", String(s));
+      if (f.full.current === s && f.full.phase !== "over") { box.className += " current"; }
+      var h = make("h3", null, "seat " + s + ": " + n);
+      var p = pv ? pv.players[s] : (pv === null && f.views[0] ? f.views[0].players[s] : null);
+      if (p && p.place) { h.appendChild(make("span", "muted", "  place " + p.place)); }
+      if (p && p.disqualified) { h.appendChild(make("span", "muted", "  disqualified")); }
+      box.appendChild(h);
+      var hand = [], up = [], down = [], known = [];
+      if (pv === null) {
+        hand = f.full.hands[s].map(function (c) { return face(c); });
+        up = f.full.up[s].map(function (c) { return face(c); });
+        down = f.full.down[s].map(function (c) { return c === null ? gone() : face(c, "down"); });
+      } else if (s === viewer) {
+        hand = pv.you.hand.map(function (c) { return face(c); });
+        up = pv.you.up.map(function (c) { return face(c); });
+        down = [0, 1, 2].map(function (slot) { return pv.you.down.indexOf(slot) >= 0 ? back() : gone(); });
+      } else {
+        var pl = pv.players[s];
+        for (var k = 0; k < pl.hand_count; k++) { hand.push(back()); }
+        up = pl.up.map(function (c) { return face(c); });
+        down = [0, 1, 2].map(function (slot) { return pl.down.indexOf(slot) >= 0 ? back() : gone(); });
+        known = pl.known.map(function (c) { return face(c, "known"); });
+      }
+      var handRow = row("hand", hand, "hand");
+      handRow.setAttribute("data-count", String(hand.length));
+      box.appendChild(handRow);
+      if (known.length) { box.appendChild(row("known", known, "known-cards")); }
+      box.appendChild(row("3UP", up, "up"));
+      box.appendChild(row("3DOWN", down, "down"));
+      seats.appendChild(box);
+    });
+    var pile = (pv ? pv.pile : f.full.pile);
+    var shown = pile.slice(-14).map(function (c) { return face(c); });
+    var centre = $("centre");
+    centre.textContent = "";
+    var pr = row("pile", shown, "pile");
+    if (pile.length > 14) { pr.insertBefore(make("span", "muted", "(" + (pile.length - 14) + " more) "), pr.children[1]); }
+    centre.appendChild(pr);
+    var drawCount = pv ? pv.draw_count : f.full.draw.length;
+    var cleared = pv ? pv.cleared.length : f.full.cleared_count;
+    centre.appendChild(make("div", "row muted",
+      "draw pile: " + drawCount + " · cleared: " + cleared + " · turn " + f.full.turn + " · " + f.full.phase +
+      (f.full.direction === -1 ? " · reversed" : "")));
+    var log = $("events");
+    log.textContent = "";
+    var lines = [];
+    for (var j = Math.max(0, i - 40); j <= i; j++) {
+      frames[j].events.forEach(function (e) { lines.push({e: e, isNew: j === i}); });
+    }
+    lines.slice(-60).forEach(function (x) {
+      log.appendChild(make("div", x.isNew ? "new" : "", describeEvent(x.e)));
+    });
+    log.scrollTop = log.scrollHeight;
+  };
+  var go = function (k) { i = Math.max(0, Math.min(frames.length - 1, k)); render(); };
+  $("slider").max = String(frames.length - 1);
+  $("first").addEventListener("click", function () { go(0); });
+  $("prev").addEventListener("click", function () { go(i - 1); });
+  $("next").addEventListener("click", function () { go(i + 1); });
+  $("last").addEventListener("click", function () { go(frames.length - 1); });
+  $("slider").addEventListener("input", function () { go(Number($("slider").value)); });
+  select.addEventListener("change", function () { mode = select.value; render(); });
+  document.addEventListener("keydown", function (e) {
+    if (e.target && (e.target.tagName === "INPUT" || e.target.tagName === "SELECT")) { return; }
+    if (e.key === "ArrowRight") { go(i + 1); } else if (e.key === "ArrowLeft") { go(i - 1); }
+  });
+  render();
+})();
+"""

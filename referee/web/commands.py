@@ -1,0 +1,109 @@
+"""The service's click commands, registered on ``referee.cli.main``:
+
+- ``referee serve --db PATH [--host H --port P]``: the classroom service;
+- ``referee start --db PATH COMPETITION [--resume]``: play a competition's
+  run from the command line (the served pages follow it live);
+- ``referee replay GAME [--html OUT]``: a replay file as the viewer, in one
+  self-contained HTML file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The service database (created on first start); run folders go beside it.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port.")
+@click.option("--reset-admin-token", is_flag=True, help="Replace the admin token and print the new one.")
+@click.option("--max-submissions", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Submissions a team may make per --window seconds.")
+@click.option("--window", default=60.0, show_default=True, type=click.FloatRange(min=1),
+              help="The submission rate limit's window, in seconds.")
+def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
+          window: float) -> None:
+    """Serve the classroom service over the database DB.
+
+    On the first start (or with --reset-admin-token) the admin token is
+    printed, once: only its hash is stored.
+    """
+    from aiohttp import web
+
+    from .app import Settings, make_app
+    from .db import ServiceDB
+
+    db = ServiceDB(db_path)
+    try:
+        token = db.ensure_admin_token(reset=reset_admin_token)
+    finally:
+        db.close()
+    if token is not None:
+        click.echo(f"admin token (shown once, keep it): {token}")
+    app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window))
+    click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
+    web.run_app(app, host=host, port=port, print=None, access_log=None)
+
+
+@click.command()
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="The service database.")
+@click.argument("competition")
+@click.option("--resume", is_flag=True, help="Continue the competition's last run (interrupted or failed).")
+def start(db_path: Path, competition: str, resume: bool) -> None:
+    """Play a run of COMPETITION (its id or name) here, with the teams'
+    latest bots; a server over the same database shows it live."""
+    from .db import ServiceDB
+    from .runs import StartError, play_run, prepare_run
+
+    db = ServiceDB(db_path)
+    try:
+        comp = db.competition(int(competition)) if competition.isdigit() else None
+        comp = comp or db.competition_named(competition)
+        if comp is None:
+            click.echo(f"error: no competition {competition!r}", err=True)
+            sys.exit(2)
+        try:
+            run, league = prepare_run(db, comp.id, resume=resume)
+        except StartError as e:
+            click.echo(f"error: {e.message}", err=True)
+            sys.exit(2)
+        click.echo(f"{comp.name}: run {run.id}, {len(league.bots)} bots, {run.total_games} games -> {run.out_dir}",
+                   err=True)
+        status = play_run(db, run, league, resume=resume)
+    finally:
+        db.close()
+    click.echo(f"run {run.id}: {status}")
+    if not status.startswith("finished"):
+        sys.exit(130 if status.startswith("interrupted") else 2)
+
+
+@click.command()
+@click.argument("game", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the replay viewer, self-contained, to this file.")
+def replay(game: Path, html_out: Path | None) -> None:
+    """Show the replay file GAME (a game-NNNNNN.jsonl.gz): a summary, or with
+    --html the step-by-step viewer as one self-contained HTML file."""
+    from ..replay import ReplayError
+    from .viewer import frames, read_replay, standalone_html
+
+    try:
+        data = frames(read_replay(game))
+    except ReplayError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    places = (data["result"] or {}).get("places") or []
+    summary = ", ".join(f"{n}: {p}" for n, p in zip(data["names"], places, strict=False))
+    click.echo(f"game {data['game_id']}, seed {data['seed']}, {len(data['frames']) - 1} steps; places: "
+               f"{summary or 'none recorded'}")
+    if html_out is not None:
+        html_out.write_text(standalone_html(data, title=f"replay {game.name}"), encoding="utf-8")
+        click.echo(f"viewer written to {html_out}")
+
+
+COMMANDS = (serve, start, replay)

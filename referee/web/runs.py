@@ -1,0 +1,307 @@
+"""Competitions played as tournaments: the league of a run, running it, reading its results.
+
+A competition's league file holds the rules, timeouts, ratings and any house
+bots; the teams' latest submissions are added as ``[[bots]]`` when a run
+starts, and the league actually played is stored with the run (so a resume
+plays exactly the same league). A run is a :class:`referee.tournament.runner.Tournament`
+writing into its own folder; the leaderboard is computed from that folder's
+``tournament.sqlite`` at any moment (the ratings are applied in schedule order
+over the games recorded so far).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..tournament.league import BotEntry, League, LeagueError, TomlLines, check_league, parse_league
+from ..tournament.ratings import Standing, Table
+from ..tournament.runner import DB_NAME, Interrupted, Tournament
+from ..tournament.store import Store
+from .db import Run, ServiceDB, Submission, Team
+
+#: Bots added to a league text to check it before any team has submitted
+#: (a table seats at most 6).
+_SLOT = "__team_slot_{}__"
+_SLOTS = 6
+
+
+def containers_enabled() -> bool:
+    """Image submissions are accepted when the container bots module exists."""
+    try:
+        return importlib.util.find_spec("referee.bots.container") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _with_slots(text: str) -> str:
+    slots = "".join(
+        f'\n[[bots]]\nname = "{_SLOT.format(i)}"\nurl = "http://127.0.0.1:9"\n' for i in range(_SLOTS)
+    )
+    return text.rstrip("\n") + "\n" + slots
+
+
+def check_league_text(text: str, filename: str = "league.toml") -> League:
+    """Parse and check a competition's league text, teams' bots still to come.
+    Raises :class:`LeagueError` naming the line."""
+    league = parse_league(_with_slots(text), filename)
+    for b in league.bots:
+        if b.name.startswith("__team_slot_") and b.url != "http://127.0.0.1:9":
+            raise LeagueError(f"{filename}: bot names starting with '__team_slot_' are reserved")
+    return league
+
+
+def house_bots(text: str) -> list[str]:
+    return [b.name for b in check_league_text(text).bots if not b.name.startswith("__team_slot_")]
+
+
+def team_entry(team: Team, sub: Submission) -> BotEntry:
+    if sub.kind == "image":
+        return BotEntry(name=team.name, image=sub.image, secret=sub.secret)
+    return BotEntry(name=team.name, url=sub.url, secret=sub.secret)
+
+
+def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str) -> League:
+    """The league a run plays: the competition's league with the teams' bots."""
+    league = parse_league(_with_slots(text), filename)
+    league.bots = [b for b in league.bots if not b.name.startswith("__team_slot_")]
+    league.bots += [team_entry(t, s) for t, s in teams]
+    check_league(league, filename, TomlLines(text))
+    return league
+
+
+def encode_league(league: League) -> str:
+    return msgspec.json.encode(league).decode()
+
+
+def decode_league(data: str) -> League:
+    return msgspec.json.decode(data, type=League)
+
+
+# ------------------------------------------------------------------ running
+
+
+class RunThread:
+    """A run played in a thread of its own, with its own event loop (the
+    service's loop stays free, and the runner's signal handlers, which only
+    the main thread may install, are left to the service).
+
+    ``on_end(status, error)`` is called in that thread when the run ends.
+    """
+
+    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool,
+                 on_end: Callable[[], None] | None = None) -> None:
+        self.db_path = db_path
+        self.run = run
+        self.league = league
+        self.resume = resume
+        self.on_end = on_end
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tournament: Tournament | None = None
+        self.thread = threading.Thread(target=self._main, name=f"run-{run.id}", daemon=True)
+        self.status = "running"
+        self.error: str | None = None
+        self._ready = threading.Event()
+
+    def start(self) -> None:
+        self.thread.start()
+        self._ready.wait(10)
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        log: list[str] = []
+        try:
+            self.tournament = Tournament(self.league, Path(self.run.out_dir), resume=self.resume,
+                                         progress=False, log=log.append)
+            self._ready.set()
+            loop.run_until_complete(self.tournament.run())
+            self.status = "finished"
+        except Interrupted as e:
+            self.status, self.error = "interrupted", str(e)
+        except LeagueError as e:
+            self.status, self.error = "failed", str(e)
+        except Exception as e:  # noqa: BLE001 - a run's crash must not take the service down
+            self.status, self.error = "failed", f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+        finally:
+            self._ready.set()
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+            db = ServiceDB(self.db_path)
+            try:
+                db.end_run(self.run.id, self.status, self.error)
+            finally:
+                db.close()
+            if self.on_end is not None:
+                self.on_end()
+
+    def stop(self, abandon: bool = True) -> None:
+        """Stop the run: the games in flight are finished, or abandoned
+        (played again on resume)."""
+        loop, t = self.loop, self.tournament
+        if loop is None or t is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(t._on_signal)
+            if abandon:
+                loop.call_soon_threadsafe(t._on_signal)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+
+def play_run(db: ServiceDB, run: Run, league: League, *, resume: bool) -> str:
+    """Play a run in this thread (the CLI): its final status."""
+    t = Tournament(league, Path(run.out_dir), resume=resume, progress=True)
+    status, error = "finished", None
+    try:
+        asyncio.run(t.run())
+    except Interrupted as e:
+        status, error = "interrupted", str(e)
+    except LeagueError as e:
+        status, error = "failed", str(e)
+    except BaseException as e:
+        status, error = "failed", f"{type(e).__name__}: {e}"
+        db.end_run(run.id, status, error)
+        raise
+    db.end_run(run.id, status, error)
+    return status if error is None else f"{status}: {error}"
+
+
+# ------------------------------------------------------------------ results
+
+
+class Snapshot(msgspec.Struct, kw_only=True):
+    games: int
+    standings: list[Standing]
+    #: (game index, bot, mu, sigma) after each game, in schedule order.
+    history: list[tuple[int, str, float, float]]
+
+
+def count_games(out_dir: str | Path) -> int:
+    path = Path(out_dir) / DB_NAME
+    if not path.exists():
+        return 0
+    with Store(path) as store:
+        return store.count_games()
+
+
+def snapshot(out_dir: str | Path, league: League) -> Snapshot:
+    """Standings and rating history of the games recorded so far."""
+    table = Table([b.name for b in league.bots], league.ratings)
+    path = Path(out_dir) / DB_NAME
+    games = 0
+    if path.exists():
+        with Store(path) as store:
+            for o in store.outcomes():
+                table.add(o)
+                games += 1
+    return Snapshot(games=games, standings=table.standings(), history=table.history)
+
+
+def games_list(out_dir: str | Path, bot: str | None = None) -> list[dict[str, Any]]:
+    path = Path(out_dir) / DB_NAME
+    if not path.exists():
+        return []
+    out = []
+    with Store(path) as store:
+        rows = store.db.execute(
+            "SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified, replay,"
+            " finished_at, game_id FROM games ORDER BY idx"
+        ).fetchall()
+        faults: dict[int, int] = {}
+        for idx, n in store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx"):
+            faults[int(idx)] = int(n)
+    for idx, rnd, meeting, rotation, seats, places, turns, adj, dq, replay, finished, gid in rows:
+        seat_names = msgspec.json.decode(seats, type=list[str])
+        if bot is not None and bot not in seat_names:
+            continue
+        out.append({
+            "index": idx, "round": rnd, "meeting": meeting, "rotation": rotation, "game_id": gid,
+            "seats": seat_names, "places": msgspec.json.decode(places, type=list[int]), "turns": turns,
+            "adjudicated": bool(adj), "disqualified": msgspec.json.decode(dq, type=list[int]),
+            "faults": faults.get(int(idx), 0), "has_replay": replay is not None, "finished_at": finished,
+        })
+    return out
+
+
+def replay_path(out_dir: str | Path, index: int) -> Path | None:
+    path = Path(out_dir) / DB_NAME
+    if not path.exists():
+        return None
+    with Store(path) as store:
+        row = store.db.execute("SELECT replay FROM games WHERE idx = ?", (index,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return Path(out_dir) / str(row[0])
+
+
+# ---------------------------------------------------------- starting a run
+
+
+class StartError(Exception):
+    """A run that cannot start: ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def league_filename(db: ServiceDB, cid: int) -> str:
+    """Where a competition's league "lives": relative paths in it (a house
+    command bot's ``cwd``) are relative to the competition's folder."""
+    return str(db.data_dir / f"competition-{cid}" / "league.toml")
+
+
+def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
+    """Mark a run of competition ``cid`` as running: a new run with the
+    teams' latest bots, or (``resume``) the last run again. The run and the
+    league to play; :class:`StartError` when it cannot start."""
+    from ..tournament.schedule import make_schedule
+
+    comp = db.competition(cid)
+    if comp is None:
+        raise StartError(404, f"no competition {cid}")
+    if resume:
+        last = db.latest_run(cid)
+        if last is None:
+            raise StartError(409, "nothing to resume: this competition has no run yet")
+        if last.status == "finished":
+            raise StartError(409, f"run {last.id} is finished: start a new run instead")
+        league = decode_league(last.league_json)
+        run = db.begin_run(cid, out_dir=last.out_dir, league_json=last.league_json,
+                           total_games=last.total_games, resume_run=last.id)
+        if isinstance(run, str):
+            raise StartError(409, run)
+        return run, league
+    pairs = []
+    for team in db.teams(cid):
+        sub = db.latest_submission(team.id)
+        if sub is not None:
+            pairs.append((team, sub))
+    try:
+        league = build_league(comp.league_toml, pairs, league_filename(db, cid))
+    except LeagueError as e:
+        raise StartError(409, f"cannot start: {e}") from None
+    t = league.tournament
+    total = len(make_schedule([b.name for b in league.bots], t.table_size, t.rounds, t.duplicate, t.seed))
+    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total)
+    if isinstance(run, str):
+        raise StartError(409, run)
+    out = db.data_dir / f"competition-{cid}" / f"run-{run.id}"
+    db.set_out_dir(run.id, str(out))
+    run.out_dir = str(out)
+    return run, league

@@ -1,0 +1,92 @@
+"""Helpers of the service's tests: league texts, sample bots and the service
+on loopback in a thread of their own (for the CLI and browser tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+
+def league_text(*, name: str = "class", table_size: int = 2, rounds: int = 1, house: dict[str, str] | None = None,
+                concurrency: int = 4) -> str:
+    lines = [
+        "[tournament]",
+        f'name = "{name}"',
+        "seed = 5",
+        f"table_size = {table_size}",
+        f"rounds = {rounds}",
+        f"concurrency = {concurrency}",
+        "",
+        "[timeouts]",
+        "move_ms = 2000",
+        "",
+    ]
+    for bot, url in (house or {}).items():
+        lines += ["[[bots]]", f'name = "{bot}"', f'url = "{url}"', ""]
+    return "\n".join(lines)
+
+
+def sample_bot_app(kind: str, secret: str | None = None) -> web.Application:
+    from sample_bots import greedy
+    from sample_bots import random as sample_random
+    from sample_bots.sdk import make_app
+
+    if kind == "greedy":
+        return make_app(greedy.decide, greedy.INFO, secret=secret)
+    bot = sample_random.RandomBot(seed=7)
+    return make_app(bot.decide, sample_random.INFO, secret=secret, on_end=bot.on_end)
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    """Serve ``app`` on a free loopback port: its runner and base URL."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None and server.sockets  # type: ignore[attr-defined]
+    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+class Background:
+    """An event loop in a thread serving aiohttp apps (sample bots, the
+    service) for synchronous tests (CLI, browser)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.runners: list[web.AppRunner] = []
+
+    def call(self, coro_fn: Callable[[], Any], timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro_fn(), self.loop).result(timeout)
+
+    def serve(self, make: Callable[[], web.Application]) -> str:
+        async def go() -> str:
+            runner, url = await serve(make())
+            self.runners.append(runner)
+            return url
+
+        return str(self.call(go))
+
+    def close(self) -> None:
+        async def stop() -> None:
+            for r in reversed(self.runners):
+                await r.cleanup()
+
+        try:
+            self.call(stop, timeout=60)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+
+def db_file(tmp: Path) -> Path:
+    return tmp / "service.sqlite"
