@@ -438,16 +438,18 @@ def standings(out: Path, as_json: bool) -> None:
 
 
 
-# ------------------------------------------------- the classroom service
+# ------------------------------- the classroom service and container clean-up
 
-def _register_web() -> None:
+def _register() -> None:
+    from referee.containers_cli import containers_cleanup
     from referee.web.commands import COMMANDS
 
     for command in COMMANDS:
         main.add_command(command)
+    main.add_command(containers_cleanup, "cleanup")
 
 
-_register_web()
+_register()
 
 
 if __name__ == "__main__":

@@ -316,14 +316,17 @@ def make_app(
 def arg_parser(description: str | None = None) -> argparse.ArgumentParser:
     """The command line every bot takes; add your own options before parsing.
 
-    ``--port PORT`` (or ``--unix PATH``), ``--host H`` (default 127.0.0.1),
+    ``--port PORT`` (or ``--unix PATH``; default: the ``BOT_UNIX`` environment
+    variable, which a container referee sets), ``--host H`` (default 127.0.0.1),
     ``--secret S`` (default: the ``BOT_SECRET`` environment variable, which
     keeps it out of the process list), ``--log-level L`` (default INFO).
     """
     parser = argparse.ArgumentParser(description=description)
-    where = parser.add_mutually_exclusive_group(required=True)
+    unix_env = os.environ.get("BOT_UNIX") or None
+    where = parser.add_mutually_exclusive_group(required=unix_env is None)
     where.add_argument("--port", type=int, help="TCP port to listen on")
-    where.add_argument("--unix", metavar="PATH", help="listen on this unix socket instead of TCP")
+    where.add_argument("--unix", metavar="PATH", default=unix_env,
+                       help="listen on this unix socket instead of TCP (default: $BOT_UNIX)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--secret",
@@ -357,10 +360,11 @@ def run_bot(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     app = make_app(decide, info, secret=args.secret, on_start=on_start, on_end=on_end)
-    where = f"unix:{args.unix}" if args.unix else f"http://{args.host}:{args.port}"
+    unix = args.unix if args.port is None else None  # --port wins over $BOT_UNIX
+    where = f"unix:{unix}" if unix else f"http://{args.host}:{args.port}"
     log.info("%s %s listening on %s%s", info.name, info.version, where,
              " (signatures checked)" if args.secret else "")
-    if args.unix:
-        web.run_app(app, path=args.unix, print=None, access_log=None)
+    if unix:
+        web.run_app(app, path=unix, print=None, access_log=None)
     else:
         web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)

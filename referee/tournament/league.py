@@ -21,6 +21,7 @@ import msgspec
 
 from protocol.messages import Rules, Timeouts
 
+from ..bots.container import ContainerLimits, check_limits
 from ..match import FaultPolicy
 
 
@@ -65,7 +66,10 @@ class BotEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: A bot the referee starts: the command as a list; ``{port}`` is replaced
     #: by a free port the referee picks.
     command: list[str] | None = None
-    #: A bot submitted as a container image (``name:tag``).
+    #: A bot submitted as a container image (``name:tag``), run sandboxed with
+    #: no network; it serves HTTP on the unix socket ``$BOT_UNIX``. With an
+    #: image, `command` (optional) replaces the image's CMD and ``{unix}`` in
+    #: it is replaced by the socket path.
     image: str | None = None
     #: Shared secret: every request carries its HMAC signature.
     secret: str | None = None
@@ -74,8 +78,12 @@ class BotEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     fresh_process: bool = False
     #: Working directory of a command bot (relative to the league file).
     cwd: str | None = None
-    #: Extra environment variables of a command bot.
+    #: Extra environment variables of a command or image bot.
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Image bots: the container's limits. In a league file, the keys given
+    #: here override the league's ``[containers]`` table (the loader stores
+    #: the merged result); None: the league's limits as they are.
+    limits: ContainerLimits | None = None
 
 
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -85,8 +93,14 @@ class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     faults: FaultPolicy = msgspec.field(default_factory=FaultPolicy)
     ratings: Ratings = msgspec.field(default_factory=Ratings)
     bots: list[BotEntry] = msgspec.field(default_factory=list)
+    #: Limits of every image bot (each bot's ``limits`` override them).
+    containers: ContainerLimits = msgspec.field(default_factory=ContainerLimits)
     #: Where the file was read from (set by the loader).
     path: str = ""
+
+    def limits_for(self, entry: BotEntry) -> ContainerLimits:
+        """The limits an image bot runs with: its own, else the league's."""
+        return entry.limits if entry.limits is not None else self.containers
 
     def output_dir(self) -> Path:
         base = Path(self.path).parent if self.path else Path.cwd()
@@ -134,8 +148,23 @@ def parse_league(text: str, filename: str = "league.toml") -> League:
             f"{filename}:{lines.line_of(at, field)}: {_describe(at, field)}{message}"
         ) from None
     league.path = str(Path(filename).resolve())
+    _merge_limits(league, data, filename, lines)
     check_league(league, filename, lines)
     return league
+
+
+def _merge_limits(league: League, data: dict[str, Any], filename: str, lines: TomlLines) -> None:
+    """A bot's ``limits`` table overrides only the keys it names: store the
+    league's ``[containers]`` with those keys replaced."""
+    base = msgspec.to_builtins(league.containers)
+    for i, raw in enumerate(data.get("bots") or []):
+        if not isinstance(raw, dict) or not isinstance(raw.get("limits"), dict):
+            continue
+        try:
+            league.bots[i].limits = msgspec.convert({**base, **raw["limits"]}, ContainerLimits)
+        except msgspec.ValidationError as e:  # pragma: no cover - caught by the convert above
+            raise LeagueError(f"{filename}:{lines.line_of(('bots', i), 'limits')}: "
+                              f"[[bots]] #{i + 1} 'limits': {e}") from None
 
 
 def check_league(league: League, filename: str, lines: TomlLines) -> None:
@@ -162,6 +191,8 @@ def check_league(league: League, filename: str, lines: TomlLines) -> None:
         fail(("timeouts",), "bank_ms", f"must be 0 or more, got {league.timeouts.bank_ms}")
     if league.faults.strikes < 1:
         fail(("faults",), "strikes", f"must be at least 1, got {league.faults.strikes}")
+    for key, message in check_limits(league.containers):
+        fail(("containers",), key, message)
     if not league.bots:
         fail((), None, "no bots: add [[bots]] tables with a name and a url, command or image")
     seen: dict[str, int] = {}
@@ -173,12 +204,26 @@ def check_league(league: League, filename: str, lines: TomlLines) -> None:
             fail(where, "name", f"duplicate bot name {b.name!r} (also [[bots]] #{seen[b.name] + 1})")
         seen[b.name] = i
         given = [k for k in ("url", "command", "image") if getattr(b, k) is not None]
+        if b.image is not None and given == ["command", "image"]:
+            given = ["image"]  # the command run in the container
         if len(given) != 1:
             fail(where, None, f"bot {b.name!r} needs exactly one of url, command, image"
                  + (f" (got {', '.join(given)})" if given else ""))
         if b.url is not None and not re.match(r"^(https?://[^/\s]+|unix:/\S+)", b.url):
             fail(where, "url", f"expected http://host:port or unix:/path, got {b.url!r}")
-        if b.command is not None:
+        if b.image is not None:
+            if not b.image.strip():
+                fail(where, "image", "must not be empty")
+            if b.command is not None and any("{port}" in part for part in b.command):
+                fail(where, "command", "a container bot has no port: it listens on the unix "
+                     "socket {unix} (also in $BOT_UNIX)")
+            if b.cwd is not None:
+                fail(where, "cwd", "is for command bots (an image brings its own files)")
+            for key, message in check_limits(league.limits_for(b)):
+                fail((*where, "limits"), key, message)
+        elif b.limits is not None:
+            fail(where, "limits", "are for image bots (a command bot is not confined)")
+        if b.command is not None and b.image is None:
             if not b.command:
                 fail(where, "command", "must not be empty")
             if not any("{port}" in part for part in b.command):

@@ -163,8 +163,22 @@ class Tournament:
             bot: Bot
             spec: object
             if entry.image is not None:
-                raise LeagueError(f"{where}: container bots (image = {entry.image!r}) are not supported yet")
-            if entry.url is not None:
+                from ..bots.container import league_container_bot, prepare_league_image
+
+                try:
+                    strays = await prepare_league_image(entry.name, entry.image, self.out)
+                except BotError as e:
+                    raise LeagueError(f"{where}: {e}") from None
+                if strays:
+                    self.log(f"{where}: removed {len(strays)} container(s) left by a crashed run: "
+                             + ", ".join(strays))
+                bot = league_container_bot(
+                    entry.name, entry.image, out_dir=self.out, limits=self.league.limits_for(entry),
+                    tournament=self.league.tournament.name, secret=entry.secret,
+                    command=entry.command, env=entry.env,
+                )
+                kind, spec = "image", entry.image
+            elif entry.url is not None:
                 unix = entry.url.startswith("unix:")
                 bot = HttpBot(entry.url, name=entry.name, secret=entry.secret,
                               session=None if unix else session)
@@ -277,9 +291,18 @@ class Tournament:
             bots: list[Bot] = []
             for name in spec.seats:
                 entry = next(b for b in self.league.bots if b.name == name)
-                if entry.fresh_process and entry.command is not None:
+                if entry.fresh_process and entry.image is not None:
+                    from ..bots.container import league_container_bot
+
+                    bot: Bot = league_container_bot(
+                        entry.name, entry.image, out_dir=self.out,
+                        limits=self.league.limits_for(entry), tournament=self.league.tournament.name,
+                        secret=entry.secret, command=entry.command, env=entry.env,
+                    )
+                    fresh.append(bot)
+                elif entry.fresh_process and entry.command is not None:
                     assert self._session is not None
-                    bot: Bot = self._command_bot(entry, self._session)
+                    bot = self._command_bot(entry, self._session)
                     fresh.append(bot)
                 else:
                     bot = self.bots[name]

@@ -1,0 +1,489 @@
+"""Container images without a registry: a base image from this machine's Python.
+
+Where ``FROM python:3.11-slim`` cannot be pulled (no registry, an offline CI
+machine), :func:`build_base_image` makes an equivalent base image locally:
+it copies the running interpreter, its standard library (without ``test/``,
+``idlelib``, ``tkinter``, ...), the shared libraries ``ldd`` names, and the
+site-packages a bot needs (aiohttp and msgspec with their dependencies) into
+a tar archive, which the Docker daemon imports (``docker import``). No shell
+runs inside it: it holds no ``/bin/sh``, only ``python``.
+
+:func:`build_bot_image` then builds a sample bot's image FROM it with
+``docker/bot-python.Dockerfile`` (the template given to bot authors) through
+the Engine API's build endpoint (the legacy builder), with a build context
+holding only what the bot needs: ``protocol/``, ``sample_bots/`` and
+``referee/game/`` (the searcher uses the rules engine).
+
+Every image carries the hash of its inputs as the label ``referee.inputs``:
+when an image of that tag with the same hash exists it is reused, so building
+again costs a hash of the inputs (~0.1 s).
+
+``python -m referee.bots.baseimage [--bot greedy ...]`` builds the base
+image and the sample bots' images and prints their tags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata as metadata
+import importlib.util
+import io
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+#: The docker package ships no type information: its objects are Any here.
+DockerClient = Any
+
+__all__ = [
+    "BASE_IMAGE",
+    "NODE_BASE_IMAGE",
+    "SAMPLE_BOTS",
+    "build_base_image",
+    "build_bot_image",
+    "build_image",
+    "build_node_base_image",
+    "bot_image_tag",
+    "ensure_sample_images",
+]
+
+#: The tag of the locally made Python base image.
+BASE_IMAGE: Final = "referee-base:local"
+#: The tag of the locally made Node.js base image (the machine's ``node``).
+NODE_BASE_IMAGE: Final = "referee-node-base:local"
+#: The Python sample bots (modules of ``sample_bots``).
+SAMPLE_BOTS: Final = ("greedy", "random", "tactician", "searcher")
+
+#: Bump when the recipe changes: every image is then built again.
+RECIPE: Final = "4"
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+DOCKER_DIR: Final = ROOT / "docker"
+
+#: Distributions copied into the base image, with their dependencies.
+PACKAGES: Final = ("aiohttp", "msgspec")
+
+#: Parts of the standard library a bot never needs (and ~180 MB of them).
+_STDLIB_SKIP: Final = {
+    "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
+    "dist-packages", "__phello__", "pydoc_data",
+}
+_DYNLOAD_SKIP: Final = re.compile(r"^(_tkinter|_test|xxlimited|_ctypes_test|_xxtestfuzz)")
+
+LABEL: Final = "referee.inputs"
+
+Log = Callable[[str], None]
+
+
+def _docker_module() -> Any:
+    from .container import _docker_module as load
+
+    return load()
+
+
+def _client(client: DockerClient | None) -> DockerClient:
+    if client is not None:
+        return client
+    docker_mod = _docker_module()
+
+    return docker_mod.from_env()
+
+
+# --------------------------------------------------------- the file list
+
+
+def _stdlib_files(stdlib: Path) -> Iterable[Path]:
+    for dirpath, dirnames, filenames in os.walk(stdlib):
+        here = Path(dirpath)
+        if here == stdlib:
+            dirnames[:] = [
+                d for d in dirnames if d not in _STDLIB_SKIP and not d.startswith("config-")
+            ]
+        else:
+            dirnames[:] = [d for d in dirnames if d not in ("test", "tests")]
+        for f in filenames:
+            if here.name == "lib-dynload" and _DYNLOAD_SKIP.match(f):
+                continue
+            yield here / f
+
+
+def _requirements(name: str) -> list[str]:
+    """The names of the distributions `name` needs on this interpreter."""
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # pragma: no cover - pytest brings packaging
+        Requirement = None  # type: ignore[assignment,misc]  # noqa: N806
+    out = []
+    for text in metadata.requires(name) or []:
+        if Requirement is not None:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            out.append(req.name)
+        elif "extra ==" not in text:  # pragma: no cover
+            out.append(re.split(r"[\s;<>=!~\[(]", text, maxsplit=1)[0])
+    return out
+
+
+def _package_files(roots: Iterable[str]) -> dict[str, Path]:
+    """site-packages files of `roots` and their dependencies: {relative path: file}."""
+    files: dict[str, Path] = {}
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for f in dist.files or []:
+            rel = str(f)
+            if rel.startswith("..") or "__pycache__" in rel:
+                continue
+            path = Path(str(dist.locate_file(f)))
+            if path.is_file():
+                files[rel] = path
+                if path.suffix == ".py":  # its compiled form, so imports need not compile
+                    pyc = Path(importlib.util.cache_from_source(str(path)))
+                    if pyc.is_file():
+                        files[str(Path(rel).parent / "__pycache__" / pyc.name)] = pyc
+        todo += _requirements(name)
+    return files
+
+
+def _needed_libs(binaries: Iterable[Path]) -> set[Path]:
+    """The shared libraries ``ldd`` names for `binaries` (absolute paths)."""
+    libs: set[Path] = set()
+    files = [str(b) for b in binaries]
+    if not files:
+        return libs
+    try:  # one ldd for all of them
+        out = subprocess.run(["ldd", *files], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return libs
+    for line in out.splitlines():  # "libz.so.1 => /lib/.../libz.so.1 (0x...)", "/lib64/ld-... (0x...)"
+        m = re.search(r"=>\s*(/\S+)", line) or re.match(r"\s*(/\S+)\s+\(", line)
+        if m:
+            libs.add(Path(m.group(1)))
+    return libs
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+_PASSWD: Final = b"root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+_GROUP: Final = b"root:x:0:\nnogroup:x:65534:\n"
+
+
+def python_root(extra_packages: Iterable[str] = (), *, libraries: bool = True,
+                ) -> tuple[dict[str, Path | bytes], list[str]]:
+    """What the Python base image holds: {path in the image: host file or bytes},
+    and the image's settings (``docker import --change`` lines). `libraries`:
+    add the shared libraries (False: only what decides them, for the hash)."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    exe = Path(sys.executable).resolve()
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    entries: dict[str, Path | bytes] = {}
+    entries[f"usr/local/bin/python{version}"] = exe
+    for f in _stdlib_files(stdlib):
+        entries[f"usr/local/lib/python{version}/{f.relative_to(stdlib)}"] = f
+    for rel, f in _package_files((*PACKAGES, *extra_packages)).items():
+        entries[f"usr/local/lib/python{version}/site-packages/{rel}"] = f
+    del purelib
+    elves = [p for p in entries.values() if isinstance(p, Path) and (p.suffix == ".so" or p == exe)]
+    for lib in (_needed_libs(elves) if libraries else ()):
+        real = lib.resolve()
+        if str(lib).startswith(sys.base_prefix) or "libpython" in lib.name:
+            entries[f"usr/local/lib/{lib.name}"] = real
+        else:
+            entries[str(lib).lstrip("/")] = real
+    entries["etc/passwd"] = _PASSWD
+    entries["etc/group"] = _GROUP
+    changes = [
+        "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+        "ENV LD_LIBRARY_PATH=/usr/local/lib",
+        "ENV LANG=C.UTF-8",
+        "ENV PYTHONUNBUFFERED=1",
+        "WORKDIR /app",
+        'CMD ["python3"]',
+    ]
+    return entries, changes
+
+
+def _fingerprint(entries: Mapping[str, Path | bytes], extra: Iterable[str] = ()) -> str:
+    h = hashlib.sha256(RECIPE.encode())
+    for part in extra:
+        h.update(part.encode() + b"\0")
+    for name in sorted(entries):
+        src = entries[name]
+        h.update(name.encode() + b"\0")
+        if isinstance(src, bytes):
+            h.update(hashlib.sha256(src).digest())
+        else:
+            st = src.stat()
+            h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:32]
+
+
+def _content_fingerprint(entries: Mapping[str, Path | bytes], extra: Iterable[str] = ()) -> str:
+    """Like :func:`_fingerprint` but on file contents (small build contexts)."""
+    h = hashlib.sha256(RECIPE.encode())
+    for part in extra:
+        h.update(part.encode() + b"\0")
+    for name in sorted(entries):
+        src = entries[name]
+        h.update(name.encode() + b"\0")
+        h.update(hashlib.sha256(src if isinstance(src, bytes) else src.read_bytes()).digest())
+    return h.hexdigest()[:32]
+
+
+def _write_tar(entries: Mapping[str, Path | bytes], out: io.BufferedIOBase | Any,
+               symlinks: Mapping[str, str] = {}, dirs: Iterable[str] = ()) -> None:
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        made: set[str] = set()
+
+        def add_dir(path: str) -> None:
+            parts = path.split("/")
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d and d not in made:
+                    made.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o1777 if d == "tmp" else 0o755
+                    info.mtime = 0
+                    tar.addfile(info)
+
+        for d in dirs:
+            add_dir(d)
+        for name in sorted(entries):
+            parent = name.rsplit("/", 1)[0] if "/" in name else ""
+            if parent:
+                add_dir(parent)
+            src = entries[name]
+            if isinstance(src, bytes):
+                info = tarfile.TarInfo(name)
+                info.size = len(src)
+                info.mode = 0o644
+                info.mtime = 0
+                tar.addfile(info, io.BytesIO(src))
+            else:
+                st = src.stat()
+                info = tarfile.TarInfo(name)
+                info.size = st.st_size
+                info.mode = 0o755 if (st.st_mode & 0o111) else 0o644
+                info.mtime = int(st.st_mtime)
+                with src.open("rb") as f:
+                    tar.addfile(info, f)
+        for name, target in symlinks.items():
+            parent = name.rsplit("/", 1)[0]
+            add_dir(parent)
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+
+
+def _existing(client: DockerClient, tag: str, inputs: str) -> str | None:
+    docker_mod = _docker_module()
+
+    try:
+        image = client.images.get(tag)
+    except docker_mod.errors.ImageNotFound:
+        return None
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    return str(image.id) if labels.get(LABEL) == inputs else None
+
+
+def _import(client: DockerClient, tag: str, entries: Mapping[str, Path | bytes],
+            changes: list[str], symlinks: Mapping[str, str], log: Log) -> str:
+    repository, _, version = tag.partition(":")
+    t0 = time.perf_counter()
+    with tempfile.NamedTemporaryFile(suffix=".tar") as tmp:
+        _write_tar(entries, tmp, symlinks, dirs=("tmp", "run", "app", "root"))
+        tmp.flush()
+        size = tmp.tell()
+        client.api.import_image_from_file(tmp.name, repository=repository, tag=version or "latest",
+                                          changes=changes)
+    image = client.images.get(tag)
+    log(f"imported {tag} ({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+    return str(image.id)
+
+
+def build_base_image(client: DockerClient | None = None, *, tag: str = BASE_IMAGE,
+                     force: bool = False, log: Log | None = None) -> str:
+    """The Python base image (`tag`), made from this interpreter; its id.
+
+    Reused when an image of that tag holds the same inputs (``force`` builds
+    it anyway).
+    """
+    client = _client(client)
+    log = log or (lambda msg: None)
+    entries, changes = python_root(libraries=False)
+    inputs = _fingerprint(entries, [sys.version, *changes])
+    if not force and (found := _existing(client, tag, inputs)):
+        return found
+    entries, changes = python_root()
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    symlinks = {"usr/local/bin/python3": f"python{version}", "usr/local/bin/python": f"python{version}"}
+    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], symlinks, log)
+
+
+def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE_BASE_IMAGE,
+                          node: str | None = None, force: bool = False, log: Log | None = None) -> str:
+    """A Node.js base image made from this machine's ``node`` (like ``node:20-slim``
+    for the sample Node bot); its id. Raises FileNotFoundError without node."""
+    import shutil
+
+    client = _client(client)
+    log = log or (lambda msg: None)
+    found_node = node or shutil.which("node")
+    if not found_node:
+        raise FileNotFoundError("node is not installed on this machine")
+    exe = Path(found_node).resolve()
+    entries: dict[str, Path | bytes] = {"usr/local/bin/node": exe}
+    for lib in _needed_libs([exe]):
+        entries[str(lib).lstrip("/")] = lib.resolve()
+    entries["etc/passwd"] = _PASSWD
+    entries["etc/group"] = _GROUP
+    changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "WORKDIR /app", 'CMD ["node"]']
+    inputs = _fingerprint(entries, changes)
+    if not force and (existing := _existing(client, tag, inputs)):
+        return existing
+    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], {}, log)
+
+
+# ------------------------------------------------------------ docker build
+
+
+def build_image(client: DockerClient | None, tag: str, dockerfile: str,
+                files: Mapping[str, Path | bytes], *, buildargs: Mapping[str, str] | None = None,
+                base_id: str = "", force: bool = False, log: Log | None = None) -> str:
+    """Build `tag` from the text `dockerfile` and a context holding only
+    `files` ({path in the context: host file or bytes}); its id.
+
+    The Engine API's build endpoint (the legacy builder, no BuildKit). Reused
+    when an image of that tag was built from the same inputs (`base_id`: the
+    id of the image it is built FROM, part of the inputs).
+    """
+    client = _client(client)
+    log = log or (lambda msg: None)
+    entries = dict(files)
+    entries["Dockerfile"] = dockerfile.encode()
+    inputs = _content_fingerprint(entries, [base_id, *sorted(f"{k}={v}" for k, v in (buildargs or {}).items())])
+    if not force and (found := _existing(client, tag, inputs)):
+        return found
+    t0 = time.perf_counter()
+    context = io.BytesIO()
+    _write_tar(entries, context)
+    context.seek(0)
+    docker_mod = _docker_module()
+
+    try:
+        image, _ = client.images.build(
+            fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True,
+            buildargs=dict(buildargs or {}), labels={LABEL: inputs}, pull=False,
+        )
+    except docker_mod.errors.BuildError as e:
+        lines = "".join(str(x.get("stream", x.get("error", ""))) for x in e.build_log)
+        raise RuntimeError(f"building {tag} failed: {e.msg}\n{lines[-2000:]}") from None
+    log(f"built {tag} in {time.perf_counter() - t0:.1f} s")
+    return str(image.id)
+
+
+def _tree(folder: Path, prefix: str) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "node_modules"))
+        for f in sorted(filenames):
+            if f.endswith((".pyc", ".pyo")):
+                continue
+            p = Path(dirpath) / f
+            out[f"{prefix}/{p.relative_to(folder)}"] = p
+    return out
+
+
+def sdk_files() -> dict[str, Path]:
+    """The build context of a Python sample bot: protocol/, sample_bots/ and
+    referee/game/ (with an empty referee/__init__.py)."""
+    files = {**_tree(ROOT / "protocol", "protocol"), **_tree(ROOT / "sample_bots", "sample_bots"),
+             **_tree(ROOT / "referee" / "game", "referee/game")}
+    files = {k: v for k, v in files.items() if not k.startswith("sample_bots/node/")}
+    files["referee/__init__.py"] = ROOT / "referee" / "__init__.py"
+    return files
+
+
+def bot_image_tag(bot: str) -> str:
+    """The tag of a sample bot's locally built image: ``referee-bot-greedy:local``."""
+    return f"referee-bot-{bot}:local"
+
+
+def build_bot_image(bot: str, client: DockerClient | None = None, *,
+                    base: str = BASE_IMAGE, force: bool = False, log: Log | None = None) -> str:
+    """The image of sample bot `bot` (``greedy``, ``random``, ``tactician``,
+    ``searcher`` or ``node``), built FROM the local base image (made first when
+    missing) with ``docker/bot-python.Dockerfile`` (``docker/bot-node.Dockerfile``
+    for ``node``); its tag."""
+    client = _client(client)
+    tag = bot_image_tag(bot)
+    if bot == "node":
+        base_id = build_node_base_image(client, log=log) if base == BASE_IMAGE else \
+            str(client.images.get(base).id)
+        node_base = NODE_BASE_IMAGE if base == BASE_IMAGE else base
+        files: dict[str, Path | bytes] = {"sample_bots/node/bot.js": ROOT / "sample_bots" / "node" / "bot.js"}
+        build_image(client, tag, (DOCKER_DIR / "bot-node.Dockerfile").read_text(), files,
+                    buildargs={"BASE": node_base}, base_id=base_id, force=force, log=log)
+        return tag
+    base_id = build_base_image(client, log=log) if base == BASE_IMAGE else str(client.images.get(base).id)
+    build_image(client, tag, (DOCKER_DIR / "bot-python.Dockerfile").read_text(), dict(sdk_files()),
+                buildargs={"BASE": base, "BOT": bot}, base_id=base_id, force=force, log=log)
+    return tag
+
+
+def ensure_sample_images(bots: Iterable[str] = SAMPLE_BOTS, client: DockerClient | None = None,
+                         *, log: Log | None = None) -> dict[str, str]:
+    """Build (or reuse) the base image and the images of `bots`: {bot: tag}."""
+    client = _client(client)
+    return {bot: build_bot_image(bot, client, log=log) for bot in bots}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m referee.bots.baseimage",
+        description="Build the local base image (no registry needed) and the sample bots' images.",
+    )
+    parser.add_argument("--bot", action="append", choices=[*SAMPLE_BOTS, "node"],
+                        help="a sample bot to build (repeatable; default: every Python sample bot)")
+    parser.add_argument("--base-only", action="store_true", help="build only the base image")
+    parser.add_argument("--force", action="store_true", help="build even when an up-to-date image exists")
+    args = parser.parse_args(argv)
+    client = _client(None)
+    build_base_image(client, force=args.force, log=print)
+    print(BASE_IMAGE)
+    if not args.base_only:
+        for bot in args.bot or SAMPLE_BOTS:
+            print(build_bot_image(bot, client, force=args.force, log=print))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

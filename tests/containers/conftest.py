@@ -1,0 +1,92 @@
+"""Container bots for real: a Docker daemon, local images (no registry).
+
+Every test here needs the daemon. Without one they skip, and the reason is
+printed at the end of the run; with ``CI=true`` in the environment they fail
+instead (CI must run them). The images (the local base image, the greedy
+sample bot, the hostile bot) are built once per session, or reused when
+their inputs did not change.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from containers_helpers import FIGURES, WHY_SKIPPED
+
+from referee.bots import container as C
+
+HERE = Path(__file__).resolve().parent
+HOSTILE_IMAGE = "referee-hostile:local"
+HOSTILE_DOCKERFILE = """\
+ARG BASE
+FROM ${BASE}
+COPY hostile.py /app/hostile.py
+ENV HOSTILE=probe
+CMD ["python", "/app/hostile.py"]
+"""
+
+
+
+def _docker_or_skip() -> Any:
+    try:
+        return C.docker_client()
+    except C.DockerUnavailable as e:
+        reason = f"container tests need a Docker daemon: {e}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true, so the container tests must run, but: {reason}", pytrace=False)
+        if reason not in WHY_SKIPPED:
+            WHY_SKIPPED.append(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    return _docker_or_skip()
+
+
+@pytest.fixture(scope="session")
+def images(docker_client: Any) -> dict[str, str]:
+    """{"greedy": tag, "hostile": tag}, built or reused."""
+    from referee.bots.baseimage import BASE_IMAGE, build_base_image, build_bot_image, build_image
+
+    t0 = time.perf_counter()
+    base_id = build_base_image(docker_client)
+    FIGURES["base image ready (built or reused)"] = f"{time.perf_counter() - t0:.1f} s"
+    t1 = time.perf_counter()
+    greedy = build_bot_image("greedy", docker_client)
+    FIGURES["greedy image ready (built or reused)"] = f"{time.perf_counter() - t1:.1f} s"
+    greedy_id = str(docker_client.images.get(greedy).id)
+    build_image(docker_client, HOSTILE_IMAGE, HOSTILE_DOCKERFILE, {"hostile.py": HERE / "hostile.py"},
+                buildargs={"BASE": greedy}, base_id=greedy_id)
+    del base_id, BASE_IMAGE
+    found = {"greedy": greedy, "hostile": HOSTILE_IMAGE}
+    if shutil.which("node"):  # the Node sample bot, FROM the machine's own node binary
+        found["node"] = build_bot_image("node", docker_client)
+    return found
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Iterator[Path]:
+    """A tournament output folder; every container labelled with it is gone afterwards."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    yield folder
+    try:
+        left = C.cleanup_containers({"referee.out": str(folder.resolve())})
+    except C.DockerUnavailable:
+        return
+    assert not left, f"containers left behind: {left}"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for reason in WHY_SKIPPED:
+        terminalreporter.write_line(f"SKIPPED container tests: {reason}", yellow=True)
+    if FIGURES:
+        terminalreporter.write_line("container figures: " + "; ".join(f"{k}: {v}" for k, v in FIGURES.items()))
