@@ -171,8 +171,10 @@ Action = ChooseUp | Play | Flip | Pickup | Draw | Swap | Pass
 
 
 # --------------------------------------------------------------------------
-# Configuration: deck, rules, timeouts. Unknown fields are refused, so that a
-# misspelt variant in a tournament file is an error rather than silently off.
+# Configuration: deck, rules, timeouts. On the wire unknown fields are
+# accepted, so a bot built on an older protocol/ still decodes a GameStart
+# from a newer referee; league files are checked strictly by the referee's
+# loader, so a misspelt variant there is an error rather than silently off.
 # --------------------------------------------------------------------------
 
 
