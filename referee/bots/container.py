@@ -57,6 +57,7 @@ from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
 from .base import ActOutcome, BotError, BotUnreachable
 from .clock import HANDSHAKE_S
 from .http import DEFAULT_MAX_BODY, HttpBot
+from .process import tail_of
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -634,7 +635,7 @@ class ContainerBot:
         # Give the log pump a moment to catch the container's last words.
         await asyncio.sleep(0.1)
         text = f"container bot {self.name!r} (image {self.image!r}) {what}"
-        tail = _tail(self.log_path)
+        tail = tail_of(self.log_path)
         if tail:
             text += f"\n--- end of its output ({self.log_path}):\n{tail}"
         else:
@@ -725,18 +726,6 @@ class ContainerBot:
         if why is None:
             return fault
         return msgspec.structs.replace(fault, detail=f"{fault.detail} ({why})")
-
-
-def _tail(path: Path, size: int = 2000) -> str:
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            end = f.tell()
-            f.seek(max(0, end - size))
-            return f.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
 
 
 # ------------------------------------------------------ league integration

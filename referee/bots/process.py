@@ -75,7 +75,8 @@ def _claim_label(log_dir: Path, wanted: str) -> str:
     return label
 
 
-def _tail(path: Path, size: int = STDERR_TAIL) -> str:
+def tail_of(path: Path, size: int = STDERR_TAIL) -> str:
+    """The last `size` bytes of a log file, as text (empty if unreadable)."""
     try:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
@@ -294,7 +295,7 @@ class CommandBot:
             await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     def _why(self, what: str) -> str:
-        tail = _tail(self.stderr_path)
+        tail = tail_of(self.stderr_path)
         text = f"bot {' '.join(self.command)!r} {what}"
         if tail:
             text += f"\n--- end of its stderr ({self.stderr_path}):\n{tail}"

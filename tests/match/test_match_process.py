@@ -118,6 +118,11 @@ async def test_bot_process_dies_mid_game(tmp_path: Path, session: aiohttp.Client
         [sys.executable, ZOO, "dies", "--after", "3", "--port", "{port}"], log_dir=tmp_path, session=session
     ) as dying:
         result = await play_match([good, dying], 3, timeouts=FAST)
+        # The process has exited; the event loop may take a moment to reap it.
+        for _ in range(100):
+            if not dying.running:
+                break
+            await asyncio.sleep(0.02)
         assert not dying.running
     assert result.disqualified == [1]
     assert result.places == [1, 2]
