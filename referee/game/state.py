@@ -65,7 +65,8 @@ _PLAY_INTS: dict[int, tuple[int, ...]] = {}
 def _choose_up(combo: tuple[int, ...]) -> ChooseUp:
     a = _CHOOSE.get(combo)
     if a is None:
-        a = _CHOOSE[combo] = ChooseUp(cards=tuple(C.STR[c] for c in combo))
+        strs = C.STR
+        a = _CHOOSE[combo] = ChooseUp(cards=(strs[combo[0]], strs[combo[1]], strs[combo[2]]))
     return a
 
 
@@ -412,11 +413,15 @@ class GameState:
             # Every distinct choice of 3 of the dealt cards ([D2]).
             combos = dict.fromkeys(combinations(sorted(self.hands[seat]), 3))
             get = _CHOOSE.get
-            return [get(combo) or _choose_up(combo) for combo in combos]
+            acts: list[Action] = []
+            for combo in combos:
+                a = get(combo)
+                acts.append(a if a is not None else _choose_up(combo))
+            return acts
         if phase == SABOTAGE:
             if seat != self.current:
                 return []
-            acts: list[Action] = [_PASS]
+            acts = [_PASS]
             for t in range(self.n):
                 if t != seat and self.active(t):
                     acts += self._swap_options(seat, t)[:-1]
