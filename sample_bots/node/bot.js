@@ -2,6 +2,7 @@
 // A 3UP 3DOWN bot in Node.js with no dependencies: protocol v1 from scratch.
 //
 //   node sample_bots/node/bot.js --port 8005 [--host 127.0.0.1] [--secret S] [--unix PATH]
+//   (defaults from the environment: BOT_SECRET, BOT_UNIX)
 //
 // It plays like the greedy Python bot: the lowest legal play (one card), a
 // Clear only when nothing else may be played, its 3 highest cards as 3UP,
@@ -21,7 +22,9 @@ const INFO = { apiversion: "1", name: "node-greedy", author: "sample_bots", vers
 const MAX_BODY = 8 * 1024 * 1024;
 
 function parseArgs(argv) {
+  // BOT_SECRET and BOT_UNIX give defaults (a container referee sets BOT_UNIX); --port wins over BOT_UNIX.
   const args = { host: "127.0.0.1", port: null, unix: null, secret: process.env.BOT_SECRET || null };
+  const unixEnv = process.env.BOT_UNIX || null;
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i];
     const value = argv[i + 1];
@@ -38,6 +41,7 @@ function parseArgs(argv) {
     }
     i++;
   }
+  if (args.port === null && !args.unix) args.unix = unixEnv;
   if ((args.port === null || !Number.isInteger(args.port)) && !args.unix) {
     console.error("give --port PORT or --unix PATH");
     process.exit(2);

@@ -214,7 +214,9 @@ async def test_serves_on_a_unix_socket() -> None:
             await runner.cleanup()
 
 
-def test_arg_parser() -> None:
+def test_arg_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BOT_UNIX", raising=False)
+    monkeypatch.delenv("BOT_SECRET", raising=False)
     args = sdk.arg_parser().parse_args(["--port", "8001"])
     assert (args.port, args.host, args.unix, args.log_level) == (8001, "127.0.0.1", None, "INFO")
     args = sdk.arg_parser().parse_args(["--unix", "/tmp/b.sock", "--secret", "s", "--log-level", "debug"])
@@ -225,9 +227,12 @@ def test_arg_parser() -> None:
         sdk.arg_parser().parse_args(["--port", "1", "--unix", "/tmp/x"])
 
 
-def test_secret_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secret_and_socket_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOT_SECRET", "from-env")
     assert sdk.arg_parser().parse_args(["--port", "1"]).secret == "from-env"
+    monkeypatch.setenv("BOT_UNIX", "/run/bot/bot.sock")
+    args = sdk.arg_parser().parse_args([])  # a container referee sets BOT_UNIX
+    assert (args.port, args.unix) == (None, "/run/bot/bot.sock")
 
 
 async def test_any_action_is_sent_as_is(aiohttp_client: MakeClient) -> None:
