@@ -361,8 +361,9 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
       taken (V5b, [D16]), absent for the seat's own 3UP (V6, [D17]).
     - `pass`: the seat declined a V5b / V6 swap.
     - `play`: `cards` played.
-    - `flip`: `slot` flipped; `cards` = [card] when the flip was played. For a
-      failed flip `cards` is present only in the flipping seat's own view [D6].
+    - `flip`: `slot` flipped; `kind` = "played" or "failed" (too low: the seat
+      picked up the pile and the card); `cards` = [card] when it was played. For
+      a failed flip `cards` is present only in the flipping seat's own view [D6].
     - `pickup`: `count` cards taken from the discard pile.
     - `draw`: `count` cards drawn from the draw pile (cards never shown).
     - `clear`: the pile was cleared; `kind` = "clear", "clear+1", "clear+2" or

@@ -700,12 +700,12 @@ class GameState:
         self._consume_extra()
         r = card >> 3
         if r >= C.CLEAR or not self.pile or r >= self.pile[-1] >> 3:
-            self._log("flip", seat, (card,), slot)
+            self._log("flip", seat, (card,), slot, "played")
             self._played(seat, [card])
             return
         # Failed flip: pick up the pile and the card; the card stays secret [D6].
         seq = len(self.events)
-        self._log("flip", seat, None, slot)
+        self._log("flip", seat, None, slot, "failed")
         self.private[seq] = (card,)
         self._pickup(seat)
         self.hands[seat].append(card)

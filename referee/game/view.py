@@ -23,7 +23,7 @@ _NUMBER_FIELD = {
     "out": "place",
 }
 # Which field the log's ``text`` goes to, by event type.
-_TEXT_FIELD = {"clear": "kind", "fault": "kind"}
+_TEXT_FIELD = {"clear": "kind", "fault": "kind", "flip": "kind"}
 
 
 def event(seq: int, record: EventRecord, cards: tuple[int, ...] | None = None) -> Event:

@@ -105,7 +105,7 @@ def test_E6_flip_of_a_10_on_a_7_is_played() -> None:
     assert C.to_str(s.pile) == ["7Y", "10G"]
     assert s.down[0] == [GONE, C.INT["4B"], GONE]
     flip = view(s, 1).events[-1]
-    assert flip.type == "flip" and flip.cards == ["10G"] and flip.slot == 0
+    assert flip.type == "flip" and flip.cards == ["10G"] and flip.slot == 0 and flip.kind == "played"
 
 
 def test_E6_failed_flip_card_hidden_from_others_D6() -> None:
@@ -113,8 +113,8 @@ def test_E6_failed_flip_card_hidden_from_others_D6() -> None:
     s.apply(Flip(slot=0))  # the 4 on a 7: picked up with the pile
     own = [e for e in view(s, 0).events if e.type == "flip"][-1]
     other = [e for e in view(s, 1).events if e.type == "flip"][-1]
-    assert own.cards == ["4B"] and own.slot == 0
-    assert other.cards is None and other.slot == 0
+    assert own.cards == ["4B"] and own.slot == 0 and own.kind == "failed"
+    assert other.cards is None and other.slot == 0 and other.kind == "failed"
     assert "4B" not in msgspec.json.encode(view(s, 1)).decode()
     assert view(s, 1).players[0].known == ["7Y"]  # the pile is public, the 4 is not
 
