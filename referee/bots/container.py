@@ -57,7 +57,7 @@ from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
 from .base import ActOutcome, BotError, BotUnreachable
 from .clock import HANDSHAKE_S
 from .http import DEFAULT_MAX_BODY, HttpBot
-from .process import tail_of
+from .process import pid_alive, tail_of
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -249,13 +249,7 @@ def _referee_alive(labels: Mapping[str, str]) -> bool:
         pid = int(labels.get("referee.pid", ""))
     except ValueError:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None) -> list[str]:

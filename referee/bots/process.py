@@ -75,6 +75,19 @@ def _claim_label(log_dir: Path, wanted: str) -> str:
     return label
 
 
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` runs on this machine (another user's counts)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def tail_of(path: Path, size: int = STDERR_TAIL) -> str:
     """The last `size` bytes of a log file, as text (empty if unreadable)."""
     try:

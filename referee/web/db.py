@@ -25,6 +25,8 @@ from pathlib import Path
 
 import msgspec
 
+from ..bots.process import pid_alive
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS service_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS competitions (
@@ -112,18 +114,6 @@ class Run(msgspec.Struct, kw_only=True):
     pid: int | None
     started_at: float
     finished_at: float | None
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ServiceDB:
@@ -316,7 +306,7 @@ class ServiceDB:
             ).fetchall():
                 run = self._run(r)
                 assert run is not None
-                if _pid_alive(run.pid):
+                if pid_alive(run.pid):
                     return f"run {run.id} of this competition is running already"
                 db.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", (run.id,))
             if resume_run is not None:
@@ -367,7 +357,7 @@ class ServiceDB:
             r for r in (self._run(row) for row in self.db.execute(
                 f"SELECT {self._RUN_COLUMNS} FROM runs WHERE status = 'running'"
             ).fetchall())
-            if r is not None and (not _pid_alive(r.pid) or r.pid == os.getpid())
+            if r is not None and (not pid_alive(r.pid) or r.pid == os.getpid())
         ]
         for r in stale:
             self.db.execute("UPDATE runs SET status = 'interrupted', pid = NULL WHERE id = ?", (r.id,))
