@@ -196,38 +196,35 @@ async def _info(request: web.Request) -> web.Response:
     return web.Response(body=encode(request.app[_BOT].info), content_type="application/json")
 
 
-async def _start(request: web.Request) -> web.Response:
-    bot = request.app[_BOT]
-    body = await _body(request, bot)
+async def _notice(
+    request: web.Request,
+    decode: Callable[[bytes], GameStart | GameEnd],
+    hook: Callable[[Any], Any] | None,
+    name: str,
+) -> web.Response:
+    """``/start`` and ``/end``: check, decode, call the hook; 200 even when
+    the hook raises (the referee ignores the body; a bug costs nothing here)."""
+    body = await _body(request, request.app[_BOT])
     if isinstance(body, web.Response):
         return body
     try:
-        start = decode_game_start(body)
+        message = decode(body)
     except ProtocolError as e:
         return _bad_body(request, e)
-    if bot.on_start is not None:
+    if hook is not None:
         try:
-            await _call(request.app, bot.on_start, start)
+            await _call(request.app, hook, message)
         except Exception:
-            log.warning("on_start raised for game %s", start.game_id, exc_info=True)
+            log.warning("%s raised for game %s", name, message.game_id, exc_info=True)
     return _json(200, {"ok": True})
+
+
+async def _start(request: web.Request) -> web.Response:
+    return await _notice(request, decode_game_start, request.app[_BOT].on_start, "on_start")
 
 
 async def _end(request: web.Request) -> web.Response:
-    bot = request.app[_BOT]
-    body = await _body(request, bot)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        end = decode_game_end(body)
-    except ProtocolError as e:
-        return _bad_body(request, e)
-    if bot.on_end is not None:
-        try:
-            await _call(request.app, bot.on_end, end)
-        except Exception:
-            log.warning("on_end raised for game %s", end.game_id, exc_info=True)
-    return _json(200, {"ok": True})
+    return await _notice(request, decode_game_end, request.app[_BOT].on_end, "on_end")
 
 
 def _checked(decision: object, act: ActRequest) -> Decision | None:
