@@ -181,14 +181,6 @@ def _needed_libs(binaries: Iterable[Path]) -> set[Path]:
     return libs
 
 
-def _is_elf(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
 _PASSWD: Final = b"root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
 _GROUP: Final = b"root:x:0:\nnogroup:x:65534:\n"
 
@@ -229,7 +221,12 @@ def python_root(extra_packages: Iterable[str] = (), *, libraries: bool = True,
     return entries, changes
 
 
-def _fingerprint(entries: Mapping[str, Path | bytes], extra: Iterable[str] = ()) -> str:
+def _fingerprint(
+    entries: Mapping[str, Path | bytes], extra: Iterable[str] = (), *, contents: bool = False
+) -> str:
+    """A hash of an image's inputs: the recipe, `extra`, and each entry's
+    name and bytes — or, for files, their size and mtime (cheap, for the big
+    base image) unless `contents` (small build contexts: hash the bytes)."""
     h = hashlib.sha256(RECIPE.encode())
     for part in extra:
         h.update(part.encode() + b"\0")
@@ -238,21 +235,11 @@ def _fingerprint(entries: Mapping[str, Path | bytes], extra: Iterable[str] = ())
         h.update(name.encode() + b"\0")
         if isinstance(src, bytes):
             h.update(hashlib.sha256(src).digest())
+        elif contents:
+            h.update(hashlib.sha256(src.read_bytes()).digest())
         else:
             st = src.stat()
             h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:32]
-
-
-def _content_fingerprint(entries: Mapping[str, Path | bytes], extra: Iterable[str] = ()) -> str:
-    """Like :func:`_fingerprint` but on file contents (small build contexts)."""
-    h = hashlib.sha256(RECIPE.encode())
-    for part in extra:
-        h.update(part.encode() + b"\0")
-    for name in sorted(entries):
-        src = entries[name]
-        h.update(name.encode() + b"\0")
-        h.update(hashlib.sha256(src if isinstance(src, bytes) else src.read_bytes()).digest())
     return h.hexdigest()[:32]
 
 
@@ -389,7 +376,9 @@ def build_image(client: DockerClient | None, tag: str, dockerfile: str,
     log = log or (lambda msg: None)
     entries = dict(files)
     entries["Dockerfile"] = dockerfile.encode()
-    inputs = _content_fingerprint(entries, [base_id, *sorted(f"{k}={v}" for k, v in (buildargs or {}).items())])
+    inputs = _fingerprint(
+        entries, [base_id, *sorted(f"{k}={v}" for k, v in (buildargs or {}).items())], contents=True
+    )
     if not force and (found := _existing(client, tag, inputs)):
         return found
     t0 = time.perf_counter()
