@@ -52,11 +52,12 @@ from typing import Any, Final
 
 import msgspec
 
-from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
+from protocol.messages import BotInfo, Fault
 
-from .base import ActOutcome, BotError, BotUnreachable
+from .base import BotError, BotUnreachable
 from .clock import HANDSHAKE_S
 from .http import DEFAULT_MAX_BODY, HttpBot
+from .managed import ManagedBot
 from .process import pid_alive, tail_of
 
 #: The docker package ships no type information: its objects are Any here.
@@ -321,7 +322,7 @@ class _LogPump(threading.Thread):
             pass
 
 
-class ContainerBot:
+class ContainerBot(ManagedBot):
     """A bot run from the container image `image`.
 
     `out_dir` is the tournament's output folder: the socket folder is
@@ -413,36 +414,12 @@ class ContainerBot:
     def __repr__(self) -> str:
         return f"ContainerBot({self.image!r}, name={self._name!r}, container={self.container_name})"
 
-    async def __aenter__(self) -> ContainerBot:
-        await self.launch()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     def _docker(self) -> DockerClient:
         if self._client is None:
             self._client = docker_client()
         return self._client
 
     # ------------------------------------------------------------- container
-
-    async def launch(self) -> BotInfo:
-        """Start a container (removing a previous one) and wait for ``GET /``.
-
-        Raises :class:`BotError` (:class:`DockerUnavailable` without a
-        daemon) saying what is wrong: image missing, container exited (with
-        its exit code and the end of its output), no answer in time.
-        """
-        async with self._lock:
-            return await self._launch()
-
-    async def ensure_running(self) -> BotInfo:
-        """Start a container again if the last one has exited; its handshake reply."""
-        async with self._lock:
-            if self._container is not None and self.info is not None and await self._alive():
-                return self.info
-            return await self._launch()
 
     async def _alive(self) -> bool:
         if self._exited is not None:
@@ -636,11 +613,6 @@ class ContainerBot:
             text += f" (its output, {self.log_path}, is empty)"
         return text
 
-    async def stop(self) -> None:
-        """Remove the container (SIGKILL to all its processes) and its socket."""
-        async with self._lock:
-            await self._stop()
-
     async def _stop(self, final: bool = True) -> None:
         """Remove the container; `final`: also close the HTTP client and the socket folder."""
         container, pump = self._container, self._pump
@@ -668,46 +640,11 @@ class ContainerBot:
         with contextlib.suppress(Exception):
             container.remove(force=True, v=True)
 
-    async def close(self) -> None:
-        await self.stop()
+    def _attached(self) -> bool:
+        return self._container is not None
 
-    # ------------------------------------------------------------- the calls
-
-    async def handshake(self, timeout_s: float = HANDSHAKE_S) -> BotInfo:
-        if self._http is None or self._container is None:
-            return await self.ensure_running()
-        self.info = await self._http.handshake(timeout_s)
-        return self.info
-
-    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
-        """``POST /start``, after starting a container again if the last one exited."""
-        try:
-            await self.ensure_running()
-        except BotError as e:
-            return Fault(kind="connection", turn=0, detail=f"POST /start: {e}")
-        assert self._http is not None
-        return await self._explain(await self._http.start(message, timeout_s))
-
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
-    ) -> ActOutcome:
-        http = self._http
-        if http is None or self._container is None:
-            return ActOutcome(
-                fault=Fault(kind="connection", turn=request.turn,
-                            detail=f"the container is not running ({self._exited or 'stopped'})"),
-                latency_ms=0.0,
-            )
-        outcome = await http.act(request, deadline_s, body=body)
-        if outcome.fault is not None and outcome.fault.kind == "connection":
-            outcome.fault = await self._explain(outcome.fault)
-        return outcome
-
-    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
-        http = self._http
-        if http is None or self._container is None:
-            return Fault(kind="connection", turn=0, detail="POST /end: the container is not running")
-        return await self._explain(await http.end(message, timeout_s))
+    def _not_running(self) -> str:
+        return f"the container is not running ({self._exited or 'stopped'})"
 
     async def _explain(self, fault: Fault | None) -> Fault | None:
         """A connection fault, with why the container stopped when it has."""

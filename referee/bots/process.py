@@ -27,11 +27,12 @@ from typing import IO, Final, cast
 
 import aiohttp
 
-from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
+from protocol.messages import BotInfo
 
-from .base import ActOutcome, BotError, BotUnreachable
+from .base import BotError, BotUnreachable
 from .clock import HANDSHAKE_S
 from .http import DEFAULT_MAX_BODY, HttpBot
+from .managed import ManagedBot
 
 __all__ = ["CommandBot", "free_port"]
 
@@ -122,7 +123,7 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-class CommandBot:
+class CommandBot(ManagedBot):
     """A bot started from `command` (a list; ``{port}`` is replaced by the port).
 
     `log_dir` receives ``<label>.stdout.log`` and ``<label>.stderr.log``
@@ -215,30 +216,7 @@ class CommandBot:
     def __repr__(self) -> str:
         return f"CommandBot({self.command!r}, port={self.port})"
 
-    async def __aenter__(self) -> CommandBot:
-        await self.launch()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
     # --------------------------------------------------------------- process
-
-    async def launch(self) -> BotInfo:
-        """Start the process (stopping a previous one) and wait for ``GET /``.
-
-        Raises :class:`BotError` when it exits or does not answer in time; the
-        message holds the end of its stderr.
-        """
-        async with self._lock:
-            return await self._launch()
-
-    async def ensure_running(self) -> BotInfo:
-        """Start the process again if it has died; its handshake reply."""
-        async with self._lock:
-            if self.running and self.info is not None:
-                return self.info
-            return await self._launch()
 
     async def _launch(self) -> BotInfo:
         await self._stop()
@@ -316,11 +294,6 @@ class CommandBot:
             text += f" (its stderr, {self.stderr_path}, is empty)"
         return text
 
-    async def stop(self) -> None:
-        """Stop the process group: SIGTERM, then SIGKILL after the grace period."""
-        async with self._lock:
-            await self._stop()
-
     async def _stop(self) -> None:
         process = self._process
         http = self._http
@@ -351,39 +324,5 @@ class CommandBot:
             log.close()
         self._logs = []
 
-    async def close(self) -> None:
-        await self.stop()
-
-    # ------------------------------------------------------------- the calls
-
-    async def handshake(self, timeout_s: float = HANDSHAKE_S) -> BotInfo:
-        if self._http is None or not self.running:
-            return await self.ensure_running()
-        self.info = await self._http.handshake(timeout_s)
-        return self.info
-
-    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
-        """``POST /start``, after starting the process again if it has died."""
-        try:
-            await self.ensure_running()
-        except BotError as e:
-            return Fault(kind="connection", turn=0, detail=f"POST /start: {e}")
-        assert self._http is not None
-        return await self._http.start(message, timeout_s)
-
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
-    ) -> ActOutcome:
-        http = self._http
-        if http is None:
-            return ActOutcome(
-                fault=Fault(kind="connection", turn=request.turn, detail="the bot is not running"),
-                latency_ms=0.0,
-            )
-        return await http.act(request, deadline_s, body=body)
-
-    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
-        http = self._http
-        if http is None:
-            return Fault(kind="connection", turn=0, detail="POST /end: the bot is not running")
-        return await http.end(message, timeout_s)
+    def _attached(self) -> bool:
+        return self.running

@@ -1,0 +1,119 @@
+"""What the bots the referee runs itself have in common.
+
+A :class:`ManagedBot` is started by the referee (a local process, a
+container), answers over HTTP once ``GET /`` does, is started again before a
+game if it has died, and stops with the referee. Subclasses say how to
+start, stop and check it; the calls of the :class:`~referee.bots.base.Bot`
+protocol are the same for all and live here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Self
+
+from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
+
+from .base import ActOutcome, BotError
+from .clock import HANDSHAKE_S
+from .http import HttpBot
+
+
+class ManagedBot:
+    _http: HttpBot | None
+    #: The handshake reply of the running bot.
+    info: BotInfo | None
+    _lock: asyncio.Lock
+
+    # -- what a subclass provides
+
+    async def _launch(self) -> BotInfo:
+        """Start the bot (stopping a previous one) and wait for ``GET /``."""
+        raise NotImplementedError
+
+    async def _stop(self) -> None:
+        raise NotImplementedError
+
+    def _attached(self) -> bool:
+        """Cheap: whether there is a started bot to talk to."""
+        raise NotImplementedError
+
+    async def _alive(self) -> bool:
+        """Whether the started bot still runs (may ask the system)."""
+        return self._attached()
+
+    def _not_running(self) -> str:
+        """Why there is nobody to talk to, for a fault's detail."""
+        return "the bot is not running"
+
+    async def _explain(self, fault: Fault | None) -> Fault | None:
+        """A connection fault with what the subclass knows of why."""
+        return fault
+
+    # -- life cycle
+
+    async def __aenter__(self) -> Self:
+        await self.launch()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def launch(self) -> BotInfo:
+        """Start the bot (stopping a previous one) and wait for ``GET /``.
+
+        Raises :class:`~referee.bots.base.BotError` saying what is wrong.
+        """
+        async with self._lock:
+            return await self._launch()
+
+    async def ensure_running(self) -> BotInfo:
+        """Start the bot again if it has died; its handshake reply."""
+        async with self._lock:
+            if self.info is not None and self._attached() and await self._alive():
+                return self.info
+            return await self._launch()
+
+    async def stop(self) -> None:
+        async with self._lock:
+            await self._stop()
+
+    async def close(self) -> None:
+        await self.stop()
+
+    # -- the calls
+
+    async def handshake(self, timeout_s: float = HANDSHAKE_S) -> BotInfo:
+        if self._http is None or not self._attached():
+            return await self.ensure_running()
+        self.info = await self._http.handshake(timeout_s)
+        return self.info
+
+    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
+        """``POST /start``, after starting the bot again if it has died."""
+        try:
+            await self.ensure_running()
+        except BotError as e:
+            return Fault(kind="connection", turn=0, detail=f"POST /start: {e}")
+        assert self._http is not None
+        return await self._explain(await self._http.start(message, timeout_s))
+
+    async def act(
+        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
+    ) -> ActOutcome:
+        http = self._http
+        if http is None or not self._attached():
+            return ActOutcome(
+                fault=Fault(kind="connection", turn=request.turn, detail=self._not_running()),
+                latency_ms=0.0,
+            )
+        outcome = await http.act(request, deadline_s, body=body)
+        if outcome.fault is not None and outcome.fault.kind == "connection":
+            outcome.fault = await self._explain(outcome.fault)
+        return outcome
+
+    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
+        http = self._http
+        if http is None or not self._attached():
+            return Fault(kind="connection", turn=0, detail=f"POST /end: {self._not_running()}")
+        return await self._explain(await http.end(message, timeout_s))
