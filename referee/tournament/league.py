@@ -22,6 +22,7 @@ import msgspec
 from protocol.messages import Rules, Timeouts
 
 from ..bots.container import ContainerLimits, check_limits
+from ..config import find_unknown_key
 from ..match import FaultPolicy
 
 
@@ -130,9 +131,13 @@ def parse_league(text: str, filename: str = "league.toml") -> League:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LeagueError(f"{filename}: not valid TOML: {e}") from None
-    unknown = find_unknown_keys(data, League)
-    if unknown:
-        where, key, allowed = unknown
+    unknown = find_unknown_key(data, League)
+    if unknown is not None or "path" in data:  # `path` is set by the loader only
+        parts, key, known = unknown if unknown is not None else ([], "path", [])
+        where = tuple(int(p) if p.isdigit() else p for p in parts)
+        allowed = sorted(k for k in known if k != "path") or sorted(
+            f.encode_name for f in msgspec.structs.fields(League) if f.encode_name != "path"
+        )
         raise LeagueError(
             f"{filename}:{lines.line_of(where, key)}: {_describe(where)}unknown key '{key}'"
             f" (expected one of: {', '.join(allowed)})"
@@ -339,36 +344,3 @@ _TYPE_WORDS = {
     "object": "a table",
     "null": "nothing",
 }
-
-
-def find_unknown_keys(
-    data: Any, typ: Any, where: tuple[str | int, ...] = ()
-) -> tuple[tuple[str | int, ...], str, list[str]] | None:
-    """The first key of ``data`` that no field of Struct ``typ`` takes
-    (recursing into Struct-typed fields and lists of Structs)."""
-    if not (isinstance(typ, type) and issubclass(typ, msgspec.Struct)) or not isinstance(data, dict):
-        return None
-    fields = {f.encode_name: f for f in msgspec.structs.fields(typ)}
-    for key, value in data.items():
-        if key not in fields:
-            return where, key, sorted(k for k in fields if k != "path")
-        for sub in _struct_types(fields[key].type):
-            if isinstance(value, dict):
-                found = find_unknown_keys(value, sub, (*where, key))
-                if found:
-                    return found
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    found = find_unknown_keys(item, sub, (*where, key, i))
-                    if found:
-                        return found
-    return None
-
-
-def _struct_types(tp: Any) -> list[type]:
-    out: list[type] = []
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
-        out.append(tp)
-    for arg in getattr(tp, "__args__", ()) or ():
-        out += _struct_types(arg)
-    return out
