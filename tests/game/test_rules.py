@@ -477,3 +477,47 @@ def test_down_slots_and_known_cards_in_view() -> None:
     assert v.players[0].down == [0, 2] and v.players[0].down_count == 2
     assert v.players[0].known == ["8Y", "9Y"]
     assert GONE == -1
+
+
+# ------------------------------------------- where RULES.md leaves a detail
+
+
+def test_D9_a_pickup_during_an_extra_action_ends_the_turn_and_loses_the_rest() -> None:
+    # §5: "If a player cannot make an extra action they pick up the pile";
+    # picking up ends the turn, so extra actions still owed [D9] are lost.
+    s = layout(hands=[["C+2", "2R", "9G"], ["3V"]], pile=["8Y"], draw=[])
+    s.apply(Play(cards=["C+2"]))  # owes 2 extra actions
+    s.apply(Play(cards=["9G"]))   # first extra: a 9 on the empty pile
+    assert kinds(s.legal_actions()) == ["pickup"]  # the 2 cannot beat the 9
+    s.apply(Pickup())
+    assert s.current == 1 and s.extras == []
+    assert sorted(C.to_str(s.hands[0])) == ["2R", "9G"]
+
+
+def test_D10_with_V2_a_draw_during_an_extra_action_is_the_draw_before_it() -> None:
+    # V2's draw replaces a turn's first action only; owing an extra action,
+    # "draw" is [D10]'s draw and the turn goes on.
+    s = layout(hands=[["C+1", "3R"], ["2V"]], pile=["9Y"], draw=["6V", "7V"],
+               rules=Rules(draw_instead_of_playing=True))
+    s.apply(Play(cards=["C+1"]))
+    s.apply(Draw())
+    assert s.current == 0 and len(s.extras) == 1
+    assert kinds(s.legal_actions()).count("draw") == 0
+
+
+def test_D8_three_of_a_kind_is_checked_before_a_V6_colour_run() -> None:
+    # Four reds on top, the last three of one rank: the pile is cleared [D8],
+    # so there is no colour run left to offer [D17].
+    s = layout(hands=[["5R", "2G"], ["2V"]], up=[["9B"], []], pile=["3R", "5R", "5R"],
+               draw=["6V"] * 4, rules=Rules(colour_run=True, deck=Deck(copies=3)))
+    s.apply(Play(cards=["5R"]))
+    assert s.pile == [] and not s.pending_swap and s.current == 1
+
+
+def test_D15_V5_pile_swap_comes_before_D16_V5b_sabotage() -> None:
+    s = new_game(Rules(pile_swap=True, sabotage=True), 3, random.Random(8))
+    for seat in range(3):
+        s.apply(s.legal_actions(seat)[0], seat)
+    types = [e.type for e in view(s, 0).events]
+    assert types.index("pile_swap") > max(i for i, t in enumerate(types) if t == "choose_up")
+    assert s.phase == 1  # sabotage comes after the swap

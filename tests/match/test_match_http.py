@@ -317,3 +317,25 @@ async def test_transport_bug_does_not_end_the_game(session: aiohttp.ClientSessio
         )
     assert result.disqualified == [1]
     assert "transport error: RuntimeError: bug" in result.faults[1][0].detail
+
+
+def test_spliced_request_body_equals_the_encoded_act_request() -> None:
+    """The match encodes each state once and splices it into the /act body
+    (_ActRequestWire mirrors ActRequest): the bytes must stay exactly those of
+    encoding the ActRequest itself, whatever fields either gains."""
+    import random as _random
+
+    from protocol.codec import ENCODER
+    from referee.game import new_game
+    from referee.match import Match
+
+    match = Match([object(), object()], 4, names=["a", "b"])  # type: ignore[list-item]
+    state = new_game(match.rules, match.names, _random.Random(4))
+    rng = _random.Random(1)
+    for _ in range(60):
+        if state.over:
+            break
+        seat = state.to_move()[0]
+        pending = match._request(state, seat)
+        assert pending.body == ENCODER.encode(pending.request)
+        state.apply(rng.choice(state.legal_actions(seat)), seat)
