@@ -13,9 +13,10 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from protocol.codec import ENCODER
 from protocol.messages import ActReply, ActRequest, BotInfo, Fault, GameEnd, GameStart
 
-__all__ = ["ActOutcome", "Bot", "BotError", "BotUnreachable"]
+__all__ = ["ActOutcome", "ActsOnBytes", "Bot", "BotError", "BotUnreachable"]
 
 
 class BotError(Exception):
@@ -65,9 +66,16 @@ class Bot(Protocol):
     ) -> ActOutcome:
         """``POST /act``, cancelled after `deadline_s`. Never raises for what the bot does.
 
-        `body`, when given, is `request` already encoded (the match runner
-        encodes each state once, for the replay's hash and the body alike).
+        `body`, when given, is `request` already encoded.
         """
+        ...
+
+    async def act_bytes(
+        self, body: bytes, request_id: str, turn: int, deadline_s: float
+    ) -> ActOutcome:
+        """As :meth:`act` for a request already encoded as `body` (with
+        `request_id` and `turn`): the match runner's path, which builds each
+        body straight from the engine without an ActRequest in between."""
         ...
 
     async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
@@ -77,3 +85,26 @@ class Bot(Protocol):
     async def close(self) -> None:
         """Release what the transport owns (connections, a process)."""
         ...
+
+
+class ActsOnBytes:
+    """:meth:`Bot.act` for a transport that implements :meth:`Bot.act_bytes`."""
+
+    async def act(
+        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
+    ) -> ActOutcome:
+        """``POST /act``: the decoded reply, or a Fault; cancelled after `deadline_s`.
+
+        `body` is `request` already encoded, if the caller has it.
+        """
+        return await self.act_bytes(
+            ENCODER.encode(request) if body is None else body,
+            request.request_id,
+            request.turn,
+            deadline_s,
+        )
+
+    async def act_bytes(
+        self, body: bytes, request_id: str, turn: int, deadline_s: float
+    ) -> ActOutcome:
+        raise NotImplementedError

@@ -10,14 +10,14 @@ Everything a bot can do wrong comes back as data: ``act`` returns an
 :class:`~referee.bots.base.ActOutcome` holding the decoded reply or a
 :class:`~protocol.Fault` (``timeout`` with the overrun, ``http_status``,
 ``bad_json``, ``too_large``, ``wrong_request_id``, ``connection``), never an
-exception. Limits are enforced by cancelling the call (``asyncio.timeout``);
-reply bodies are read in chunks and abandoned as soon as they pass the size
-cap, so a 10 MB reply costs at most the cap in memory.
+exception. Limits are enforced by cancelling the call
+(:func:`~referee.bots.deadline.deadline`: asyncio.timeout on one timer shared
+by all calls); reply bodies are read in chunks and abandoned as soon as they
+pass the size cap, so a 10 MB reply costs at most the cap in memory.
 """
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import time
 from importlib import metadata
@@ -27,11 +27,12 @@ import aiohttp
 from yarl import URL
 
 from protocol.codec import ENCODER, ProtocolError, decode_bot_info, decode_reply
-from protocol.messages import APIVERSION, ActRequest, BotInfo, Fault, GameEnd, GameStart
+from protocol.messages import APIVERSION, BotInfo, Fault, GameEnd, GameStart
 from protocol.signing import HEADER, sign
 
-from .base import ActOutcome, BotError, BotUnreachable
+from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable
 from .clock import HANDSHAKE_S
+from .deadline import deadline
 
 __all__ = [
     "DEFAULT_CONNECTIONS",
@@ -143,7 +144,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= _SNIPPET else text[: _SNIPPET - 3] + "..."
 
 
-class HttpBot:
+class HttpBot(ActsOnBytes):
     """A bot reached over HTTP at `url` (``http://127.0.0.1:8001``).
 
     `url` may also be ``unix:/path/to.sock`` (the league file's form), which
@@ -269,7 +270,7 @@ class HttpBot:
         """
         where = f"{self.url}" + (f" (unix socket {self.unix_socket})" if self.unix_socket else "")
         try:
-            async with asyncio.timeout(timeout_s):
+            async with deadline(timeout_s):
                 status, reason, data = await self._exchange(
                     "GET", self._root, None, self.max_body
                 )
@@ -302,7 +303,7 @@ class HttpBot:
         """POST a /start or /end message: any 2xx will do, the body is ignored."""
         start = time.perf_counter()
         try:
-            async with asyncio.timeout(timeout_s):
+            async with deadline(timeout_s):
                 status, reason, _ = await self._exchange(
                     "POST", self._paths[path], body, self.max_body
                 )
@@ -332,20 +333,6 @@ class HttpBot:
     async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
         return await self._notify("end", ENCODER.encode(message), timeout_s)
 
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
-    ) -> ActOutcome:
-        """``POST /act``: the decoded reply, or a Fault; cancelled after `deadline_s`.
-
-        `body` is `request` already encoded, if the caller has it.
-        """
-        return await self.act_bytes(
-            ENCODER.encode(request) if body is None else body,
-            request.request_id,
-            request.turn,
-            deadline_s,
-        )
-
     async def act_bytes(
         self, body: bytes, request_id: str, turn: int, deadline_s: float
     ) -> ActOutcome:
@@ -353,7 +340,7 @@ class HttpBot:
         that send what the Structs cannot express); as :meth:`act`."""
         start = time.perf_counter()
         try:
-            async with asyncio.timeout(deadline_s):
+            async with deadline(deadline_s):
                 status, reason, data = await self._exchange(
                     "POST", self._paths["act"], body, self.max_body
                 )

@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 from typing import Self
 
-from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
+from protocol.messages import BotInfo, Fault, GameEnd, GameStart
 
-from .base import ActOutcome, BotError
+from .base import ActOutcome, ActsOnBytes, BotError
 from .clock import HANDSHAKE_S
 from .http import HttpBot
 
 
-class ManagedBot:
+class ManagedBot(ActsOnBytes):
     _http: HttpBot | None
     #: The handshake reply of the running bot.
     info: BotInfo | None
@@ -98,16 +98,16 @@ class ManagedBot:
         assert self._http is not None
         return await self._explain(await self._http.start(message, timeout_s))
 
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
+    async def act_bytes(
+        self, body: bytes, request_id: str, turn: int, deadline_s: float
     ) -> ActOutcome:
         http = self._http
         if http is None or not self._attached():
             return ActOutcome(
-                fault=Fault(kind="connection", turn=request.turn, detail=self._not_running()),
+                fault=Fault(kind="connection", turn=turn, detail=self._not_running()),
                 latency_ms=0.0,
             )
-        outcome = await http.act(request, deadline_s, body=body)
+        outcome = await http.act_bytes(body, request_id, turn, deadline_s)
         if outcome.fault is not None and outcome.fault.kind == "connection":
             outcome.fault = await self._explain(outcome.fault)
         return outcome
