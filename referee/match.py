@@ -24,6 +24,7 @@ disqualifications and the result.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import math
@@ -39,7 +40,6 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import (
     APIVERSION,
-    ActRequest,
     Action,
     Fault,
     GameEnd,
@@ -52,7 +52,7 @@ from protocol.messages import (
 )
 from referee.bots.base import ActOutcome, Bot
 from referee.bots.clock import Clock
-from referee.game import ActionError, GameState, new_game, view
+from referee.game import ActionError, GameState, new_game, view_bytes
 from referee.game.cards import INT as _CARD_INT
 
 __all__ = [
@@ -305,7 +305,9 @@ def apply_step(
         state.apply(action, seat)
 
 
+@functools.cache
 def _referee_version() -> str:
+    """The installed referee's version (read once: importlib.metadata takes ~0.5 ms)."""
     try:
         return metadata.version("referee")
     except metadata.PackageNotFoundError:  # pragma: no cover
@@ -330,12 +332,29 @@ class _ActRequestWire(msgspec.Struct, kw_only=True):
 
 
 class _Pending(NamedTuple):
-    """A request ready to go: the message, its encoded body, the state's hash, the limit."""
+    """A request ready to go: its id and turn, the legal actions sent, the
+    encoded body, the encoded state (hashed for the record) and the hard limit."""
 
-    request: ActRequest
+    request_id: str
+    turn: int
+    legal: list[Action]
     body: bytes
-    digest: str
+    state: bytes
     limit_s: float
+
+
+class _Settled(NamedTuple):
+    """What became of one request, kept until :meth:`Match._flush` writes it
+    into the record (off the path between a reply and the next request)."""
+
+    batch: int
+    seat: int
+    pending: _Pending
+    action: Action | None
+    by: By
+    fault: Fault | None
+    latency_ms: float
+    dq_reason: str | None
 
 
 class Match:
@@ -388,6 +407,7 @@ class Match:
         self._since = [0] * n
         self._batch = 0
         self._played = False
+        self._unrecorded: list[_Settled] = []
 
     # ------------------------------------------------------------ the game
 
@@ -403,23 +423,29 @@ class Match:
             if fault is not None:
                 self._notice(seat, "start", fault)
 
-        while not state.over:
-            seats = state.to_move()
-            if not seats:  # pragma: no cover - an engine bug, never a bot's doing
-                raise RuntimeError(f"the engine has no seat to move at turn {state.turn}")
-            self._batch += 1
-            if len(seats) == 1:
-                seat = seats[0]
-                request = self._request(state, seat)
-                outcome = await self._ask(seat, request)
-                self._settle(state, seat, request, outcome)
-                continue
-            requests = [self._request(state, seat) for seat in seats]
-            outcomes = await asyncio.gather(
-                *(self._ask(seat, r) for seat, r in zip(seats, requests))
-            )
-            for seat, request, outcome in zip(seats, requests, outcomes):
-                self._settle(state, seat, request, outcome)
+        loop = asyncio.get_running_loop()
+        try:
+            while not state.over:
+                seats = state.to_move()
+                if not seats:  # pragma: no cover - an engine bug, never a bot's doing
+                    raise RuntimeError(f"the engine has no seat to move at turn {state.turn}")
+                self._batch += 1
+                if len(seats) == 1:
+                    seat = seats[0]
+                    pending = self._request(state, seat)
+                    if self._unrecorded:
+                        loop.call_soon(self._flush_soon)
+                    outcome = await self._ask(seat, pending)
+                    self._settle(state, seat, pending, outcome)
+                    continue
+                batch = [self._request(state, seat) for seat in seats]
+                outcomes = await asyncio.gather(
+                    *(self._ask(seat, p) for seat, p in zip(seats, batch))
+                )
+                for seat, pending, outcome in zip(seats, batch, outcomes):
+                    self._settle(state, seat, pending, outcome)
+        finally:
+            self._flush()  # whatever is settled is in the record, even if play stops early
 
         final = state.result()
         result = MatchResult(
@@ -447,57 +473,47 @@ class Match:
     # -------------------------------------------------------------- steps
 
     def _request(self, state: GameState, seat: int) -> _Pending:
-        view_ = view(state, seat, self._since[seat])
+        # The state is encoded once (view_bytes gives the bytes
+        # ENCODER.encode(view(...)) would): spliced into the body here, hashed
+        # for the record later.
+        encoded = view_bytes(state, seat, self._since[seat])
         self._since[seat] = len(state.events)
         self._requests += 1
         budget = self.clocks[seat].move()
         legal = state.legal_actions(seat)
         request_id = f"{self.game_id}.{self._requests}"
-        # The state is encoded once: its bytes are hashed for the record and
-        # spliced into the body (the same bytes ENCODER.encode(request) gives).
-        encoded = ENCODER.encode(view_)
+        turn = state.turn
         body = ENCODER.encode(
             _ActRequestWire(
                 apiversion=APIVERSION,
                 game_id=self.game_id,
                 request_id=request_id,
                 seat=seat,
-                turn=state.turn,
+                turn=turn,
                 deadline_ms=budget.deadline_ms,
                 bank_ms=budget.bank_ms,
                 state=msgspec.Raw(encoded),
                 legal=legal,
             )
         )
-        request = ActRequest(
-            apiversion=APIVERSION,
-            game_id=self.game_id,
-            request_id=request_id,
-            seat=seat,
-            turn=state.turn,
-            deadline_ms=budget.deadline_ms,
-            bank_ms=budget.bank_ms,
-            state=view_,
-            legal=legal,
-        )
-        return _Pending(request, body, state_hash(encoded), budget.limit_s)
+        return _Pending(request_id, turn, legal, body, encoded, budget.limit_s)
 
     async def _ask(self, seat: int, pending: _Pending) -> ActOutcome:
-        act = pending.request
-        clock = self.clocks[seat]
         try:
-            outcome = await self.bots[seat].act(act, pending.limit_s, body=pending.body)
+            outcome = await self.bots[seat].act_bytes(
+                pending.body, pending.request_id, pending.turn, pending.limit_s
+            )
         except Exception as e:  # a transport's bug must not end the game either
             log.exception("transport of seat %d raised", seat)
             outcome = ActOutcome(
                 fault=Fault(
                     kind="connection",
-                    turn=act.turn,
+                    turn=pending.turn,
                     detail=f"transport error: {type(e).__name__}: {e}",
                 ),
                 latency_ms=0.0,
             )
-        clock.charge(outcome.latency_ms)
+        self.clocks[seat].charge(outcome.latency_ms)
         self.latencies[seat].append(outcome.latency_ms)
         return outcome
 
@@ -508,9 +524,7 @@ class Match:
         pending: _Pending,
         outcome: ActOutcome,
     ) -> None:
-        act = pending.request
-        digest = pending.digest
-        legal = act.legal
+        legal = pending.legal
         fault = outcome.fault
         action: Action | None = None
         by: By = "bot"
@@ -528,7 +542,7 @@ class Match:
                     else:
                         fault = Fault(
                             kind="illegal",
-                            turn=act.turn,
+                            turn=pending.turn,
                             detail=f"index {reply.index} is out of range: legal has "
                             f"{len(legal)} actions (0..{len(legal) - 1})",
                         )
@@ -538,7 +552,7 @@ class Match:
                     try:
                         state.apply(action, seat)
                     except ActionError as e:
-                        fault = Fault(kind="illegal", turn=act.turn, detail=str(e))
+                        fault = Fault(kind="illegal", turn=pending.turn, detail=str(e))
                         action = None
             if fault is not None:
                 self.faults[seat].append(fault)
@@ -550,25 +564,49 @@ class Match:
                     action = default_action(legal)
                     by = "default"
                 apply_step(state, seat, action, fault, dq_reason)
-        self.record.lines.append(
-            RequestLine(
-                batch=self._batch,
-                seat=seat,
-                turn=act.turn,
-                request_id=act.request_id,
-                state_sha256=digest,
-                action=action,
-                by=by,
-                fault=fault,
-                latency_ms=round(outcome.latency_ms, 3),
-            )
+        self._unrecorded.append(
+            _Settled(self._batch, seat, pending, action, by, fault, outcome.latency_ms, dq_reason)
         )
-        if dq_reason is not None:
-            self.record.lines.append(
-                DisqualifiedLine(
-                    seat=seat, turn=act.turn, request_id=act.request_id, reason=dq_reason
+
+    def _flush_soon(self) -> None:
+        """Write the settled requests into the record once the next request is on its way.
+
+        Called just before a request is sent: this callback runs on the
+        loop's next pass, and schedules the flush for the pass after, by when
+        the request has gone out (aiohttp sends a body from a task it starts
+        in the same pass). So the hashing and record keeping happen while the
+        bot thinks instead of between its reply and the next request. Only
+        the timing rests on that: :meth:`play` flushes again at the end.
+        """
+        asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        lines = self.record.lines
+        for done in self._unrecorded:
+            pending = done.pending
+            lines.append(
+                RequestLine(
+                    batch=done.batch,
+                    seat=done.seat,
+                    turn=pending.turn,
+                    request_id=pending.request_id,
+                    state_sha256=state_hash(pending.state),
+                    action=done.action,
+                    by=done.by,
+                    fault=done.fault,
+                    latency_ms=round(done.latency_ms, 3),
                 )
             )
+            if done.dq_reason is not None:
+                lines.append(
+                    DisqualifiedLine(
+                        seat=done.seat,
+                        turn=pending.turn,
+                        request_id=pending.request_id,
+                        reason=done.dq_reason,
+                    )
+                )
+        self._unrecorded.clear()
 
     async def _start(self, seat: int) -> Fault | None:
         message = GameStart(

@@ -22,7 +22,7 @@ from .state import (
     MalformedActionError,
     new_game,
 )
-from .view import events, full_view, view
+from .view import events, full_view, view, view_bytes
 
 __all__ = [
     "ActionError",
@@ -37,4 +37,5 @@ __all__ = [
     "new_game",
     "resample",
     "view",
+    "view_bytes",
 ]

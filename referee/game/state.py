@@ -168,7 +168,7 @@ class GameState:
         "pile", "cleared", "removed", "current", "direction", "extras", "drew",
         "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
         "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
-        "_wire_events", "_wire_cleared",
+        "_wire_events", "_wire_cleared", "_wire_event_json", "_wire_players",
         "_v6", "_v2", "_v8", "_v3", "_v1",
     )
 
@@ -206,6 +206,10 @@ class GameState:
     #: cleared cards: both only ever grow, so each entry is built once.
     _wire_events: list[Any]
     _wire_cleared: list[str]
+    #: view_bytes()'s caches: the JSON of each public event, and of each
+    #: seat's PlayerView with the facts it was built from (its key).
+    _wire_event_json: list[bytes]
+    _wire_players: list[tuple[tuple[Any, ...], bytes] | None]
     _v1: bool
     _v2: bool
     _v3: bool
@@ -268,6 +272,8 @@ class GameState:
         s.alive = [True] * n
         s._wire_events = []
         s._wire_cleared = []
+        s._wire_event_json = []
+        s._wire_players = [None] * n
         s._legal = None
         s._v1 = rules.play_for_places
         s._v2 = rules.draw_instead_of_playing
@@ -309,6 +315,8 @@ class GameState:
         s.alive = self.alive[:]
         s._wire_events = self._wire_events[:]
         s._wire_cleared = self._wire_cleared[:]
+        s._wire_event_json = self._wire_event_json[:]
+        s._wire_players = self._wire_players[:]
         s._legal = self._legal
         s._v1 = self._v1
         s._v2 = self._v2

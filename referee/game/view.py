@@ -8,6 +8,11 @@ re-dealing every card the seat cannot see and checking the view is unchanged.
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
+from protocol.codec import ENCODER
 from protocol.messages import Event, PlayerView, State, YouView
 
 from . import cards as C
@@ -64,13 +69,18 @@ def events(state: GameState, seat: int | None, since: int = 0) -> list[Event]:
     return out
 
 
-def _cleared(state: GameState) -> list[str]:
+def _cleared_shared(state: GameState) -> list[str]:
+    """The cleared cards' wire form: the cache itself (do not change it)."""
     cache = state._wire_cleared
     cleared = state.cleared
     if len(cache) < len(cleared):
         strs = C.STR
         cache += [strs[c] for c in cleared[len(cache):]]
-    return cache[:]
+    return cache
+
+
+def _cleared(state: GameState) -> list[str]:
+    return _cleared_shared(state)[:]
 
 
 _DOWN: dict[tuple[bool, bool, bool], list[int]] = {
@@ -86,6 +96,80 @@ def _down(slots: list[int]) -> list[int]:
     return _DOWN[(slots[0] != GONE, slots[1] != GONE, slots[2] != GONE)][:]
 
 
+def _place_of(state: GameState) -> Any:
+    """A function seat -> place (None while unknown)."""
+    places = state.places
+    if places is not None:
+        return places.__getitem__
+    if state.out_order:
+        return {s: k + 1 for k, s in enumerate(state.out_order)}.get
+    return _no_place
+
+
+def _no_place(seat: int) -> None:
+    return None
+
+
+def _player(
+    state: GameState, i: int, hand_count: int, up: list[int], place: int | None
+) -> PlayerView:
+    known = state.known[i]
+    if known:
+        known_strs = [C.STR[c] for c in known]
+        known_strs.sort()
+    else:
+        known_strs = []
+    down = _down(state.down[i])
+    dq = state.dq_order
+    return PlayerView(
+        seat=i,
+        name=state.names[i],
+        hand_count=hand_count,
+        up=[C.STR[c] for c in up],
+        down_count=len(down),
+        out=not state.alive[i],
+        place=place,
+        down=down,
+        known=known_strs,
+        disqualified=i in dq if dq else False,
+    )
+
+
+def _you(state: GameState, seat: int) -> YouView:
+    strs = C.STR
+    return YouView(
+        seat=seat,
+        hand=[strs[c] for c in sorted(state.hands[seat])],
+        up=[strs[c] for c in state.up[seat]],
+        down=_down(state.down[seat]),
+    )
+
+
+def _shown(state: GameState, i: int, seat: int, setup: bool) -> tuple[int, list[int]]:
+    """Player `i`'s hand count and 3UP as `seat` sees them: during set-up
+    another's 3UP is not shown, its cards count as in hand [D2]."""
+    hand_count = len(state.hands[i])
+    up = state.up[i]
+    if setup and i != seat:
+        return hand_count + len(up), []
+    return hand_count, up
+
+
+def _table(state: GameState, seat: int, setup: bool) -> dict[str, Any]:
+    """The fields of the state besides `you`, `players` and `events`."""
+    return {
+        "pile": [C.STR[c] for c in state.pile],
+        "draw_count": len(state.draw),
+        "removed_count": len(state.removed),
+        "current": seat if setup else state.current,
+        "direction": state.direction,
+        "extra_actions": len(state.extras),
+        "phase": PHASE_NAMES[state.phase],
+        "turn": state.turn,
+        "pending": "swap" if state.pending_swap else None,
+    }
+
+
 def view(state: GameState, seat: int, since: int = 0) -> State:
     """PROTOCOL.md's ``state`` for ``seat``, with the events from ``since``.
 
@@ -93,65 +177,97 @@ def view(state: GameState, seat: int, since: int = 0) -> State:
     choice, nor whether it has been made, until all have chosen.
     """
     setup = state.phase == SETUP
-    strs = C.STR
-    places = state.places
-    out_place = {s: k + 1 for k, s in enumerate(state.out_order)} if state.out_order else None
-    dq = state.dq_order
-    alive = state.alive
+    place = _place_of(state)
     players: list[PlayerView] = []
     for i in range(state.n):
-        down = _down(state.down[i])
-        hand_count = len(state.hands[i])
-        up = state.up[i]
-        if setup and i != seat:
-            hand_count += len(up)
-            up = []
-        if places is not None:
-            place: int | None = places[i]
-        else:
-            place = out_place.get(i) if out_place else None
-        known = state.known[i]
-        if known:
-            known_strs = [strs[c] for c in known]
-            known_strs.sort()
-        else:
-            known_strs = []
-        players.append(
-            PlayerView(
-                seat=i,
-                name=state.names[i],
-                hand_count=hand_count,
-                up=[strs[c] for c in up],
-                down_count=len(down),
-                out=not alive[i],
-                place=place,
-                down=down,
-                known=known_strs,
-                disqualified=i in dq if dq else False,
-            )
-        )
-    hand = sorted(state.hands[seat])
-    you = YouView(
-        seat=seat,
-        hand=[strs[c] for c in hand],
-        up=[strs[c] for c in state.up[seat]],
-        down=_down(state.down[seat]),
-    )
+        hand_count, up = _shown(state, i, seat, setup)
+        players.append(_player(state, i, hand_count, up, place(i)))
     return State(
-        you=you,
+        you=_you(state, seat),
         players=players,
-        pile=[strs[c] for c in state.pile],
-        draw_count=len(state.draw),
         cleared=_cleared(state),
-        removed_count=len(state.removed),
-        current=seat if setup else state.current,
-        direction=state.direction,
-        extra_actions=len(state.extras),
         events=events(state, seat, since),
-        phase=PHASE_NAMES[state.phase],
-        turn=state.turn,
-        pending="swap" if state.pending_swap else None,
+        **_table(state, seat, setup),
     )
+
+
+class _StateWire(msgspec.Struct, kw_only=True):
+    """:class:`~protocol.messages.State` with `players` and `events` already
+    encoded (the same fields in the same order: the same bytes)."""
+
+    you: YouView
+    players: msgspec.Raw
+    pile: list[str]
+    draw_count: int
+    cleared: list[str]
+    removed_count: int
+    current: int
+    direction: int
+    extra_actions: int
+    events: msgspec.Raw
+    phase: str
+    turn: int
+    pending: str | None
+
+
+def view_bytes(state: GameState, seat: int, since: int = 0) -> bytes:
+    """``ENCODER.encode(view(state, seat, since))``, built faster: the match
+    runner's path. Each seat's :class:`PlayerView` is kept encoded together
+    with every fact it is built from, and rebuilt only when one changes;
+    each public event is encoded once."""
+    setup = state.phase == SETUP
+    place = _place_of(state)
+    cache = state._wire_players
+    dq = state.dq_order
+    alive = state.alive
+    parts: list[bytes] = []
+    for i in range(state.n):
+        hand_count, up = _shown(state, i, seat, setup)
+        key = (
+            hand_count,
+            tuple(up),
+            tuple(state.down[i]),
+            tuple(state.known[i]),
+            alive[i],
+            place(i),
+            i in dq,
+        )
+        hit = cache[i]
+        if hit is not None and hit[0] == key:
+            parts.append(hit[1])
+        else:
+            encoded = ENCODER.encode(_player(state, i, hand_count, up, key[5]))
+            cache[i] = (key, encoded)
+            parts.append(encoded)
+    return ENCODER.encode(
+        _StateWire(
+            you=_you(state, seat),
+            players=msgspec.Raw(b"[" + b",".join(parts) + b"]"),
+            cleared=_cleared_shared(state),
+            events=msgspec.Raw(_events_json(state, seat, since)),
+            **_table(state, seat, setup),
+        )
+    )
+
+
+def _events_json(state: GameState, seat: int, since: int) -> bytes:
+    """The JSON of ``events(state, seat, since)``."""
+    log = state.events
+    done = state._wire_event_json
+    if len(done) < len(log):
+        wire = state._wire_events
+        for seq in range(len(wire), len(log)):
+            wire.append(event(seq, log[seq]))
+        done += [ENCODER.encode(ev) for ev in wire[len(done) : len(log)]]
+    if since >= len(log):
+        return b"[]"
+    parts = done[since:]
+    private = state.private
+    if private:
+        for seq, cards in private.items():
+            if seq >= since and log[seq][1] == seat:
+                parts[seq - since] = ENCODER.encode(event(seq, log[seq], cards))
+    return b"[" + b",".join(parts) + b"]"
 
 
 def full_view(state: GameState) -> dict[str, object]:

@@ -306,8 +306,8 @@ async def test_transport_bug_does_not_end_the_game(session: aiohttp.ClientSessio
     from referee.match import play_match
 
     class Broken(HttpBot):
-        async def act(
-            self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
+        async def act_bytes(
+            self, body: bytes, request_id: str, turn: int, deadline_s: float
         ) -> ActOutcome:
             raise RuntimeError("bug")
 
@@ -320,22 +320,37 @@ async def test_transport_bug_does_not_end_the_game(session: aiohttp.ClientSessio
 
 
 def test_spliced_request_body_equals_the_encoded_act_request() -> None:
-    """The match encodes each state once and splices it into the /act body
-    (_ActRequestWire mirrors ActRequest): the bytes must stay exactly those of
-    encoding the ActRequest itself, whatever fields either gains."""
+    """The match builds each /act body straight from the engine
+    (view_bytes, spliced into _ActRequestWire): the bytes must stay exactly
+    those of encoding the ActRequest of view(), whatever fields either gains."""
     import random as _random
 
     from protocol.codec import ENCODER
-    from referee.game import new_game
+    from protocol.messages import APIVERSION
+    from referee.game import new_game, view
     from referee.match import Match
 
-    match = Match([object(), object()], 4, names=["a", "b"])  # type: ignore[list-item]
-    state = new_game(match.rules, match.names, _random.Random(4))
-    rng = _random.Random(1)
-    for _ in range(60):
-        if state.over:
-            break
-        seat = state.to_move()[0]
-        pending = match._request(state, seat)
-        assert pending.body == ENCODER.encode(pending.request)
-        state.apply(rng.choice(state.legal_actions(seat)), seat)
+    for seed, rules in ((4, Rules()), (5, Rules(colour_run=True, reverses=True, sabotage=True))):
+        names = ["a", "b", "c"]
+        match = Match([object()] * 3, seed, names=names, rules=rules)  # type: ignore[list-item]
+        state = new_game(match.rules, match.names, _random.Random(seed))
+        rng = _random.Random(seed)
+        while not state.over:
+            seat = state.to_move()[0]
+            since = match._since[seat]
+            budget = match.clocks[seat].move()
+            pending = match._request(state, seat)
+            expected = ActRequest(
+                apiversion=APIVERSION,
+                game_id=match.game_id,
+                request_id=pending.request_id,
+                seat=seat,
+                turn=state.turn,
+                deadline_ms=budget.deadline_ms,
+                bank_ms=budget.bank_ms,
+                state=view(state, seat, since),
+                legal=state.legal_actions(seat),
+            )
+            assert pending.body == ENCODER.encode(expected)
+            assert pending.state == ENCODER.encode(expected.state)
+            state.apply(rng.choice(state.legal_actions(seat)), seat)

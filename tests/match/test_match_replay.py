@@ -165,14 +165,15 @@ def test_disqualified_line_must_follow_its_request(played: Match) -> None:
         rerun(record)
 
 
-def test_request_body_is_the_encoded_request() -> None:
-    """The runner encodes each state once and splices it into the body: the body
-    must be exactly what encoding the ActRequest gives, and the hash the state's."""
-    import hashlib
+def test_setup_requests_are_the_encoded_requests() -> None:
+    """The set-up requests go out together, each built straight from the
+    engine: each body decodes to the ActRequest of that seat's view, with its
+    own request id and the move limit (the record's hashes of the states sent
+    are checked against what the bots received in helpers_match)."""
     import random
 
-    from protocol import encode
-    from referee.game import new_game
+    from protocol import decode_act_request, encode
+    from referee.game import new_game, view
 
     class Idle:
         name = "idle"
@@ -181,7 +182,8 @@ def test_request_body_is_the_encoded_request() -> None:
     state = new_game(Rules(), match.names, random.Random(3))
     for seat in state.to_move():
         pending = match._request(state, seat)
-        assert pending.body == encode(pending.request)
-        assert pending.digest == hashlib.sha256(encode(pending.request.state)).hexdigest()
-        assert pending.request.request_id == f"{match.game_id}.{seat + 1}"
+        request = decode_act_request(pending.body)
+        assert request.state == view(state, seat)
+        assert pending.state == encode(view(state, seat))
+        assert request.request_id == pending.request_id == f"{match.game_id}.{seat + 1}"
         assert pending.limit_s == FAST.move_ms / 1000
