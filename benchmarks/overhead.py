@@ -1,27 +1,32 @@
 """The referee's cost per move over HTTP, against a bare aiohttp round trip.
 
 A bot that answers instantly (``index 0``) runs in a process of its own. Each
-sample plays the same games twice over the same client session (so the same
+pair plays the same game twice over the same client session (so the same
 kept-alive connections):
 
 * **A, the referee**: :func:`referee.match.play_match` — deal, view, legal
   actions, encode, sign-free POST through :class:`referee.bots.HttpBot`
   (deadline, capped read, strict decode), check and apply, replay record.
 * **B, bare aiohttp**: the very same request bodies, captured from a referee
-  run, POSTed with ``session.post(...)`` and ``await resp.read()``, with the
-  same concurrency (the set-up requests, ``/start`` and ``/end`` go out
-  together, as the referee sends them).
+  run of that game, POSTed with ``session.post(...)`` and ``await
+  resp.read()``, with the same concurrency (the set-up requests, ``/start``
+  and ``/end`` go out together, as the referee sends them).
 
-A and B alternate over at least 9 pairs (A first in even pairs, B first in
-odd ones); the figure is the median over pairs of A's time per request over
-B's. Target: ≤ 1.10. ``median_ratio`` is the full loop's.
+A pair is one game (about 140 requests with 3 players); the games' seeds
+cycle over ``--games`` deals for ``--pairs`` pairs, A first in even pairs and
+B first in odd ones. This machine's speed drifts by ±15% over tenths of a
+second (it shares its CPUs), so the pairs are kept short: A and B of one
+pair run within ~0.1 s of each other, and the drift falls out of their
+ratio. The figure is the median over pairs of A's time per request over
+B's. Target: ≤ 1.10. ``median_ratio`` is the full loop's; ``sum_ratio`` is
+all A time over all B time.
 
-The same pairs also time the transport alone (``transport``): every captured
-``/act`` request sent through ``HttpBot.act`` (encoding the Struct, the
-deadline, the capped read, the strict decode) against the bare POST of its
+The same pairs also time the transport alone (``transport``): the game's
+``/act`` requests sent through ``HttpBot.act`` (encoding the Struct, the
+deadline, the capped read, the strict decode) against the bare POST of their
 bytes, one at a time on one kept-alive connection.
 
-    python benchmarks/overhead.py [--pairs 11] [--players 3] [--games 4] [--json]
+    python benchmarks/overhead.py [--pairs 41] [--players 3] [--games 8] [--json]
 
 ``--json`` prints the figures as one JSON object on the last line.
 """
@@ -126,32 +131,27 @@ def _groups(log: list[tuple[str, URL, bytes | None]], players: int) -> list[Grou
 async def capture(
     url: str,
     session: aiohttp.ClientSession,
-    seeds: list[int],
+    seed: int,
     players: int,
     rules: Rules,
     timeouts: Timeouts,
 ) -> list[Group]:
-    groups: list[Group] = []
-    for seed in seeds:
-        recorder = _Recorder(url, session=session)
-        recorder.log = []
-        await play_match([recorder] * players, seed, rules=rules, timeouts=timeouts)
-        groups.extend(_groups(recorder.log, players))
-    return groups
+    """The requests of one game, as the referee sends them."""
+    recorder = _Recorder(url, session=session)
+    recorder.log = []
+    await play_match([recorder] * players, seed, rules=rules, timeouts=timeouts)
+    return _groups(recorder.log, players)
 
 
 async def run_a(
-    url: str,
-    session: aiohttp.ClientSession,
-    seeds: list[int],
+    bot: HttpBot,
+    seed: int,
     players: int,
     rules: Rules,
     timeouts: Timeouts,
 ) -> float:
-    bot = HttpBot(url, session=session)
     begun = time.perf_counter()
-    for seed in seeds:
-        await play_match([bot] * players, seed, rules=rules, timeouts=timeouts)
+    await play_match([bot] * players, seed, rules=rules, timeouts=timeouts)
     return time.perf_counter() - begun
 
 
@@ -188,17 +188,17 @@ async def run_bare(session: aiohttp.ClientSession, url: URL, bodies: list[bytes]
     return time.perf_counter() - begun
 
 
-def _pairs(
-    results: list[tuple[float, float]], requests: int
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _pairs(results: list[tuple[float, float, int]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per pair (A seconds, B seconds, requests): the rows and the summary."""
     rows: list[dict[str, Any]] = []
-    for i, (a, b) in enumerate(results):
+    for i, (a, b, requests) in enumerate(results):
         a_us = a / requests * 1e6
         b_us = b / requests * 1e6
         rows.append(
             {
                 "pair": i + 1,
                 "first": "A" if i % 2 == 0 else "B",
+                "requests": requests,
                 "referee_us": round(a_us, 1),
                 "bare_us": round(b_us, 1),
                 "ratio": round(a_us / b_us, 4),
@@ -207,15 +207,20 @@ def _pairs(
     ratios = [r["ratio"] for r in rows]
     a_med = statistics.median(r["referee_us"] for r in rows)
     b_med = statistics.median(r["bare_us"] for r in rows)
+    median = statistics.median(ratios)
+    quartiles = statistics.quantiles(ratios, n=4)
     summary = {
-        "requests_per_sample": requests,
-        "median_ratio": round(statistics.median(ratios), 4),
+        "requests": sum(r[2] for r in results),
+        "median_ratio": round(median, 4),
+        "q1_ratio": round(quartiles[0], 4),
+        "q3_ratio": round(quartiles[2], 4),
         "min_ratio": min(ratios),
         "max_ratio": max(ratios),
+        "sum_ratio": round(sum(r[0] for r in results) / sum(r[1] for r in results), 4),
         "referee_us_median": round(a_med, 1),
         "bare_us_median": round(b_med, 1),
         "overhead_us_median": round(a_med - b_med, 1),
-        "meets_target": statistics.median(ratios) <= TARGET,
+        "meets_target": median <= TARGET,
     }
     return rows, summary
 
@@ -229,40 +234,46 @@ async def bench(url: str, pairs: int, players: int, games: int) -> dict[str, Any
     seeds = list(range(1, games + 1))
     session = make_session()
     try:
-        groups = await capture(url, session, seeds, players, rules, timeouts)
-        requests = sum(len(g) for g in groups)
+        captured = {seed: await capture(url, session, seed, players, rules, timeouts) for seed in seeds}
         act_url = URL(url + "/act")
-        bodies = [body for group in groups for u, body in group if u.path == "/act"]
-        acts = [decode_act_request(body) for body in bodies]
+        bodies = {
+            seed: [body for group in groups for u, body in group if u.path == "/act"]
+            for seed, groups in captured.items()
+        }
+        acts = {seed: [decode_act_request(b) for b in bs] for seed, bs in bodies.items()}
         bot = HttpBot(url, session=session)
-        # warm-up
-        await run_a(url, session, seeds, players, rules, timeouts)
-        await run_b(session, groups)
-        await run_transport(bot, acts)
-        await run_bare(session, act_url, bodies)
-        full: list[tuple[float, float]] = []
-        transport: list[tuple[float, float]] = []
+        # warm-up: every game once each way
+        for seed in seeds:
+            await run_a(bot, seed, players, rules, timeouts)
+            await run_b(session, captured[seed])
+            await run_transport(bot, acts[seed])
+            await run_bare(session, act_url, bodies[seed])
+        full: list[tuple[float, float, int]] = []
+        transport: list[tuple[float, float, int]] = []
         for i in range(pairs):
+            seed = seeds[i % len(seeds)]
+            groups = captured[seed]
             if i % 2 == 0:
-                a = await run_a(url, session, seeds, players, rules, timeouts)
+                a = await run_a(bot, seed, players, rules, timeouts)
                 b = await run_b(session, groups)
-                ta = await run_transport(bot, acts)
-                tb = await run_bare(session, act_url, bodies)
+                ta = await run_transport(bot, acts[seed])
+                tb = await run_bare(session, act_url, bodies[seed])
             else:
                 b = await run_b(session, groups)
-                a = await run_a(url, session, seeds, players, rules, timeouts)
-                tb = await run_bare(session, act_url, bodies)
-                ta = await run_transport(bot, acts)
-            full.append((a, b))
-            transport.append((ta, tb))
+                a = await run_a(bot, seed, players, rules, timeouts)
+                tb = await run_bare(session, act_url, bodies[seed])
+                ta = await run_transport(bot, acts[seed])
+            full.append((a, b, sum(len(g) for g in groups)))
+            transport.append((ta, tb, len(bodies[seed])))
     finally:
         await session.close()
-    full_rows, full_summary = _pairs(full, requests)
-    transport_rows, transport_summary = _pairs(transport, len(bodies))
+    full_rows, full_summary = _pairs(full)
+    transport_rows, transport_summary = _pairs(transport)
     return {
         "benchmark": "referee cost per move over HTTP vs a bare aiohttp round trip",
         "players": players,
-        "games_per_sample": games,
+        "games": games,
+        "pairs": pairs,
         "target": TARGET,
         "median_ratio": full_summary["median_ratio"],
         "meets_target": full_summary["meets_target"],
@@ -273,9 +284,9 @@ async def bench(url: str, pairs: int, players: int, games: int) -> dict[str, Any
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=11, help="A/B pairs (at least 9)")
+    parser.add_argument("--pairs", type=int, default=41, help="A/B pairs, a game each (at least 9)")
     parser.add_argument("--players", type=int, default=3)
-    parser.add_argument("--games", type=int, default=4, help="games per sample")
+    parser.add_argument("--games", type=int, default=8, help="distinct deals the pairs cycle over")
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -300,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     figures["cpus"] = os.cpu_count()
     figures["loadavg_1min"] = round(os.getloadavg()[0], 2)  # other work on the machine skews both
     print(
-        f"{figures['players']} players, {figures['games_per_sample']} games per sample; "
-        "A = referee, B = bare aiohttp, same payloads, same session; us per request"
+        f"{figures['players']} players; {figures['pairs']} pairs, one game each, over "
+        f"{figures['games']} deals; A = referee, B = bare aiohttp, same payloads, same "
+        "session; us per request"
     )
     for key, title in (
         (
@@ -311,18 +323,19 @@ def main(argv: list[str] | None = None) -> int:
         ("transport", "transport only: HttpBot.act (encode, deadline, capped read, strict decode)"),
     ):
         part = figures[key]
-        print(f"\n{title}, {part['requests_per_sample']} requests per sample")
-        print(f"{'pair':>4}  {'first':>5}  {'referee':>8}  {'bare':>8}  {'ratio':>6}")
+        print(f"\n{title}, {part['requests']} requests each way")
+        print(f"{'pair':>4}  {'first':>5}  {'requests':>8}  {'referee':>8}  {'bare':>8}  {'ratio':>6}")
         for row in part["pairs"]:
             print(
-                f"{row['pair']:>4}  {row['first']:>5}  {row['referee_us']:>8.1f}  "
-                f"{row['bare_us']:>8.1f}  {row['ratio']:>6.3f}"
+                f"{row['pair']:>4}  {row['first']:>5}  {row['requests']:>8}  "
+                f"{row['referee_us']:>8.1f}  {row['bare_us']:>8.1f}  {row['ratio']:>6.3f}"
             )
         print(
-            f"median ratio {part['median_ratio']:.3f} (target <= {TARGET:.2f}: "
-            f"{'met' if part['meets_target'] else 'NOT met'}); referee "
-            f"{part['referee_us_median']:.1f} us vs bare {part['bare_us_median']:.1f} us, "
-            f"overhead {part['overhead_us_median']:.1f} us"
+            f"median ratio {part['median_ratio']:.3f} [quartiles {part['q1_ratio']:.3f}, "
+            f"{part['q3_ratio']:.3f}] (target <= {TARGET:.2f}: "
+            f"{'met' if part['meets_target'] else 'NOT met'}); all A / all B "
+            f"{part['sum_ratio']:.3f}; referee {part['referee_us_median']:.1f} us vs bare "
+            f"{part['bare_us_median']:.1f} us, overhead {part['overhead_us_median']:.1f} us"
         )
     if args.json:
         print(json.dumps(figures))
