@@ -1,8 +1,8 @@
 """One game between bots: deal, ask, validate, apply, record (issue 4).
 
 :func:`play_match` deals from the seed, sends ``/start`` to every bot, then
-loops: each seat to move gets its view (:func:`referee.game.view`, the only
-state a bot ever sees) and its legal actions; the reply is decoded by the
+loops: each seat to move gets its view (:func:`referee.game.view_bytes`, the
+only state a bot ever sees, encoded) and its legal actions; the reply is decoded by the
 transport, checked against the engine, and applied. During set-up every seat
 chooses at once, so those requests go out together and are applied in seat
 order. Finally ``/end`` goes to every bot, and a :class:`MatchResult` comes
