@@ -18,6 +18,7 @@ import contextlib
 import shlex
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from referee.bots import (
     HttpBot,
     make_session,
 )
-from referee.check import run_checks
+from referee.check import CheckLine, run_checks
 from referee.config import ConfigError, load_toml_struct
 from referee.match import FaultPolicy, MatchResult, play_match
 
@@ -287,26 +288,67 @@ def format_result(result: MatchResult) -> str:
     show_default=True,
     help="Time for each /act reply, round trip included.",
 )
-def check(url: str, secret: str | None, move_ms: int) -> None:
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With cmd:COMMAND: where the bot's stdout and stderr go (default: a new temporary folder).",
+)
+def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> None:
     """Check that the bot at URL follows the protocol.
+
+    URL is the bot's address (http://127.0.0.1:8001, unix:/path/to.sock), or
+    cmd:COMMAND with {port} where the port goes: the referee starts the bot,
+    checks it and stops it (cmd:python mybot.py --port {port}).
 
     Handshake, /start, /act on scripted positions (set-up choice, a plain play,
     a forced pick-up, a 3DOWN flip, an extra action with a draw, the V6 swap),
     unknown fields, timing, the signature (with --secret), /end. One line per
     check, PASS or FAIL with what to fix; exit code 1 on any failure.
     """
-    try:
-        HttpBot(url)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="URL") from None
-    click.echo(f"checking {url}")
-    lines = asyncio.run(run_checks(url, secret=secret, timeouts=Timeouts(move_ms=move_ms)))
+    timeouts = Timeouts(move_ms=move_ms)
+    if url.startswith("cmd:"):
+        logs = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="referee-logs-"))
+        try:
+            bot = make_bot(url, session=None, log_dir=logs, secret=secret)
+        except click.BadParameter as e:
+            e.param_hint = "URL"
+            raise
+        assert isinstance(bot, CommandBot)
+        click.echo(f"starting {url[len('cmd:'):]}")
+        lines = asyncio.run(_check_command(bot, secret, timeouts))
+        where = f"the bot's stdout and stderr: {bot.stdout_path}, {bot.stderr_path}"
+    else:
+        try:
+            HttpBot(url)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="URL") from None
+        click.echo(f"checking {url}")
+        lines = asyncio.run(run_checks(url, secret=secret, timeouts=timeouts))
+        where = ""
     for line in lines:
         click.echo(line.render())
     failed = sum(1 for line in lines if not line.ok)
     click.echo(f"{len(lines) - failed} passed, {failed} failed")
+    if where:
+        click.echo(where)
     if failed:
         sys.exit(1)
+
+
+async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts) -> list[CheckLine]:
+    """Start the command bot, check it at its address, stop it."""
+    begun = time.perf_counter()
+    try:
+        await bot.launch()
+    except BotError as e:
+        return [CheckLine(False, "start", str(e), "run the command by hand and read its errors")]
+    try:
+        took = (time.perf_counter() - begun) * 1000
+        started = CheckLine(True, "start", f"answered GET / at {bot.url} {took:.0f} ms after starting")
+        assert bot.url is not None
+        return [started, *await run_checks(bot.url, secret=secret, timeouts=timeouts)]
+    finally:
+        await bot.stop()
 
 
 # ------------------------------------------------------------- tournaments

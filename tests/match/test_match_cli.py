@@ -214,3 +214,35 @@ def test_check_unreachable() -> None:
     result = CliRunner().invoke(main, ["check", f"http://127.0.0.1:{free_port()}"])
     assert result.exit_code == 1
     assert "FAIL  GET /" in result.output and "start the bot" in result.output
+
+
+def test_check_starts_a_command_bot_checks_it_and_stops_it(tmp_path: Path) -> None:
+    """``referee check cmd:...``: a bot author need not start the bot first."""
+    logs = tmp_path / "logs"
+    result = CliRunner().invoke(
+        main,
+        ["check", f"cmd:{sys.executable} {ZOO} garbage --port {{port}}", "--log-dir", str(logs)],
+    )
+    assert result.exit_code == 1, result.output
+    assert "PASS  start: answered GET / at http://127.0.0.1:" in result.output
+    assert "FAIL  /act plain play: bad_json" in result.output
+    assert f"the bot's stdout and stderr: {logs}" in result.output
+    # The bot was stopped: nothing listens at the address it had.
+    address = result.output.split("answered GET / at ")[1].split()[0]
+    port = int(address.rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_check_a_command_that_does_not_start(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["check", f"cmd:{sys.executable} -c 'raise SystemExit(\"no model file\")' --port {{port}}",
+         "--log-dir", str(tmp_path)],
+    )
+    assert result.exit_code == 1
+    assert "FAIL  start: " in result.output and "exited with code 1" in result.output
+    assert "no model file" in result.output  # the end of its stderr
+    assert "fix: run the command by hand" in result.output
+    result = CliRunner().invoke(main, ["check", "cmd:python bot.py"])
+    assert result.exit_code == 2 and "{port}" in result.output
