@@ -312,7 +312,7 @@ class Tournament:
             if self.replays:
                 (self.out / "replays").mkdir(exist_ok=True)
                 replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
-                replay.write_bytes(done.replay)
+                await asyncio.to_thread(replay.write_bytes, done.replay)
             self._record(spec, done.result, store, replay)
             counter[0] += 1
             progress.update(counter[0])
