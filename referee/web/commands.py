@@ -89,18 +89,24 @@ def start(db_path: Path, competition: str, resume: bool) -> None:
 def replay(game: Path, html_out: Path | None) -> None:
     """Show the replay file GAME (a game-NNNNNN.jsonl.gz): a summary, or with
     --html the step-by-step viewer as one self-contained HTML file."""
+    from ..cli import format_result
     from ..replay import ReplayError
     from .viewer import frames, read_replay, standalone_html
 
     try:
-        data = frames(read_replay(game))
+        record = read_replay(game)
+        data = frames(record)
     except ReplayError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
-    places = (data["result"] or {}).get("places") or []
-    summary = ", ".join(f"{n}: {p}" for n, p in zip(data["names"], places, strict=False))
-    click.echo(f"game {data['game_id']}, seed {data['seed']}, {len(data['frames']) - 1} steps; places: "
-               f"{summary or 'none recorded'}")
+    steps = len(data["frames"]) - 1
+    if record.result is not None:
+        # The same table as `referee match`: places, points, faults, latencies.
+        click.echo(f"{game.name}: {steps} steps")
+        click.echo(format_result(record.result))
+    else:
+        click.echo(f"game {data['game_id']}, seed {data['seed']}, {steps} steps; no result recorded "
+                   "(the game did not finish)")
     if html_out is not None:
         html_out.write_text(standalone_html(data, title=f"replay {game.name}"), encoding="utf-8")
         click.echo(f"viewer written to {html_out}")

@@ -80,7 +80,10 @@ def test_start_plays_a_run_and_replay_writes_a_self_contained_viewer(
     out = tmp_path / "viewer.html"
     r = CliRunner().invoke(replay, [str(game), "--html", str(out)])
     assert r.exit_code == 0, r.output
-    assert "steps; places:" in r.output
+    # The summary is referee match's table: each seat's place, faults and latencies.
+    assert "game-000001.jsonl.gz: " in r.output and " steps" in r.output
+    assert "place  points  faults" in r.output and "p95 ms" in r.output
+    assert re.search(r"^\d +(ada|house)\b", r.output, re.M)
     html = out.read_text()
     assert 'id="replay-data"' in html and "<style>" in html and "function" in html
     # Self-contained: nothing loaded from anywhere.
