@@ -16,7 +16,7 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import ActReply, ActRequest, BotInfo, Fault, GameEnd, GameStart
 
-__all__ = ["ActOutcome", "ActsOnBytes", "Bot", "BotError", "BotUnreachable"]
+__all__ = ["ActOutcome", "ActsOnBytes", "Bot", "BotError", "BotUnreachable", "display_name"]
 
 
 class BotError(Exception):
@@ -108,3 +108,13 @@ class ActsOnBytes:
         self, body: bytes, request_id: str, turn: int, deadline_s: float
     ) -> ActOutcome:
         raise NotImplementedError
+
+
+def display_name(given: str | None, info: BotInfo | None, fallback: str) -> str:
+    """A bot's name: the one `given`, else its handshake name, else
+    `fallback` (its address, command or image)."""
+    if given:
+        return given
+    if info is not None and info.name:
+        return info.name
+    return fallback

@@ -363,30 +363,21 @@ class ContainerBot(ManagedBot):
         self.extra_labels = dict(labels or {})
         self.max_body = max_body
         self._client = client
-        self._name = name
+        super().__init__(name)
         self._label = _UNSAFE.sub("_", name or image).strip("_.")[:60] or "bot"
         #: How many containers were started.
         self.launches = 0
-        #: The handshake reply of the running container.
-        self.info: BotInfo | None = None
         #: Seconds from creating the last container to its first answer to ``GET /``.
         self.ready_seconds: float | None = None
         self._container: Container | None = None
-        self._http: HttpBot | None = None
         self._pump: _LogPump | None = None
         self._exited: str | None = None
         self._socket_dir: Path | None = None
         self._tmp_socket_dir = False
-        self._lock = asyncio.Lock()
 
     # ---------------------------------------------------------------- basics
 
-    @property
-    def name(self) -> str:
-        if self._name:
-            return self._name
-        if self.info is not None and self.info.name:
-            return self.info.name
+    def _fallback_name(self) -> str:
         return self.image
 
     @property

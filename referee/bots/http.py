@@ -30,7 +30,7 @@ from protocol.codec import ENCODER, ProtocolError, decode_bot_info, decode_reply
 from protocol.messages import APIVERSION, BotInfo, Fault, GameEnd, GameStart
 from protocol.signing import HEADER, sign
 
-from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable
+from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, display_name
 from .clock import HANDSHAKE_S
 from .deadline import deadline
 
@@ -196,11 +196,9 @@ class HttpBot(ActsOnBytes):
 
     @property
     def name(self) -> str:
-        if self._name:
-            return self._name
-        if self.info is not None and self.info.name:
-            return self.info.name
-        return f"unix:{self.unix_socket}" if self.unix_socket else self.url
+        return display_name(
+            self._name, self.info, f"unix:{self.unix_socket}" if self.unix_socket else self.url
+        )
 
     def __repr__(self) -> str:
         where = f" via {self.unix_socket}" if self.unix_socket else ""

@@ -14,18 +14,28 @@ from typing import Self
 
 from protocol.messages import BotInfo, Fault, GameEnd, GameStart
 
-from .base import ActOutcome, ActsOnBytes, BotError
+from .base import ActOutcome, ActsOnBytes, BotError, display_name
 from .clock import HANDSHAKE_S
 from .http import HttpBot
 
 
 class ManagedBot(ActsOnBytes):
-    _http: HttpBot | None
-    #: The handshake reply of the running bot.
-    info: BotInfo | None
-    _lock: asyncio.Lock
+    def __init__(self, name: str | None) -> None:
+        self._name = name
+        #: The handshake reply of the running bot.
+        self.info: BotInfo | None = None
+        self._http: HttpBot | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        return display_name(self._name, self.info, self._fallback_name())
 
     # -- what a subclass provides
+
+    def _fallback_name(self) -> str:
+        """The name when none was given and there has been no handshake."""
+        raise NotImplementedError
 
     async def _launch(self) -> BotInfo:
         """Start the bot (stopping a previous one) and wait for ``GET /``."""

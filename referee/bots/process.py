@@ -169,9 +169,7 @@ class CommandBot(ManagedBot):
         self.launches = 0
         #: The port of the running process.
         self.port: int | None = None
-        #: The handshake reply of the running process.
-        self.info: BotInfo | None = None
-        self._name = name
+        super().__init__(name)
         self._session = session
         self._label = (
             _UNSAFE.sub("_", name).strip("_.")[:60] or "bot"
@@ -179,18 +177,11 @@ class CommandBot(ManagedBot):
             else _claim_label(self.log_dir, _guess_label(self.command))
         )
         self._process: asyncio.subprocess.Process | None = None
-        self._http: HttpBot | None = None
         self._logs: list[IO[bytes]] = []
-        self._lock = asyncio.Lock()
 
     # ---------------------------------------------------------------- basics
 
-    @property
-    def name(self) -> str:
-        if self._name:
-            return self._name
-        if self.info is not None and self.info.name:
-            return self.info.name
+    def _fallback_name(self) -> str:
         return " ".join(self.command)
 
     @property
