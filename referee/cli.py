@@ -45,6 +45,26 @@ from referee.match import FaultPolicy, MatchResult, play_match
 __all__ = ["main", "make_bot", "format_result"]
 
 
+#: Options shared by the commands that talk to bots.
+MOVE_MS = click.option(
+    "--move-ms",
+    type=click.IntRange(min=1),
+    default=Timeouts().move_ms,
+    show_default=True,
+    help="Time for each /act reply, round trip included.",
+)
+LOG_DIR = click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where command bots' (cmd:COMMAND) stdout and stderr go (default: a new temporary folder).",
+)
+
+
+def _logs(log_dir: Path | None) -> Path:
+    """The folder for command bots' logs: `log_dir`, else a new temporary one."""
+    return log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="referee-logs-"))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="referee", prog_name="referee")
 def main() -> None:
@@ -114,13 +134,7 @@ async def _ready(bot: Bot) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A TOML file with a [rules] table (deck, variants, turn_limit).",
 )
-@click.option(
-    "--move-ms",
-    type=click.IntRange(min=1),
-    default=Timeouts().move_ms,
-    show_default=True,
-    help="Time for each /act reply, round trip included.",
-)
+@MOVE_MS
 @click.option(
     "--bank-ms",
     type=click.IntRange(min=0),
@@ -143,11 +157,7 @@ async def _ready(bot: Bot) -> None:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the replay record here (gzip JSON lines).",
 )
-@click.option(
-    "--log-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where command bots' stdout/stderr go (default: a temporary folder).",
-)
+@LOG_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def match(
     specs: tuple[str, ...],
@@ -180,7 +190,7 @@ def match(
         raise click.UsageError(str(e)) from None
     timeouts = Timeouts(move_ms=move_ms, bank_ms=bank_ms)
     policy = FaultPolicy(strikes=strikes, forfeit_on_first=forfeit_on_first)
-    logs = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="referee-logs-"))
+    logs = _logs(log_dir)
     result = asyncio.run(
         _match(specs, seed, rules, timeouts, policy, secret, replay_path, logs)
     )
@@ -281,18 +291,8 @@ def format_result(result: MatchResult) -> str:
 @click.option(
     "--secret", help="The bot's secret: requests are signed, and a forged one must be refused."
 )
-@click.option(
-    "--move-ms",
-    type=click.IntRange(min=1),
-    default=Timeouts().move_ms,
-    show_default=True,
-    help="Time for each /act reply, round trip included.",
-)
-@click.option(
-    "--log-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="With cmd:COMMAND: where the bot's stdout and stderr go (default: a new temporary folder).",
-)
+@MOVE_MS
+@LOG_DIR
 def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> None:
     """Check that the bot at URL follows the protocol.
 
@@ -307,7 +307,7 @@ def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> N
     """
     timeouts = Timeouts(move_ms=move_ms)
     if url.startswith("cmd:"):
-        logs = log_dir if log_dir is not None else Path(tempfile.mkdtemp(prefix="referee-logs-"))
+        logs = _logs(log_dir)
         try:
             bot = make_bot(url, session=None, log_dir=logs, secret=secret)
         except click.BadParameter as e:

@@ -31,7 +31,7 @@ import math
 import os
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from importlib import metadata
 from typing import Final, Literal, NamedTuple
 
@@ -617,11 +617,8 @@ class Match:
             rules=self.rules,
             timeouts=self.timeouts,
         )
-        try:
-            return await self.bots[seat].start(message, self.clocks[seat].start_s)
-        except Exception as e:
-            log.exception("transport of seat %d raised", seat)
-            return Fault(kind="connection", turn=0, detail=f"POST /start: transport error: {e}")
+        sent = self.bots[seat].start(message, self.clocks[seat].start_s)
+        return await self._notify(seat, "start", sent)
 
     async def _end(self, seat: int, result: MatchResult) -> Fault | None:
         message = GameEnd(
@@ -634,11 +631,16 @@ class Match:
             faults=list(self.faults[seat]),
             points=result.points,
         )
+        sent = self.bots[seat].end(message, self.clocks[seat].end_s)
+        return await self._notify(seat, "end", sent)
+
+    async def _notify(self, seat: int, call: str, sent: Awaitable[Fault | None]) -> Fault | None:
+        """The fault of a /start or /end call; a transport's bug is a connection fault."""
         try:
-            return await self.bots[seat].end(message, self.clocks[seat].end_s)
+            return await sent
         except Exception as e:
             log.exception("transport of seat %d raised", seat)
-            return Fault(kind="connection", turn=0, detail=f"POST /end: transport error: {e}")
+            return Fault(kind="connection", turn=0, detail=f"POST /{call}: transport error: {e}")
 
     def _notice(self, seat: int, call: str, fault: Fault) -> None:
         self.faults[seat].append(fault)
