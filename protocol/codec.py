@@ -22,6 +22,7 @@ from .messages import (
     GameEnd,
     GameStart,
     State,
+    check_reply,
 )
 
 __all__ = [
@@ -130,10 +131,10 @@ def decode_reply(data: bytes | str, request_id: str | None = None) -> ActReply:
             "wrong_request_id",
             f"reply is for request_id {reply.request_id!r}, expected {request_id!r}",
         )
-    if reply.index is None and reply.action is None:
-        raise ProtocolError("bad_json", "reply has neither 'index' nor 'action'; send one")
-    if reply.index is not None and reply.action is not None:
-        raise ProtocolError("bad_json", "reply has both 'index' and 'action'; send one")
+    try:
+        check_reply(reply)
+    except ValueError as e:
+        raise ProtocolError("bad_json", str(e)) from None
     if reply.action is not None:
         _check_action_fields(data, reply.action)
     return reply

@@ -159,14 +159,10 @@ def _verdict(
         return False, f"{fault.kind}: {fault.detail}", fix
     reply = outcome.reply
     assert reply is not None
-    if reply.index is not None:
-        if reply.index >= len(legal):
-            what = f"index {reply.index} is out of range (legal has {len(legal)} actions)"
-            return False, f"illegal: {what}", _FIXES["illegal"]
-        action = legal[reply.index]
-    else:
-        assert reply.action is not None
-        action = reply.action
+    try:
+        action = reply.chosen(legal)
+    except ValueError as e:
+        return False, f"illegal: {e}", _FIXES["illegal"]
     try:
         state.copy().apply(action, seat)
     except ActionError as e:

@@ -24,7 +24,6 @@ disqualifications and the result.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import logging
 import math
@@ -32,7 +31,6 @@ import os
 import random
 import secrets
 from collections.abc import Awaitable, Sequence
-from importlib import metadata
 from typing import Final, Literal, NamedTuple
 
 import msgspec
@@ -50,6 +48,7 @@ from protocol.messages import (
     Rules,
     Timeouts,
 )
+from referee import version
 from referee.bots.base import ActOutcome, Bot
 from referee.bots.clock import Clock
 from referee.game import ActionError, GameState, new_game, view_bytes
@@ -305,15 +304,6 @@ def apply_step(
         state.apply(action, seat)
 
 
-@functools.cache
-def _referee_version() -> str:
-    """The installed referee's version (read once: importlib.metadata takes ~0.5 ms)."""
-    try:
-        return metadata.version("referee")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        return "0"
-
-
 # ------------------------------------------------------------------- match
 
 
@@ -394,7 +384,7 @@ class Match:
         self.latencies: list[list[float]] = [[] for _ in range(n)]
         self.record = ReplayRecord(
             header=ReplayHeader(
-                referee=_referee_version(),
+                referee=version(),
                 game_id=self.game_id,
                 seed=seed,
                 names=self.names,
@@ -536,24 +526,16 @@ class Match:
             if fault is None:
                 reply = outcome.reply
                 assert reply is not None
-                if reply.index is not None:
-                    if reply.index < len(legal):
-                        action = legal[reply.index]
-                    else:
-                        fault = Fault(
-                            kind="illegal",
-                            turn=pending.turn,
-                            detail=f"index {reply.index} is out of range: legal has "
-                            f"{len(legal)} actions (0..{len(legal) - 1})",
-                        )
+                try:
+                    chosen = reply.chosen(legal)
+                except ValueError as e:  # an index outside legal
+                    fault = Fault(kind="illegal", turn=pending.turn, detail=str(e))
                 else:
-                    action = reply.action
-                if action is not None:
                     try:
-                        state.apply(action, seat)
+                        state.apply(chosen, seat)
+                        action = chosen
                     except ActionError as e:
                         fault = Fault(kind="illegal", turn=pending.turn, detail=str(e))
-                        action = None
             if fault is not None:
                 self.faults[seat].append(fault)
                 self.strikes[seat] += 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import time
-from importlib import metadata
 from typing import Final
 
 import aiohttp
@@ -29,6 +28,7 @@ from yarl import URL
 from protocol.codec import ENCODER, ProtocolError, decode_bot_info, decode_reply
 from protocol.messages import APIVERSION, BotInfo, Fault, GameEnd, GameStart
 from protocol.signing import HEADER, sign
+from referee import version
 
 from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, display_name
 from .clock import HANDSHAKE_S
@@ -56,11 +56,7 @@ _STALE: Final = (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetE
 
 
 def _user_agent() -> str:
-    try:
-        version = metadata.version("referee")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
-        version = "0"
-    return f"referee/{version} (3UP 3DOWN bot protocol {APIVERSION})"
+    return f"referee/{version()} (3UP 3DOWN bot protocol {APIVERSION})"
 
 
 def make_session(
