@@ -446,10 +446,8 @@ def tournament(
         click.echo(f"\n{e}. To continue:\n  {cmd}", err=True)
         sys.exit(130)
     click.echo(format_table(standings))
-    from referee.tournament.runner import load_h2h
-
     click.echo("")
-    click.echo(format_h2h([s.bot for s in standings], load_h2h(t.out)))
+    click.echo(format_h2h([s.bot for s in standings], t.head_to_head))
     click.echo(f"\nstandings: {t.out / 'standings.json'}", err=True)
 
 

@@ -112,10 +112,15 @@ def loads(data: bytes, source: str = "replay") -> ReplayRecord:
     return ReplayRecord(header=header, lines=lines, result=result)
 
 
+def compress(record: ReplayRecord) -> bytes:
+    """`record` as stored: gzip-compressed JSON lines."""
+    return gzip.compress(dumps(record), compresslevel=6)
+
+
 def write(record: ReplayRecord, path: str | os.PathLike[str]) -> None:
     """Write `record` to `path` as gzip-compressed JSON lines."""
-    with gzip.open(path, "wb", compresslevel=6) as f:
-        f.write(dumps(record))
+    with open(path, "wb") as f:
+        f.write(compress(record))
 
 
 def read(path: str | os.PathLike[str]) -> ReplayRecord:

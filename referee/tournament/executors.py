@@ -15,7 +15,6 @@ not depend on the executor.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import os
 from collections.abc import Sequence
@@ -26,8 +25,8 @@ import msgspec
 from protocol.messages import Rules, Timeouts
 
 from ..bots.base import Bot
-from ..match import FaultPolicy, Match, MatchResult, ReplayRecord
-from ..replay import dumps
+from ..match import FaultPolicy, Match, MatchResult
+from ..replay import compress
 
 log = logging.getLogger("referee.tournament")
 
@@ -43,11 +42,14 @@ class GameJob(msgspec.Struct, kw_only=True):
     rules: Rules
     timeouts: Timeouts
     policy: FaultPolicy
+    #: Whether to send back the replay record (``--no-replays``: not even made).
+    replay: bool = True
 
 
 class GameDone(msgspec.Struct, kw_only=True):
     result: MatchResult
-    #: The replay record, gzip-compressed JSON lines (:func:`referee.replay.dumps`).
+    #: The replay record, gzip-compressed JSON lines (:func:`referee.replay.compress`);
+    #: empty when the job asked for none.
     replay: bytes
 
 
@@ -59,11 +61,6 @@ class Executor(Protocol):
     async def close(self) -> None: ...
 
 
-def compress_record(record: ReplayRecord) -> bytes:
-    """A replay record as stored: gzip-compressed JSON lines."""
-    return gzip.compress(dumps(record), compresslevel=6)
-
-
 class LocalExecutor:
     """Games in this process, with the coordinator's own bot transports."""
 
@@ -73,9 +70,11 @@ class LocalExecutor:
         match = Match(bots, job.seed, rules=job.rules, timeouts=job.timeouts,
                       policy=job.policy, names=job.names)
         result = await match.play()
+        if not job.replay:
+            return GameDone(result=result, replay=b"")
         # Compressing a replay takes ~1 ms (up to 5): off the event loop, where
         # it would delay reading the other games' replies (and their latency).
-        return GameDone(result=result, replay=await asyncio.to_thread(compress_record, match.record))
+        return GameDone(result=result, replay=await asyncio.to_thread(compress, match.record))
 
     async def close(self) -> None:
         return None

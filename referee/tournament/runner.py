@@ -118,12 +118,15 @@ class Tournament:
             league.tournament.rounds, league.tournament.duplicate, league.tournament.seed,
         )
         self.bots: dict[str, Bot] = {}
+        self._entries = {b.name: b for b in league.bots}
         self._stopping = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
         #: Games played by :meth:`run` and the seconds they took (bots started).
         self.played = 0
         self.play_seconds = 0.0
+        #: Head-to-head records, once :meth:`finish` has computed them.
+        self.head_to_head: list[HeadToHead] = []
 
     # ---------------------------------------------------------------- setup
 
@@ -163,7 +166,7 @@ class Tournament:
             bot: Bot
             spec: object
             if entry.image is not None:
-                from ..bots.container import league_container_bot, prepare_league_image
+                from ..bots.container import prepare_league_image
 
                 try:
                     strays = await prepare_league_image(entry.name, entry.image, self.out)
@@ -172,11 +175,7 @@ class Tournament:
                 if strays:
                     self.log(f"{where}: removed {len(strays)} container(s) left by a crashed run: "
                              + ", ".join(strays))
-                bot = league_container_bot(
-                    entry.name, entry.image, out_dir=self.out, limits=self.league.limits_for(entry),
-                    tournament=self.league.tournament.name, secret=entry.secret,
-                    command=entry.command, env=entry.env,
-                )
+                bot = self._container_bot(entry)
                 kind, spec = "image", entry.image
             elif entry.url is not None:
                 unix = entry.url.startswith("unix:")
@@ -205,6 +204,17 @@ class Tournament:
             await self._close_bots()
             raise errors[0]
 
+    def _container_bot(self, entry: BotEntry) -> Bot:
+        """A container bot for `entry` (an ``image`` bot) in this tournament."""
+        from ..bots.container import league_container_bot
+
+        assert entry.image is not None
+        return league_container_bot(
+            entry.name, entry.image, out_dir=self.out, limits=self.league.limits_for(entry),
+            tournament=self.league.tournament.name, secret=entry.secret,
+            command=entry.command, env=entry.env,
+        )
+
     def _command_bot(self, entry: BotEntry, session: aiohttp.ClientSession) -> CommandBot:
         """A command bot; ``python``/``python3`` as the program means the
         referee's own interpreter (the one with this project installed)."""
@@ -231,6 +241,8 @@ class Tournament:
             session = self._session = make_session(connections_per_bot=max(8, self.concurrency * 2))
             try:
                 await self._start_bots(session, store)
+                if self.replays:  # only once every bot is ready: a league that stops leaves none
+                    (self.out / "replays").mkdir(exist_ok=True)
                 t0 = time.perf_counter()
                 try:
                     await self._play(todo, store, len(done))
@@ -274,13 +286,20 @@ class Tournament:
             raise Interrupted(f"stopped with {counter[0]} of {len(self.schedule)} games recorded")
 
     def _on_signal(self) -> None:
-        self._stopping += 1
-        if self._stopping == 1:
+        self.stop(abandon=self._stopping > 0)
+
+    def stop(self, abandon: bool = False) -> None:
+        """Stop after the games in flight (call from the run's loop), or
+        abandon them: they are played again on resume. The first Ctrl-C
+        stops, the second abandons."""
+        if not abandon:
+            self._stopping = max(self._stopping, 1)
             self.log(f"\nstopping: finishing {len(self._tasks)} games in flight (Ctrl-C again to abandon them)")
-        else:
-            self.log(f"\nabandoning {len(self._tasks)} games in flight: they will be played on resume")
-            for task in list(self._tasks):
-                task.cancel()
+            return
+        self._stopping = 2
+        self.log(f"\nabandoning {len(self._tasks)} games in flight: they will be played on resume")
+        for task in list(self._tasks):
+            task.cancel()
 
     async def _game(
         self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
@@ -290,15 +309,9 @@ class Tournament:
         try:
             bots: list[Bot] = []
             for name in spec.seats:
-                entry = next(b for b in self.league.bots if b.name == name)
+                entry = self._entries[name]
                 if entry.fresh_process and entry.image is not None:
-                    from ..bots.container import league_container_bot
-
-                    bot: Bot = league_container_bot(
-                        entry.name, entry.image, out_dir=self.out,
-                        limits=self.league.limits_for(entry), tournament=self.league.tournament.name,
-                        secret=entry.secret, command=entry.command, env=entry.env,
-                    )
+                    bot: Bot = self._container_bot(entry)
                     fresh.append(bot)
                 elif entry.fresh_process and entry.command is not None:
                     assert self._session is not None
@@ -310,7 +323,6 @@ class Tournament:
             done = await self.executor.play(await self._job(spec, bots), bots)
             replay = None
             if self.replays:
-                (self.out / "replays").mkdir(exist_ok=True)
                 replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
                 await asyncio.to_thread(replay.write_bytes, done.replay)
             self._record(spec, done.result, store, replay)
@@ -343,7 +355,8 @@ class Tournament:
                 secrets.append(secret.decode() if isinstance(secret, bytes) else secret)
         league = self.league
         return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets,
-                       rules=league.rules, timeouts=league.timeouts, policy=league.faults)
+                       rules=league.rules, timeouts=league.timeouts, policy=league.faults,
+                       replay=self.replays)
 
     def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
         faults = [
@@ -362,12 +375,12 @@ class Tournament:
     # --------------------------------------------------------------- output
 
     def finish(self, store: Store) -> list[Standing]:
-        standings, h2h = compute(store, self.league)
-        write_outputs(self.out, standings, h2h)
+        standings, self.head_to_head = compute(store, self.league)
+        write_outputs(self.out, standings, self.head_to_head)
         return standings
 
 
-def compute(store: Store, league: League) -> tuple[list[Standing], list[Any]]:
+def compute(store: Store, league: League) -> tuple[list[Standing], list[HeadToHead]]:
     """Standings and head-to-head from the recorded games, in schedule order."""
     outcomes: list[Outcome] = list(store.outcomes())
     table = Table([b.name for b in league.bots], league.ratings)

@@ -15,13 +15,19 @@ import asyncio
 import importlib.util
 import threading
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ..tournament.league import BotEntry, League, LeagueError, TomlLines, check_league, parse_league
+from ..tournament.league import (
+    BotEntry,
+    League,
+    LeagueError,
+    TomlLines,
+    check_league,
+    parse_league,
+)
 from ..tournament.ratings import Standing, Table
 from ..tournament.runner import DB_NAME, Interrupted, Tournament
 from ..tournament.store import Store
@@ -92,17 +98,13 @@ class RunThread:
     """A run played in a thread of its own, with its own event loop (the
     service's loop stays free, and the runner's signal handlers, which only
     the main thread may install, are left to the service).
-
-    ``on_end(status, error)`` is called in that thread when the run ends.
     """
 
-    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool,
-                 on_end: Callable[[], None] | None = None) -> None:
+    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool) -> None:
         self.db_path = db_path
         self.run = run
         self.league = league
         self.resume = resume
-        self.on_end = on_end
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tournament: Tournament | None = None
         self.thread = threading.Thread(target=self._main, name=f"run-{run.id}", daemon=True)
@@ -124,13 +126,10 @@ class RunThread:
             self._ready.set()
             loop.run_until_complete(self.tournament.run())
             self.status = "finished"
-        except Interrupted as e:
-            self.status, self.error = "interrupted", str(e)
-        except LeagueError as e:
-            self.status, self.error = "failed", str(e)
         except Exception as e:  # noqa: BLE001 - a run's crash must not take the service down
-            self.status, self.error = "failed", f"{type(e).__name__}: {e}"
-            traceback.print_exc()
+            self.status, self.error = _ended(e)
+            if not isinstance(e, Interrupted | LeagueError):
+                traceback.print_exc()
         finally:
             self._ready.set()
             try:
@@ -142,8 +141,6 @@ class RunThread:
                 db.end_run(self.run.id, self.status, self.error)
             finally:
                 db.close()
-            if self.on_end is not None:
-                self.on_end()
 
     def stop(self, abandon: bool = True) -> None:
         """Stop the run: the games in flight are finished, or abandoned
@@ -152,9 +149,7 @@ class RunThread:
         if loop is None or t is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(t._on_signal)
-            if abandon:
-                loop.call_soon_threadsafe(t._on_signal)
+            loop.call_soon_threadsafe(t.stop, abandon)
         except RuntimeError:  # the loop closed meanwhile
             pass
 
@@ -168,16 +163,22 @@ def play_run(db: ServiceDB, run: Run, league: League, *, resume: bool) -> str:
     status, error = "finished", None
     try:
         asyncio.run(t.run())
-    except Interrupted as e:
-        status, error = "interrupted", str(e)
-    except LeagueError as e:
-        status, error = "failed", str(e)
     except BaseException as e:
-        status, error = "failed", f"{type(e).__name__}: {e}"
-        db.end_run(run.id, status, error)
-        raise
+        status, error = _ended(e)
+        if not isinstance(e, Interrupted | LeagueError):
+            db.end_run(run.id, status, error)
+            raise
     db.end_run(run.id, status, error)
     return status if error is None else f"{status}: {error}"
+
+
+def _ended(e: BaseException) -> tuple[str, str]:
+    """A run's status and error from what stopped it."""
+    if isinstance(e, Interrupted):
+        return "interrupted", str(e)
+    if isinstance(e, LeagueError):
+        return "failed", str(e)
+    return "failed", f"{type(e).__name__}: {e}"
 
 
 # ------------------------------------------------------------------ results
