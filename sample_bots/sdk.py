@@ -58,19 +58,12 @@ from aiohttp import web
 
 from protocol import (
     HEADER,
-    ActRequest,
     Action,
+    ActRequest,
     BotInfo,
-    ChooseUp,
-    Draw,
-    Flip,
     GameEnd,
     GameStart,
-    Pass,
-    Pickup,
-    Play,
     ProtocolError,
-    Swap,
     decode_act_request,
     decode_game_end,
     decode_game_start,
@@ -99,9 +92,6 @@ StartHook: TypeAlias = Callable[[GameStart], None | Awaitable[None]]
 EndHook: TypeAlias = Callable[[GameEnd], None | Awaitable[None]]
 
 log = logging.getLogger("sample_bots.sdk")
-
-#: Types that are actions (the members of the ``Action`` union).
-_ACTION_TYPES: Final = (ChooseUp, Play, Flip, Pickup, Draw, Swap, Pass)
 
 #: Worker threads for plain (non-async) decide functions and hooks.
 WORKERS: Final = 4
@@ -233,7 +223,7 @@ def _checked(decision: object, act: ActRequest) -> Decision | None:
         return None
     if isinstance(decision, int):
         return decision if 0 <= decision < len(act.legal) else None
-    if isinstance(decision, _ACTION_TYPES):
+    if isinstance(decision, Action):
         return decision
     return None
 

@@ -35,8 +35,8 @@ from aiohttp import web
 
 from protocol import (
     APIVERSION,
-    ActRequest,
     Action,
+    ActRequest,
     BotInfo,
     ChooseUp,
     Draw,
@@ -50,6 +50,7 @@ from protocol import (
 )
 from referee.game import GameState, from_view
 from referee.game import cards as C
+from referee.game.state import GONE, OVER, SABOTAGE, SETUP
 
 from .sdk import arg_parser, make_app, run_bot
 from .strategy import Game, GameMemory, Tactics, equivalent_flips
@@ -77,13 +78,10 @@ def time_budget_s(deadline_ms: int) -> float:
 
 # ----------------------------------------------------------------- rollouts
 
-_SETUP: Final = 0
-_SABOTAGE: Final = 1
 _PASS: Final = Pass()
 _PICKUP: Final = Pickup()
 _DRAW: Final = Draw()
 _FLIPS: Final = tuple(Flip(slot=i) for i in range(3))
-_GONE: Final = -1
 _STR: Final = C.STR
 _CLEAR: Final = C.CLEAR
 
@@ -94,10 +92,10 @@ def rollout_action(s: GameState, seat: int) -> Action:
     first), the free draw before an extra action, the 3 highest cards as 3UP,
     no swaps."""
     phase = s.phase
-    if phase == _SETUP:
+    if phase == SETUP:
         top3 = sorted(s.hands[seat], reverse=True)[:3]
         return ChooseUp(cards=[_STR[c] for c in top3])
-    if phase == _SABOTAGE or s.pending_swap:
+    if phase == SABOTAGE or s.pending_swap:
         return _PASS
     hand = s.hands[seat]
     if hand:
@@ -107,7 +105,7 @@ def rollout_action(s: GameState, seat: int) -> Action:
     else:
         down = s.down[seat]
         for slot in range(3):
-            if down[slot] != _GONE:
+            if down[slot] != GONE:
                 return _FLIPS[slot]
         return _PICKUP  # holds nothing: cannot happen in a live game
     if s.extras and s.extras[-1] and not s.drew and s.draw and src is hand and len(hand) <= 3:
@@ -134,8 +132,8 @@ def rollout_action(s: GameState, seat: int) -> Action:
 def rollout(s: GameState, seat: int) -> float:
     """Play ``s`` out with :func:`rollout_action`; ``seat``'s score: 1 for
     first place, 0 for last, linear in between."""
-    while s.phase != 3:  # OVER
-        mover = s.current if s.phase != _SETUP else s.to_move()[0]
+    while s.phase != OVER:
+        mover = s.current if s.phase != SETUP else s.to_move()[0]
         s.apply(rollout_action(s, mover), mover)
     places = s.places
     assert places is not None
@@ -164,18 +162,20 @@ def respect_caps(world: GameState, game: Game, me: int, rng: random.Random) -> N
                 known.remove(c)
             else:
                 unknown_idx.append(i)
-        for i in unknown_idx:
-            if hand[i] >> 3 < cap:
-                continue
-            # Hidden places holding a card below the cap.
-            spots: list[tuple[list[int], int]] = [
-                (world.draw, j) for j, c in enumerate(world.draw) if c >> 3 < cap
-            ]
-            for d in world.down:
-                spots += [(d, j) for j, c in enumerate(d) if c != _GONE and c >> 3 < cap]
+        high = [i for i in unknown_idx if hand[i] >> 3 >= cap]
+        if not high:
+            continue
+        # Hidden places holding a card below the cap; a place swapped with
+        # holds a high card afterwards, so it leaves the list.
+        spots: list[tuple[list[int], int]] = [
+            (world.draw, j) for j, c in enumerate(world.draw) if c >> 3 < cap
+        ]
+        for d in world.down:
+            spots += [(d, j) for j, c in enumerate(d) if c != GONE and c >> 3 < cap]
+        for i in high:
             if not spots:
-                return
-            where, j = spots[rng.randrange(len(spots))]
+                break  # this seat keeps the rest; the next seat may still be fixed
+            where, j = spots.pop(rng.randrange(len(spots)))
             hand[i], where[j] = where[j], hand[i]
 
 

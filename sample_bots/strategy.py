@@ -363,12 +363,9 @@ class Tactics:
             return self.colour_run(state, legal)
         if all(isinstance(a, Flip) for a in legal):
             return 0  # 3DOWN slots are all alike: nobody knows them
-        if any(isinstance(a, Draw) for a in legal):
-            if self.wants_draw(state, legal):
-                return next(i for i, a in enumerate(legal) if isinstance(a, Draw))
-            legal_wo_draw = [a for a in legal if not isinstance(a, Draw)]
-            return index_of(legal, legal_wo_draw[self.play(state, legal_wo_draw, tracker)])
-        return self.play(state, legal, tracker)
+        if any(isinstance(a, Draw) for a in legal) and self.wants_draw(state, legal):
+            return next(i for i, a in enumerate(legal) if isinstance(a, Draw))
+        return self.play(state, legal, tracker)  # play() passes over the draw
 
     # -- set-up
 

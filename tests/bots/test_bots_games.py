@@ -229,3 +229,27 @@ def test_rollout_plays_to_the_end() -> None:
 def test_tactics_default_params_are_sane() -> None:
     t = Tactics()
     assert t.params.multiples and t.params.save_plus
+
+
+def test_respect_caps_fixes_every_capped_seat_even_after_one_it_cannot() -> None:
+    """A forced pick-up proves an opponent holds nothing above the rank it
+    picked up on; the searcher's worlds respect that. Seat 1's cap (2) has no
+    hidden card below it to swap with, which must not stop seat 2 (cap 9)
+    from being fixed; each hidden spot is used once."""
+    from referee.game import layout
+    from sample_bots.searcher import respect_caps
+    from sample_bots.strategy import Game
+
+    world = layout(
+        hands=[["5R"], ["9G", "10G"], ["C", "10B"]],
+        draw=["3V", "4V", "10V"],
+        down=[[None, None, None], [None, None, None], ["6Y", None, None]],
+        pile=["5Y"],
+    )
+    game = Game(rules=Rules(), tracker=Tracker(0), started=True)
+    game.tracker.cap = {1: 2, 2: 9}
+    cards = sorted(world.all_cards())
+    respect_caps(world, game, 0, random.Random(3))
+    assert sorted(world.all_cards()) == cards  # swaps only
+    assert sorted(c >> 3 for c in world.hands[1]) == [9, 10]  # nothing below 2 to swap in
+    assert all(c >> 3 < 9 for c in world.hands[2])  # fixed with 3V, 4V or 6Y
