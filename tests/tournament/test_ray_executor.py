@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from test_tournament_run import DETERMINISTIC, ROOT, needs_node, league_text, write_league
+from test_tournament_run import (
+    DETERMINISTIC,
+    ROOT,
+    games_recorded,
+    league_text,
+    needs_node,
+    write_league,
+)
 
 from referee.tournament.league import load_league
 from referee.tournament.runner import Tournament
@@ -53,11 +60,8 @@ async def test_killed_ray_worker_games_are_played_again(tmp_path: Path) -> None:
     async def killer() -> None:
         while True:
             await asyncio.sleep(0.05)
-            try:
-                if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM games").fetchone()[0] >= 3:
-                    break
-            except sqlite3.OperationalError:
-                pass
+            if games_recorded(db) >= 3:
+                break
         pid = await executor.workers[0].pid.remote()
         os.kill(pid, signal.SIGKILL)
 

@@ -126,6 +126,27 @@ def _listening_bot_ports(out: Path) -> list[int]:
     return alive
 
 
+def games_recorded(db_path: Path) -> int:
+    """Games in a running tournament's store so far (0 before it exists)."""
+    if not db_path.exists():
+        return 0
+    db = sqlite3.connect(db_path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        db.close()
+
+
+def wait_for_games(db_path: Path, count: int, timeout_s: float) -> None:
+    """Wait until a running tournament has recorded `count` games."""
+    deadline = time.monotonic() + timeout_s
+    while games_recorded(db_path) < count:
+        assert time.monotonic() < deadline, "the tournament did not get going"
+        time.sleep(0.05)
+
+
 @needs_node
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     league = write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=2))
@@ -139,18 +160,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     db_path = out / "tournament.sqlite"
-    deadline = time.monotonic() + 120
-    recorded = 0
-    while time.monotonic() < deadline:
-        if db_path.exists():
-            try:
-                recorded = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
-            except sqlite3.OperationalError:
-                recorded = 0
-            if recorded >= 4:
-                break
-        time.sleep(0.05)
-    assert recorded >= 4, "the tournament did not get going"
+    wait_for_games(db_path, 4, timeout_s=120)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
@@ -159,7 +169,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     assert not _listening_bot_ports(out), "bot processes survived the referee"
 
     total = 18
-    before = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    before = games_recorded(db_path)
     assert before < total
     # Without --resume the folder is refused, and nothing is touched.
     r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
@@ -193,25 +203,17 @@ def test_ctrl_c_finishes_games_in_flight_and_prints_the_resume_command(tmp_path:
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     db_path = out / "tournament.sqlite"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if db_path.exists():
-            try:
-                if sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0] >= 2:
-                    break
-            except sqlite3.OperationalError:
-                pass
-        time.sleep(0.05)
+    wait_for_games(db_path, 2, timeout_s=60)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "finishing" in err and "--resume" in err
     assert f"--out {out}" in err
-    done = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    done = games_recorded(db_path)
     assert 2 <= done < 40
     r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
     assert r.returncode == 0, r.stderr
-    assert sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM games").fetchone()[0] == 40
+    assert games_recorded(db_path) == 40
 
 
 @pytest.mark.parametrize("kind", ["hang", "garbage", "illegal", "dies"])
