@@ -521,3 +521,86 @@ def test_D15_V5_pile_swap_comes_before_D16_V5b_sabotage() -> None:
     types = [e.type for e in view(s, 0).events]
     assert types.index("pile_swap") > max(i for i, t in enumerate(types) if t == "choose_up")
     assert s.phase == 1  # sabotage comes after the swap
+
+
+# ------------------------------------------- rule clauses pinned one by one
+
+
+def test_D17_V6_needs_four_of_one_colour_not_three() -> None:
+    """Three reds on top (the fourth card is green) offer no swap."""
+    s = layout(hands=[["8R", "2G"], ["2V"]], up=[["9B"], []], pile=["4G", "5R", "7R"],
+               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s.apply(Play(cards=["8R"]))
+    assert not s.pending_swap and s.current == 1
+
+
+def test_D17_V6_no_offer_without_3up_cards() -> None:
+    s = layout(hands=[["8R", "2G"], ["2V"]], up=[[], []], pile=["4R", "5R", "7R"],
+               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s.apply(Play(cards=["8R"]))
+    assert not s.pending_swap and s.current == 1
+
+
+def test_D17_V6_a_colour_run_in_an_extra_action_lets_the_turn_go_on() -> None:
+    s = layout(hands=[["8R", "2G", "3G"], ["2V"]], up=[["9B"], []], pile=["4R", "5R", "7R"],
+               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s.extras = [True, True]
+    s.apply(Play(cards=["8R"]))
+    assert s.pending_swap
+    s.apply(Pass())
+    assert s.current == 0 and len(s.extras) == 1  # one extra action still owed
+
+
+def test_D12_the_turn_limit_is_1000_by_default() -> None:
+    assert Rules().turn_limit == 1000
+
+
+def test_D12_adjudication_places_the_players_left_after_those_out_with_V1() -> None:
+    """With V1 a player already out keeps their place; those still in at the
+    limit are ranked after them by penalty points."""
+    s = layout(hands=[["9R"], ["2V", "8V"], ["3V", "C"]], pile=["5Y"],
+               rules=Rules(play_for_places=True, turn_limit=2))
+    s.apply(Play(cards=["9R"]))  # seat 0 goes out: first
+    s.apply(Pickup())  # seat 1: turn 2 reaches the limit
+    result = s.result()
+    assert result.adjudicated
+    assert result.points == [0, 24, 18]
+    assert result.places == [1, 3, 2]
+
+
+def test_D11_V1_a_player_out_with_extra_actions_owed_simply_stops() -> None:
+    s = layout(hands=[["C+2"], ["2V", "3V"], ["4V"]], pile=["5Y"], rules=Rules(play_for_places=True))
+    s.apply(Play(cards=["C+2"]))
+    assert s.out_order == [0] and s.extras == [] and not s.over
+    assert s.current == 1
+
+
+def test_D11_V1_play_goes_on_past_the_seats_that_are_out() -> None:
+    s = layout(hands=[["2R", "3R"], ["9G"], ["3V", "4V"], ["5V", "6V"]], pile=["5Y"],
+               current=1, rules=Rules(play_for_places=True))
+    s.apply(Play(cards=["9G"]))  # seat 1 goes out
+    s.apply(Pickup())  # seat 2
+    s.apply(Play(cards=["5V"]))  # seat 3
+    s.apply(Pickup())  # seat 0
+    assert s.current == 2  # seat 1 is skipped
+
+
+def test_D3_seat_0_disqualified_in_set_up_the_next_seat_starts() -> None:
+    s = new_game(Rules(), 3, random.Random(1))
+    s.disqualify(0, "test")
+    for seat in (1, 2):
+        s.apply(s.legal_actions(seat)[0], seat)
+    assert s.phase == 2 and s.current == 1
+
+
+def test_D15_V5_no_pile_swap_when_one_of_the_pair_is_disqualified() -> None:
+    s = new_game(Rules(pile_swap=True), 3, random.Random(11))
+    assert s.swap_pair is not None
+    out = s.swap_pair[0]
+    s.disqualify(out, "test")
+    for seat in range(3):
+        if seat != out:
+            s.apply(s.legal_actions(seat)[0], seat)
+    assert s.phase == 2
+    assert not [e for e in view(s, 1).events if e.type == "pile_swap"]
+

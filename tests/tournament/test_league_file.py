@@ -121,3 +121,25 @@ def test_sample_leagues_parse() -> None:
     for path in sorted(root.glob("*.toml")):
         league = load_league(path)
         assert league.bots, path
+
+
+@pytest.mark.parametrize("bots, size", [(5, 4), (4, 2), (3, 3), (6, 3)])
+def test_D3_tournaments_rotate_seats_so_every_bot_starts_equally_often(bots: int, size: int) -> None:
+    """Seat 0 starts [D3]; the schedule rotates each meeting through every
+    seat, with the same deal (duplicate deals), so each bot starts as often
+    as any other and sits in every seat of every deal once."""
+    from collections import Counter
+
+    from referee.tournament.schedule import make_schedule
+
+    names = [f"b{i}" for i in range(bots)]
+    games = make_schedule(names, size, rounds=2, duplicate=True, seed=7)
+    starts = Counter(g.seats[0] for g in games)
+    assert set(starts) == set(names) and len(set(starts.values())) == 1
+    by_deal: dict[int, list[tuple[str, ...]]] = {}
+    for g in games:
+        by_deal.setdefault(g.deal_seed, []).append(g.seats)
+    for seatings in by_deal.values():
+        assert len(seatings) == size
+        for seat in range(size):
+            assert len({s[seat] for s in seatings}) == size  # each bot in each seat once
