@@ -168,7 +168,7 @@ class GameState:
         "pile", "cleared", "removed", "current", "direction", "extras", "drew",
         "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
         "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
-        "_wire_events", "_wire_cleared", "_wire_event_json", "_wire_players",
+        "_wire_events", "_wire_cleared", "_wire_event_json", "_wire_players", "dq_points",
         "_v6", "_v2", "_v8", "_v3", "_v1",
     )
 
@@ -194,6 +194,8 @@ class GameState:
     chosen: list[bool]
     out_order: list[int]
     dq_order: list[int]
+    #: Penalty points each disqualified seat held when it was disqualified [D14].
+    dq_points: dict[int, int]
     adjudicated: bool
     places: list[int] | None
     events: list[EventRecord]
@@ -264,6 +266,7 @@ class GameState:
         s.chosen = [False] * n
         s.out_order = []
         s.dq_order = []
+        s.dq_points = {}
         s.adjudicated = False
         s.places = None
         s.events = []
@@ -307,6 +310,7 @@ class GameState:
         s.chosen = self.chosen[:]
         s.out_order = self.out_order[:]
         s.dq_order = self.dq_order[:]
+        s.dq_points = dict(self.dq_points)
         s.adjudicated = self.adjudicated
         s.places = None if self.places is None else self.places[:]
         s.events = self.events[:]
@@ -361,7 +365,11 @@ class GameState:
         return not self.hands[seat] and not self.up[seat] and self.down[seat] == _ALL_GONE
 
     def points(self, seat: int) -> int:
-        """Penalty points of the cards ``seat`` holds (RULES V4 [D14])."""
+        """Penalty points of the cards ``seat`` holds (RULES V4 [D14]); for a
+        disqualified seat, of the cards it held when disqualified (its cards
+        leave the game, its penalty does not)."""
+        if seat in self.dq_points:
+            return self.dq_points[seat]
         p = C.POINTS
         total = sum(p[c >> 3] for c in self.hands[seat])
         total += sum(p[c >> 3] for c in self.up[seat])
@@ -924,6 +932,7 @@ class GameState:
         down, it ranks below every seat not disqualified."""
         if self.phase == OVER or not self.active(seat):
             return
+        self.dq_points[seat] = self.points(seat)
         self.dq_order.append(seat)
         self.alive[seat] = False
         self.removed += self.hands[seat]

@@ -29,6 +29,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     #: Per-request latencies in ms by seat.
     latencies: list[list[float]] = msgspec.field(default_factory=list)
     adjudicated: bool = False
+    #: Penalty points by seat: the cards still held at the end [D14].
+    points: list[int] = msgspec.field(default_factory=list)
 
 
 class Standing(msgspec.Struct, kw_only=True):
@@ -44,6 +46,8 @@ class Standing(msgspec.Struct, kw_only=True):
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
     rank: int = 0
+    #: With V4 scoring [D14]: penalty points over all the bot's games (fewer is better).
+    points: int | None = None
 
 
 class HeadToHead(msgspec.Struct, kw_only=True):
@@ -69,9 +73,16 @@ def environment(cfg: Ratings) -> trueskill.TrueSkill:
 
 
 class Table:
-    """Ratings and counts, fed outcomes in schedule order."""
+    """Ratings and counts, fed outcomes in schedule order.
 
-    def __init__(self, bots: Sequence[str], cfg: Ratings) -> None:
+    `series`: the league plays V4 (scoring) [D14], so the lowest total of
+    penalty points ranks first (the series' winner), TrueSkill breaking ties;
+    otherwise the table is ranked by TrueSkill's conservative μ − 3σ.
+    """
+
+    def __init__(self, bots: Sequence[str], cfg: Ratings, *, series: bool = False) -> None:
+        self.series = series
+        self.points = dict.fromkeys(bots, 0)
         self.env = environment(cfg)
         self.ratings: dict[str, trueskill.Rating] = {b: self.env.create_rating() for b in bots}
         self.games = dict.fromkeys(bots, 0)
@@ -100,6 +111,8 @@ class Table:
                 self.faults[bot][kind] = self.faults[bot].get(kind, 0) + 1
             if seat < len(o.latencies):
                 self.latencies[bot] += o.latencies[seat]
+            if seat < len(o.points):
+                self.points[bot] += o.points[seat]
 
     def standings(self) -> list[Standing]:
         rows = []
@@ -117,9 +130,13 @@ class Table:
                     faults=dict(sorted(self.faults[bot].items())),
                     latency_p50_ms=round(percentile(lat, 50), 3) if lat else None,
                     latency_p95_ms=round(percentile(lat, 95), 3) if lat else None,
+                    points=self.points[bot] if self.series else None,
                 )
             )
-        rows.sort(key=lambda s: (-s.score, -s.mu, s.bot))
+        if self.series:
+            rows.sort(key=lambda s: (s.points, -s.score, -s.mu, s.bot))
+        else:
+            rows.sort(key=lambda s: (-s.score, -s.mu, s.bot))
         for i, s in enumerate(rows):
             s.rank = i + 1
         return rows

@@ -383,7 +383,7 @@ class Tournament:
 def compute(store: Store, league: League) -> tuple[list[Standing], list[HeadToHead]]:
     """Standings and head-to-head from the recorded games, in schedule order."""
     outcomes: list[Outcome] = list(store.outcomes())
-    table = Table([b.name for b in league.bots], league.ratings)
+    table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
     for o in outcomes:
         table.add(o)
     store.put_ratings(table.history)
@@ -403,8 +403,10 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
     """standings.json (deterministic), latency.json (measured, varies from
     run to run), standings.csv (both), head_to_head.json."""
     rows = [msgspec.to_builtins(s) for s in standings]
+    series = any(s.points is not None for s in standings)  # V4 [D14]
+    fields = DETERMINISTIC_FIELDS + (("points",) if series else ())
     (out / "standings.json").write_text(
-        json.dumps([{k: r[k] for k in DETERMINISTIC_FIELDS} for r in rows], indent=2) + "\n"
+        json.dumps([{k: r[k] for k in fields} for r in rows], indent=2) + "\n"
     )
     (out / "latency.json").write_text(
         json.dumps({r["bot"]: {"p50_ms": r["latency_p50_ms"], "p95_ms": r["latency_p95_ms"]} for r in rows},
@@ -412,11 +414,12 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
     )
     with (out / "standings.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(STANDINGS_FIELDS)
+        columns = STANDINGS_FIELDS + (("points",) if series else ())
+        w.writerow(columns)
         for r in rows:
             w.writerow([
                 sum(r["faults"].values()) if k == "faults" else ("" if r[k] is None else r[k])
-                for k in STANDINGS_FIELDS
+                for k in columns
             ])
     (out / "head_to_head.json").write_text(
         json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n"
@@ -424,14 +427,16 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
 
 
 def format_table(standings: list[Standing]) -> str:
+    series = any(s.points is not None for s in standings)  # V4 [D14]: ranked by points
     head = f"{'#':>2}  {'bot':<16} {'mu':>6} {'sigma':>6} {'mu-3s':>7} {'games':>5} {'wins':>5} " \
-           f"{'avg pl':>6} {'faults':>6} {'p50 ms':>7} {'p95 ms':>7}"
+           f"{'avg pl':>6} {'faults':>6} {'p50 ms':>7} {'p95 ms':>7}" + (f" {'points':>7}" if series else "")
     lines = [head, "-" * len(head)]
     for s in standings:
         lines.append(
             f"{s.rank:>2}  {s.bot[:16]:<16} {s.mu:>6.2f} {s.sigma:>6.2f} {s.score:>7.2f} {s.games:>5} "
             f"{s.wins:>5} {s.avg_place:>6.2f} {sum(s.faults.values()):>6} "
             f"{_ms(s.latency_p50_ms):>7} {_ms(s.latency_p95_ms):>7}"
+            + (f" {s.points:>7}" if series else "")
         )
     return "\n".join(lines)
 

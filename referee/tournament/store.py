@@ -163,6 +163,7 @@ class Store:
                 faults=[[f["kind"] for f in fs] for fs in res.get("faults", [])],
                 latencies=res.get("latencies_ms", []),
                 adjudicated=bool(res.get("adjudicated", False)),
+                points=res.get("points", []),
             )
 
     def count_games(self) -> int:

@@ -409,7 +409,7 @@ def _prospective(db: ServiceDB, comp: Competition) -> list[Standing]:
         return []
     names = [b.name for b in league.bots if not b.name.startswith("__team_slot_")]
     names += [t.name for t in db.teams(comp.id) if db.latest_submission(t.id) is not None]
-    return Table(names, league.ratings).standings()
+    return Table(names, league.ratings, series=league.rules.scoring).standings()
 
 
 async def competition_data(app: web.Application, comp: Competition, run: Run | None,

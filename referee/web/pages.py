@@ -95,6 +95,7 @@ def standings_table(cid: int, standings: Sequence[Standing], run_id: int | None)
     lo = min(s.mu - 3 * s.sigma for s in standings)
     hi = max(s.mu + 3 * s.sigma for s in standings)
     run_q = f"?run={run_id}" if run_id is not None else ""
+    series = any(s.points is not None for s in standings)  # V4 [D14]: ranked by points
     rows = []
     for s in standings:
         faults = sum(s.faults.values())
@@ -106,12 +107,15 @@ def standings_table(cid: int, standings: Sequence[Standing], run_id: int | None)
             f"<td class=l>{sigma_bar(s, lo, hi)}</td>"
             f"<td class=games>{s.games}</td><td>{s.wins}</td><td>{_num(s.avg_place)}</td>"
             f"<td title=\"{esc(fault_title)}\">{faults}</td>"
-            f"<td>{_num(s.latency_p50_ms, 1)}</td><td>{_num(s.latency_p95_ms, 1)}</td></tr>"
+            f"<td>{_num(s.latency_p50_ms, 1)}</td><td>{_num(s.latency_p95_ms, 1)}</td>"
+            + (f"<td><b>{s.points}</b></td>" if series else "") + "</tr>"
         )
     return (
         "<table class=\"grid standings\"><tr><th>#</th><th class=l>bot</th><th title=\"μ − 3σ\">μ−3σ</th>"
         "<th>μ</th><th>σ</th><th class=l>μ ± 3σ</th><th>games</th><th>wins</th><th>avg place</th>"
-        "<th>faults</th><th>p50 ms</th><th>p95 ms</th></tr>" + "".join(rows) + "</table>"
+        "<th>faults</th><th>p50 ms</th><th>p95 ms</th>"
+        + ("<th title=\"V4: penalty points, fewest first\">points</th>" if series else "")
+        + "</tr>" + "".join(rows) + "</table>"
     )
 
 

@@ -201,7 +201,7 @@ def count_games(out_dir: str | Path) -> int:
 
 def snapshot(out_dir: str | Path, league: League) -> Snapshot:
     """Standings and rating history of the games recorded so far."""
-    table = Table([b.name for b in league.bots], league.ratings)
+    table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
     path = Path(out_dir) / DB_NAME
     games = 0
     if path.exists():

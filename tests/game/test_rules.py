@@ -604,3 +604,13 @@ def test_D15_V5_no_pile_swap_when_one_of_the_pair_is_disqualified() -> None:
     assert s.phase == 2
     assert not [e for e in view(s, 1).events if e.type == "pile_swap"]
 
+
+def test_D14_V4_a_disqualified_seat_keeps_the_points_it_held() -> None:
+    """A disqualified seat's cards leave the game face down, but its penalty
+    points stay those of the cards it held: disqualification must not score
+    better than playing on."""
+    s = layout(hands=[["C+2", "9R"], ["2V", "3V"], ["4V"]], up=[["5G"], [], []], pile=["5Y"])
+    s.disqualify(0, "test")
+    assert s.hands[0] == [] and s.up[0] == []
+    assert s.points(0) == 25 + 9 + 5
+    assert s.copy().points(0) == 39
