@@ -54,8 +54,7 @@ import msgspec
 
 from protocol.messages import BotInfo, Fault
 
-from .base import BotError, BotUnreachable
-from .clock import HANDSHAKE_S
+from .base import BotError
 from .http import DEFAULT_MAX_BODY, HttpBot
 from .managed import ManagedBot
 from .process import pid_alive, tail_of
@@ -565,33 +564,20 @@ class ContainerBot(ManagedBot):
         return self.info
 
     async def _wait_ready(self) -> BotInfo:
-        assert self._http is not None and self.socket_path is not None
-        timeout = self.limits.ready_timeout_s
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
-        next_check = 0.0
-        while True:
-            now = time.monotonic()
-            if now >= next_check:
-                next_check = now + 0.25
-                why = await asyncio.to_thread(self._state)
-                if why is not None:
-                    raise BotError(await self._why(f"stopped before answering GET /: {why}"))
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BotError(await self._why(
-                    f"did not answer GET / within {timeout:.1f} s on its unix socket (last: {last}); "
-                    f"does the image serve HTTP on $BOT_UNIX ({CONTAINER_SOCKET})? "
-                    "The SDK does it by itself; other programs: listen on that path"
-                ))
-            if self.socket_path.exists():
-                try:
-                    return await self._http.handshake(min(left, HANDSHAKE_S))
-                except BotUnreachable as e:
-                    last = str(e)
-                except BotError as e:
-                    raise BotError(await self._why(f"answered, but wrongly: {e}")) from None
-            await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return await self._poll_ready(
+            self.limits.ready_timeout_s,
+            lambda last: f"on its unix socket (last: {last}); does the image serve HTTP on "
+            f"$BOT_UNIX ({CONTAINER_SOCKET})? The SDK does it by itself; other programs: "
+            "listen on that path",
+            check_every_s=0.25,
+        )
+
+    async def _died(self) -> str | None:
+        why = await asyncio.to_thread(self._state)
+        return None if why is None else f"stopped before answering GET /: {why}"
+
+    def _may_answer(self) -> bool:
+        return self.socket_path is not None and self.socket_path.exists()
 
     async def _why(self, what: str) -> str:
         # Give the log pump a moment to catch the container's last words.

@@ -10,11 +10,13 @@ protocol are the same for all and live here.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Self
 
 from protocol.messages import BotInfo, Fault, GameEnd, GameStart
 
-from .base import ActOutcome, ActsOnBytes, BotError, display_name
+from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, display_name
 from .clock import HANDSHAKE_S
 from .http import HttpBot
 
@@ -55,6 +57,49 @@ class ManagedBot(ActsOnBytes):
     def _not_running(self) -> str:
         """Why there is nobody to talk to, for a fault's detail."""
         return "the bot is not running"
+
+    async def _why(self, what: str) -> str:
+        """`what` happened to the bot, with the end of its log, for a BotError."""
+        raise NotImplementedError
+
+    async def _died(self) -> str | None:
+        """Why a bot being started is gone (None while it runs)."""
+        raise NotImplementedError
+
+    def _may_answer(self) -> bool:
+        """Whether a handshake is worth trying yet (a socket may not exist yet)."""
+        return True
+
+    async def _poll_ready(
+        self, timeout_s: float, missing: Callable[[str], str], check_every_s: float = 0.0
+    ) -> BotInfo:
+        """Handshake with the bot being started until it answers, dies, answers
+        wrongly or `timeout_s` runs out (`missing(last error)` says what to
+        check then). Liveness is checked every `check_every_s` seconds."""
+        assert self._http is not None
+        deadline = time.monotonic() + timeout_s
+        last = "no answer yet"
+        next_check = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + check_every_s
+                died = await self._died()
+                if died is not None:
+                    raise BotError(await self._why(died))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BotError(await self._why(
+                    f"did not answer GET / within {timeout_s:.1f} s {missing(last)}"
+                ))
+            if self._may_answer():
+                try:
+                    return await self._http.handshake(min(left, HANDSHAKE_S))
+                except BotUnreachable as e:
+                    last = str(e)
+                except BotError as e:
+                    raise BotError(await self._why(f"answered, but wrongly: {e}")) from None
+            await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     async def _explain(self, fault: Fault | None) -> Fault | None:
         """A connection fault with what the subclass knows of why."""

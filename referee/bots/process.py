@@ -29,8 +29,7 @@ import aiohttp
 
 from protocol.messages import BotInfo
 
-from .base import BotError, BotUnreachable
-from .clock import HANDSHAKE_S
+from .base import BotError
 from .http import DEFAULT_MAX_BODY, HttpBot
 from .managed import ManagedBot
 
@@ -253,30 +252,18 @@ class CommandBot(ManagedBot):
         return self.info
 
     async def _wait_ready(self) -> BotInfo:
-        assert self._process is not None and self._http is not None
-        deadline = time.monotonic() + self.ready_timeout_s
-        last = "no answer yet"
-        while True:
-            if self._process.returncode is not None:
-                raise BotError(self._why(f"exited with code {self._process.returncode}"))
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BotError(
-                    self._why(
-                        f"did not answer GET / within {self.ready_timeout_s:.1f} s "
-                        f"on port {self.port} (last: {last}); does it listen on the "
-                        "port given as {port}?"
-                    )
-                )
-            try:
-                return await self._http.handshake(min(left, HANDSHAKE_S))
-            except BotUnreachable as e:
-                last = str(e)
-            except BotError as e:
-                raise BotError(self._why(f"answered, but wrongly: {e}")) from None
-            await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return await self._poll_ready(
+            self.ready_timeout_s,
+            lambda last: f"on port {self.port} (last: {last}); does it listen on the "
+            "port given as {port}?",
+        )
 
-    def _why(self, what: str) -> str:
+    async def _died(self) -> str | None:
+        assert self._process is not None
+        code = self._process.returncode
+        return None if code is None else f"exited with code {code}"
+
+    async def _why(self, what: str) -> str:
         tail = tail_of(self.stderr_path)
         text = f"bot {' '.join(self.command)!r} {what}"
         if tail:
