@@ -455,7 +455,6 @@ class Match:
         ends = await asyncio.gather(*(self._end(seat, result) for seat in range(n)))
         for seat, fault in enumerate(ends):
             if fault is not None:
-                fault.turn = result.turns
                 self._notice(seat, "end", fault)  # result.faults shares these lists
         self.record.result = result
         return result
@@ -600,7 +599,7 @@ class Match:
             timeouts=self.timeouts,
         )
         sent = self.bots[seat].start(message, self.clocks[seat].start_s)
-        return await self._notify(seat, "start", sent)
+        return await self._notify(seat, "start", sent, 0)
 
     async def _end(self, seat: int, result: MatchResult) -> Fault | None:
         message = GameEnd(
@@ -614,15 +613,21 @@ class Match:
             points=result.points,
         )
         sent = self.bots[seat].end(message, self.clocks[seat].end_s)
-        return await self._notify(seat, "end", sent)
+        return await self._notify(seat, "end", sent, result.turns)
 
-    async def _notify(self, seat: int, call: str, sent: Awaitable[Fault | None]) -> Fault | None:
-        """The fault of a /start or /end call; a transport's bug is a connection fault."""
+    async def _notify(
+        self, seat: int, call: str, sent: Awaitable[Fault | None], turn: int
+    ) -> Fault | None:
+        """The fault of a /start or /end call, dated `turn` (the transports do
+        not know the game's turn); a transport's bug is a connection fault."""
         try:
-            return await sent
+            fault = await sent
         except Exception as e:
             log.exception("transport of seat %d raised", seat)
-            return Fault(kind="connection", turn=0, detail=f"POST /{call}: transport error: {e}")
+            return Fault(kind="connection", turn=turn, detail=f"POST /{call}: transport error: {e}")
+        if fault is not None:
+            fault.turn = turn
+        return fault
 
     def _notice(self, seat: int, call: str, fault: Fault) -> None:
         self.faults[seat].append(fault)
