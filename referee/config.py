@@ -60,10 +60,8 @@ def toml_struct(
 ) -> T:
     """As :func:`load_toml_struct`, for a document already parsed with ``tomllib``."""
     data: Any = document
-    where = ""
     if table:
         for part in table.split("."):
-            where = f"{where}.{part}" if where else part
             if not isinstance(data, dict) or part not in data:
                 if required:
                     raise ConfigError(f"{source}: no [{table}] table")
@@ -82,10 +80,10 @@ def toml_struct(
     try:
         return msgspec.convert(data, type_)
     except msgspec.ValidationError as e:
-        raise ConfigError(f"{source}: {label}{_reword(str(e), table)}") from None
+        raise ConfigError(f"{source}: {label}{_reword(str(e))}") from None
 
 
-def _reword(message: str, table: str | None) -> str:
+def _reword(message: str) -> str:
     """msgspec's "... - at `$.deck.copies`" as "'deck.copies': ..."."""
     match = re.search(r" - at `\$\.?([^`]*)`$", message)
     if not match:
@@ -118,7 +116,7 @@ def _find(value: Any, info: mi.Type, path: list[str]) -> tuple[list[str], str, l
         else:
             fields_known = list(fields)
         for key in value:
-            if key not in fields and key not in fields_known:
+            if key not in fields_known:
                 return path, str(key), fields_known
         for key, item in value.items():
             field = fields.get(key)

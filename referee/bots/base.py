@@ -61,13 +61,8 @@ class Bot(Protocol):
         """``POST /start``; a Fault (turn 0) when the bot does not answer 2xx in time."""
         ...
 
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
-    ) -> ActOutcome:
-        """``POST /act``, cancelled after `deadline_s`. Never raises for what the bot does.
-
-        `body`, when given, is `request` already encoded.
-        """
+    async def act(self, request: ActRequest, deadline_s: float) -> ActOutcome:
+        """``POST /act``, cancelled after `deadline_s`. Never raises for what the bot does."""
         ...
 
     async def act_bytes(
@@ -90,18 +85,10 @@ class Bot(Protocol):
 class ActsOnBytes:
     """:meth:`Bot.act` for a transport that implements :meth:`Bot.act_bytes`."""
 
-    async def act(
-        self, request: ActRequest, deadline_s: float, *, body: bytes | None = None
-    ) -> ActOutcome:
-        """``POST /act``: the decoded reply, or a Fault; cancelled after `deadline_s`.
-
-        `body` is `request` already encoded, if the caller has it.
-        """
+    async def act(self, request: ActRequest, deadline_s: float) -> ActOutcome:
+        """``POST /act``: the decoded reply, or a Fault; cancelled after `deadline_s`."""
         return await self.act_bytes(
-            ENCODER.encode(request) if body is None else body,
-            request.request_id,
-            request.turn,
-            deadline_s,
+            ENCODER.encode(request), request.request_id, request.turn, deadline_s
         )
 
     async def act_bytes(

@@ -91,11 +91,12 @@ def _docker_module() -> Any:
 
 
 def _client(client: DockerClient | None) -> DockerClient:
+    """`client`, else the process's checked one (DockerUnavailable says what to do)."""
     if client is not None:
         return client
-    docker_mod = _docker_module()
+    from .container import docker_client
 
-    return docker_mod.from_env()
+    return docker_client()
 
 
 # --------------------------------------------------------- the file list
@@ -193,21 +194,14 @@ def python_root(extra_packages: Iterable[str] = (), *, libraries: bool = True,
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     exe = Path(sys.executable).resolve()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    purelib = Path(sysconfig.get_paths()["purelib"])
     entries: dict[str, Path | bytes] = {}
     entries[f"usr/local/bin/python{version}"] = exe
     for f in _stdlib_files(stdlib):
         entries[f"usr/local/lib/python{version}/{f.relative_to(stdlib)}"] = f
     for rel, f in _package_files((*PACKAGES, *extra_packages)).items():
         entries[f"usr/local/lib/python{version}/site-packages/{rel}"] = f
-    del purelib
-    elves = [p for p in entries.values() if isinstance(p, Path) and (p.suffix == ".so" or p == exe)]
-    for lib in (_needed_libs(elves) if libraries else ()):
-        real = lib.resolve()
-        if str(lib).startswith(sys.base_prefix) or "libpython" in lib.name:
-            entries[f"usr/local/lib/{lib.name}"] = real
-        else:
-            entries[str(lib).lstrip("/")] = real
+    if libraries:
+        add_libraries(entries)
     entries["etc/passwd"] = _PASSWD
     entries["etc/group"] = _GROUP
     changes = [
@@ -219,6 +213,19 @@ def python_root(extra_packages: Iterable[str] = (), *, libraries: bool = True,
         'CMD ["python3"]',
     ]
     return entries, changes
+
+
+def add_libraries(entries: dict[str, Path | bytes]) -> None:
+    """Add the shared libraries the interpreter and the extension modules in
+    `entries` need (what ``python_root(libraries=True)`` adds)."""
+    exe = Path(sys.executable).resolve()
+    elves = [p for p in entries.values() if isinstance(p, Path) and (p.suffix == ".so" or p == exe)]
+    for lib in _needed_libs(elves):
+        real = lib.resolve()
+        if str(lib).startswith(sys.base_prefix) or "libpython" in lib.name:
+            entries[f"usr/local/lib/{lib.name}"] = real
+        else:
+            entries[str(lib).lstrip("/")] = real
 
 
 def _fingerprint(
@@ -329,7 +336,7 @@ def build_base_image(client: DockerClient | None = None, *, tag: str = BASE_IMAG
     inputs = _fingerprint(entries, [sys.version, *changes])
     if not force and (found := _existing(client, tag, inputs)):
         return found
-    entries, changes = python_root()
+    add_libraries(entries)  # the stdlib and packages are not walked again
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     symlinks = {"usr/local/bin/python3": f"python{version}", "usr/local/bin/python": f"python{version}"}
     return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], symlinks, log)
