@@ -125,7 +125,10 @@ def load_league(path: str | Path) -> League:
     return parse_league(text, str(p))
 
 
-def parse_league(text: str, filename: str = "league.toml") -> League:
+def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool = False) -> League:
+    """Parse and check a league file's text. `bots_to_come`: more bots join
+    later (the classroom service's teams), so having none yet, or fewer than a
+    table's seats, is not an error."""
     lines = TomlLines(text)
     try:
         data = tomllib.loads(text)
@@ -154,7 +157,7 @@ def parse_league(text: str, filename: str = "league.toml") -> League:
         ) from None
     league.path = str(Path(filename).resolve())
     _merge_limits(league, data, filename, lines)
-    check_league(league, filename, lines)
+    check_league(league, filename, lines, bots_to_come=bots_to_come)
     return league
 
 
@@ -172,8 +175,11 @@ def _merge_limits(league: League, data: dict[str, Any], filename: str, lines: To
                               f"[[bots]] #{i + 1} 'limits': {e}") from None
 
 
-def check_league(league: League, filename: str, lines: TomlLines) -> None:
-    """The checks a type cannot express, each naming its key and line."""
+def check_league(
+    league: League, filename: str, lines: TomlLines, *, bots_to_come: bool = False
+) -> None:
+    """The checks a type cannot express, each naming its key and line
+    (`bots_to_come`: as in :func:`parse_league`)."""
 
     def fail(where: tuple[str | int, ...], key: str | None, message: str) -> None:
         raise LeagueError(f"{filename}:{lines.line_of(where, key)}: {_describe(where, key)}{message}")
@@ -198,7 +204,7 @@ def check_league(league: League, filename: str, lines: TomlLines) -> None:
         fail(("faults",), "strikes", f"must be at least 1, got {league.faults.strikes}")
     for key, message in check_limits(league.containers):
         fail(("containers",), key, message)
-    if not league.bots:
+    if not league.bots and not bots_to_come:
         fail((), None, "no bots: add [[bots]] tables with a name and a url, command or image")
     seen: dict[str, int] = {}
     for i, b in enumerate(league.bots):
@@ -233,7 +239,7 @@ def check_league(league: League, filename: str, lines: TomlLines) -> None:
                 fail(where, "command", "must not be empty")
             if not any("{port}" in part for part in b.command):
                 fail(where, "command", "must contain {port}: the referee picks the port")
-    if len(league.bots) < t.table_size:
+    if len(league.bots) < t.table_size and not bots_to_come:
         fail(("tournament",), "table_size",
              f"{t.table_size} seats per table but only {len(league.bots)} bots")
 

@@ -407,7 +407,7 @@ def _prospective(db: ServiceDB, comp: Competition) -> list[Standing]:
         league = check_league_text(comp.league_toml)
     except LeagueError:
         return []
-    names = [b.name for b in league.bots if not b.name.startswith("__team_slot_")]
+    names = [b.name for b in league.bots]
     names += [t.name for t in db.teams(comp.id) if db.latest_submission(t.id) is not None]
     return Table(names, league.ratings, series=league.rules.scoring).standings()
 
@@ -431,8 +431,8 @@ async def competition_data(app: web.Application, comp: Competition, run: Run | N
         data["standings"] = _prospective(db, comp)
         return data
     snap = await _snapshot(app, run)
-    games = await asyncio.to_thread(games_list, run.out_dir)
-    data.update(run=_run_dict(run), games=snap.games, standings=snap.standings, recent_games=games[-12:])
+    recent = await asyncio.to_thread(games_list, run.out_dir, None, 12)
+    data.update(run=_run_dict(run), games=snap.games, standings=snap.standings, recent_games=recent)
     return data
 
 

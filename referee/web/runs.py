@@ -33,11 +33,6 @@ from ..tournament.runner import DB_NAME, Interrupted, Tournament
 from ..tournament.store import Store
 from .db import Run, ServiceDB, Submission, Team
 
-#: Bots added to a league text to check it before any team has submitted
-#: (a table seats at most 6).
-_SLOT = "__team_slot_{}__"
-_SLOTS = 6
-
 
 def containers_enabled() -> bool:
     """Image submissions are accepted when the container bots module exists."""
@@ -47,25 +42,14 @@ def containers_enabled() -> bool:
         return False
 
 
-def _with_slots(text: str) -> str:
-    slots = "".join(
-        f'\n[[bots]]\nname = "{_SLOT.format(i)}"\nurl = "http://127.0.0.1:9"\n' for i in range(_SLOTS)
-    )
-    return text.rstrip("\n") + "\n" + slots
-
-
 def check_league_text(text: str, filename: str = "league.toml") -> League:
     """Parse and check a competition's league text, teams' bots still to come.
     Raises :class:`LeagueError` naming the line."""
-    league = parse_league(_with_slots(text), filename)
-    for b in league.bots:
-        if b.name.startswith("__team_slot_") and b.url != "http://127.0.0.1:9":
-            raise LeagueError(f"{filename}: bot names starting with '__team_slot_' are reserved")
-    return league
+    return parse_league(text, filename, bots_to_come=True)
 
 
 def house_bots(text: str) -> list[str]:
-    return [b.name for b in check_league_text(text).bots if not b.name.startswith("__team_slot_")]
+    return [b.name for b in check_league_text(text).bots]
 
 
 def team_entry(team: Team, sub: Submission) -> BotEntry:
@@ -76,8 +60,7 @@ def team_entry(team: Team, sub: Submission) -> BotEntry:
 
 def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str) -> League:
     """The league a run plays: the competition's league with the teams' bots."""
-    league = parse_league(_with_slots(text), filename)
-    league.bots = [b for b in league.bots if not b.name.startswith("__team_slot_")]
+    league = parse_league(text, filename, bots_to_come=True)
     league.bots += [team_entry(t, s) for t, s in teams]
     check_league(league, filename, TomlLines(text))
     return league
@@ -212,16 +195,22 @@ def snapshot(out_dir: str | Path, league: League) -> Snapshot:
     return Snapshot(games=games, standings=table.standings(), history=table.history)
 
 
-def games_list(out_dir: str | Path, bot: str | None = None) -> list[dict[str, Any]]:
+def games_list(
+    out_dir: str | Path, bot: str | None = None, last: int | None = None
+) -> list[dict[str, Any]]:
+    """The recorded games in schedule order (those `bot` played in; the `last`
+    ones only), as the pages and the API show them."""
     path = Path(out_dir) / DB_NAME
     if not path.exists():
         return []
     out = []
+    query = ("SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified,"
+             " replay, finished_at, game_id FROM games")
     with Store(path) as store:
-        rows = store.db.execute(
-            "SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified, replay,"
-            " finished_at, game_id FROM games ORDER BY idx"
-        ).fetchall()
+        if last is not None and bot is None:
+            rows = store.db.execute(query + " ORDER BY idx DESC LIMIT ?", (last,)).fetchall()[::-1]
+        else:
+            rows = store.db.execute(query + " ORDER BY idx").fetchall()
         faults: dict[int, int] = {}
         for idx, n in store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx"):
             faults[int(idx)] = int(n)
