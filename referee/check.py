@@ -18,8 +18,9 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import (
     APIVERSION,
-    ActRequest,
     Action,
+    ActRequest,
+    Fault,
     GameEnd,
     GameStart,
     Play,
@@ -35,9 +36,9 @@ from referee.bots import (
     Clock,
     HttpBot,
 )
+from referee.bots.http import INFO_SHAPE
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.match import latency_stats
-
 
 
 class CheckLine(NamedTuple):
@@ -186,10 +187,6 @@ def _act_request(
     )
 
 
-_INFO_SHAPE = (
-    f'{{"apiversion": "{APIVERSION}", "name": ..., "author": ..., "version": ...}}'
-)
-
 
 async def run_checks(
     url: str, *, secret: str | None = None, timeouts: Timeouts | None = None
@@ -209,7 +206,7 @@ async def run_checks(
             lines.append(CheckLine(False, "GET /", str(e), "start the bot, and check the URL"))
             return lines
         except BotError as e:
-            fix = f"serve GET / with 200 and {_INFO_SHAPE}"
+            fix = f"serve GET / with 200 and {INFO_SHAPE}"
             lines.append(CheckLine(False, "GET /", str(e), fix))
             return lines
         who = f"{info.name!r} {info.version} by {info.author or '?'}, protocol {info.apiversion}"
@@ -224,17 +221,7 @@ async def run_checks(
             rules=Rules(),
             timeouts=timeouts,
         )
-        fault = await bot.start(start, clock.start_s)
-        lines.append(
-            CheckLine(True, "POST /start", "answered 2xx in time")
-            if fault is None
-            else CheckLine(
-                False,
-                "POST /start",
-                f"{fault.kind}: {fault.detail}",
-                f"answer POST /start with any 2xx within {timeouts.start_ms} ms",
-            )
-        )
+        lines.append(_notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms))
 
         # POST /act on scripted positions
         positions = scenarios()
@@ -319,18 +306,16 @@ async def run_checks(
             faults=[],
             points=[0, 12],
         )
-        fault = await bot.end(end, clock.end_s)
-        lines.append(
-            CheckLine(True, "POST /end", "answered 2xx in time")
-            if fault is None
-            else CheckLine(
-                False,
-                "POST /end",
-                f"{fault.kind}: {fault.detail}",
-                f"answer POST /end with any 2xx within {timeouts.end_ms} ms",
-            )
-        )
+        lines.append(_notified("/end", await bot.end(end, clock.end_s), timeouts.end_ms))
     return lines
+
+
+def _notified(call: str, fault: Fault | None, limit_ms: int) -> CheckLine:
+    """The line for a /start or /end call."""
+    if fault is None:
+        return CheckLine(True, f"POST {call}", "answered 2xx in time")
+    return CheckLine(False, f"POST {call}", f"{fault.kind}: {fault.detail}",
+                     f"answer POST {call} with any 2xx within {limit_ms} ms")
 
 
 

@@ -50,6 +50,9 @@ DEFAULT_CONNECTIONS: Final = 4
 # Longest piece of bot-controlled text (an HTTP reason phrase) put into a detail.
 _SNIPPET: Final = 80
 
+#: What ``GET /`` must answer, for error messages.
+INFO_SHAPE: Final = f'{{"apiversion": "{APIVERSION}", "name": ..., "author": ..., "version": ...}}'
+
 # Errors that may mean a kept-alive connection had been closed by the bot just
 # as the request went out: the request is sent once more, on a new connection.
 _STALE: Final = (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError)
@@ -279,7 +282,7 @@ class HttpBot(ActsOnBytes):
         if status != 200:
             raise BotError(
                 f"{where}: GET / answered HTTP {status} {_clip(reason)}; it must answer 200 "
-                f'with {{"apiversion": "{APIVERSION}", "name": ..., "author": ..., "version": ...}}'
+                f"with {INFO_SHAPE}"
             )
         try:
             info = decode_bot_info(data)
