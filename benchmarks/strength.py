@@ -44,7 +44,6 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from protocol import (  # noqa: E402
     APIVERSION,
     ActRequest,
-    Action,
     GameEnd,
     GameStart,
     Rules,
@@ -53,6 +52,7 @@ from protocol import (  # noqa: E402
     encode,
 )
 from referee.game import ActionError, new_game, view  # noqa: E402
+from sample_bots.sdk import checked_decision  # noqa: E402
 
 __all__ = [
     "BOTS",
@@ -130,27 +130,15 @@ class GameRecord:
     moves: list[int]
 
 
-def _call(fn: Callable[[Any], Any], arg: Any, loop: asyncio.AbstractEventLoop | None) -> Any:
+def _call(fn: Callable[[Any], Any], arg: Any) -> Any:
     result = fn(arg)
     if inspect.isawaitable(result):
-        if loop is None:
-            return asyncio.run(_await(result))
-        return loop.run_until_complete(_await(result))
+        return asyncio.run(_await(result))
     return result
 
 
 async def _await(x: Any) -> Any:
     return await x
-
-
-def _resolve(decision: object, legal: list[Action]) -> Action | None:
-    if isinstance(decision, bool):
-        return None
-    if isinstance(decision, int):
-        return legal[decision] if 0 <= decision < len(legal) else None
-    if decision is None:
-        return None
-    return decision  # type: ignore[return-value]
 
 
 def play_game(
@@ -172,7 +160,7 @@ def play_game(
         hook = getattr(p, "on_start", None)
         if hook is not None:
             _call(hook, GameStart(apiversion=APIVERSION, game_id=gid, seat=seat,
-                                  players=names, rules=rules, timeouts=timeouts), None)
+                                  players=names, rules=rules, timeouts=timeouts))
     since = [0] * n
     illegal = [0] * n
     late = [0] * n
@@ -194,13 +182,13 @@ def play_game(
             if wire:
                 request = decode_act_request(encode(request))
             t0 = time.perf_counter()
-            decision = _call(players[seat].decide, request, None)
+            decision = checked_decision(_call(players[seat].decide, request), request)
             ms = (time.perf_counter() - t0) * 1000
             moves[seat] += 1
             max_ms[seat] = max(max_ms[seat], ms)
             if ms > deadline_ms:
                 late[seat] += 1
-            action = _resolve(decision, legal)
+            action = legal[decision] if isinstance(decision, int) else decision
             if action is None:
                 illegal[seat] += 1
                 action = legal[0]
@@ -215,7 +203,7 @@ def play_game(
         if hook is not None:
             _call(hook, GameEnd(game_id=gid, seat=seat, places=result.places,
                                 adjudicated=result.adjudicated, disqualified=result.disqualified,
-                                faults=[], points=result.points), None)
+                                faults=[], points=result.points))
     return GameRecord(result.places, result.adjudicated, result.turns, illegal, late,
                       [round(x, 1) for x in max_ms], moves)
 

@@ -77,6 +77,7 @@ __all__ = [
     "EndHook",
     "StartHook",
     "arg_parser",
+    "checked_decision",
     "deadline_guard_s",
     "make_app",
     "run_bot",
@@ -217,7 +218,7 @@ async def _end(request: web.Request) -> web.Response:
     return await _notice(request, decode_game_end, request.app[_BOT].on_end, "on_end")
 
 
-def _checked(decision: object, act: ActRequest) -> Decision | None:
+def checked_decision(decision: object, act: ActRequest) -> Decision | None:
     """The decision if it is usable (an Action, or an index into legal), else None."""
     if isinstance(decision, bool):  # bool is an int: refuse True/False as an index
         return None
@@ -244,7 +245,7 @@ async def _decide(app: web.Application, bot: _Bot, act: ActRequest) -> Decision:
     except Exception:
         log.warning("%s: decide raised; answering index 0", where, exc_info=True)
         return 0
-    checked = _checked(decision, act)
+    checked = checked_decision(decision, act)
     if checked is None:
         log.warning("%s: decide returned %r, neither an Action nor an index into legal (0..%d);"
                     " answering index 0", where, decision, len(act.legal) - 1)

@@ -190,7 +190,6 @@ class Searcher:
         self.budget = budget  # scales time_budget_s (for experiments)
         self.memory = GameMemory()
         self.tactics = Tactics()
-        self._rngs: dict[str, random.Random] = {}
         #: (worlds, candidates, candidates left) of the last searches, for experiments.
         self.stats: deque[tuple[int, int, int]] = deque(maxlen=1000)
 
@@ -199,16 +198,12 @@ class Searcher:
 
     def on_end(self, end: GameEnd) -> None:
         self.memory.end(end.game_id)
-        self._rngs.pop(end.game_id, None)
 
-    def _rng(self, game_id: str) -> random.Random:
-        rng = self._rngs.get(game_id)
-        if rng is None:
-            seed = None if self.seed is None else f"{self.seed}/{game_id}"
-            rng = self._rngs[game_id] = random.Random(seed)
-            while len(self._rngs) > self.memory.limit:
-                del self._rngs[next(iter(self._rngs))]
-        return rng
+    def _rng(self, game_id: str, game: Game) -> random.Random:
+        """The game's random stream (kept, and dropped, with the game's memory)."""
+        if game.rng is None:
+            game.rng = random.Random(None if self.seed is None else f"{self.seed}/{game_id}")
+        return game.rng
 
     def decide(self, request: ActRequest) -> int:
         t0 = time.perf_counter()
@@ -260,7 +255,7 @@ class Searcher:
         legal = request.legal
         seat = request.seat
         view = request.state
-        rng = self._rng(request.game_id)
+        rng = self._rng(request.game_id, game)
         k = len(candidates)
         scores: list[list[float]] = [[] for _ in range(k)]
         alive = list(range(k))

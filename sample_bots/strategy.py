@@ -25,12 +25,14 @@ the attack on a player likely to pick up ~3, the free draw ~1.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from protocol import (
+    CLEAR_RANKS,
     Action,
     ChooseUp,
     Draw,
@@ -65,14 +67,12 @@ __all__ = [
     "setup_score",
 ]
 
-CLEAR: Final = 11  # rank of "C"
-CLEAR1: Final = 12  # rank of "C+1"
-CLEAR2: Final = 13  # rank of "C+2"
+CLEAR: Final = CLEAR_RANKS["C"]
+CLEAR1: Final = CLEAR_RANKS["C+1"]
+CLEAR2: Final = CLEAR_RANKS["C+2"]
 
-
-def rank(card: str) -> int:
-    """1..10 for a number card, 11/12/13 for C/C+1/C+2."""
-    return card_rank(card)
+#: 1..10 for a number card, 11/12/13 for C/C+1/C+2.
+rank = card_rank
 
 
 def is_clear(card: str) -> bool:
@@ -361,7 +361,7 @@ class Tactics:
             if state.phase == "sabotage":
                 return self.sabotage(state, legal)
             return self.colour_run(state, legal)
-        if all(isinstance(a, Flip) for a in legal):
+        if equivalent_flips(legal):
             return 0  # 3DOWN slots are all alike: nobody knows them
         if any(isinstance(a, Draw) for a in legal) and self.wants_draw(state, legal):
             return next(i for i, a in enumerate(legal) if isinstance(a, Draw))
@@ -519,6 +519,8 @@ class Game:
     rules: Rules
     tracker: Tracker
     started: bool  # False: no /start was seen, the rules are the defaults
+    #: A bot's own per-game random stream (the searcher's worlds), made on first use.
+    rng: random.Random | None = None
 
 
 class GameMemory:
