@@ -136,17 +136,15 @@ def read(path: str | os.PathLike[str]) -> ReplayRecord:
 Observer = Callable[[GameState, RequestLine], None]
 
 
-def rerun(
-    record: ReplayRecord, observe: Observer | None = None, *, check_result: bool = True
-) -> GameResult:
+def rerun(record: ReplayRecord, observe: Observer | None = None) -> GameResult:
     """Deal the game again and play the recorded actions; the engine's result.
 
     Every request's state is rebuilt with :func:`referee.game.view` and its
     hash compared with the record. `observe(state, line)` is called before each
     request is settled, with the state the request was built from (during
-    set-up: the state before any seat's choice). With `check_result`, the
-    result must equal the recorded one. Raises :class:`ReplayMismatch` at the
-    first difference.
+    set-up: the state before any seat's choice). The result must equal the
+    recorded one, if any. Raises :class:`ReplayMismatch` at the first
+    difference.
     """
     header = record.header
     state = new_game(header.rules, header.names, random.Random(header.seed))
@@ -201,7 +199,7 @@ def rerun(
         )
     result = state.result()
     recorded = record.result
-    if check_result and recorded is not None:
+    if recorded is not None:
         mine = (result.places, result.adjudicated, result.disqualified, result.points, result.turns)
         theirs = (
             recorded.places,
