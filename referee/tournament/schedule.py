@@ -15,6 +15,7 @@ games one after the other.
 from __future__ import annotations
 
 import hashlib
+import math
 from itertools import combinations
 
 import msgspec
@@ -39,6 +40,12 @@ def deal_seed(seed: int, round_: int, meeting: int, rotation: int) -> int:
     deal does not depend on the order games are played in."""
     digest = hashlib.sha256(f"3up3down:{seed}:{round_}:{meeting}:{rotation}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def schedule_size(bots: int, table_size: int, rounds: int) -> int:
+    """How many games :func:`make_schedule` lists: every meeting of
+    `table_size` of the `bots`, in every seat rotation, every round."""
+    return math.comb(bots, table_size) * table_size * rounds
 
 
 def make_schedule(

@@ -260,7 +260,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
     teams' latest bots, or (``resume``) the last run again. The run and the
     league to play; :class:`StartError` when it cannot start."""
-    from ..tournament.schedule import make_schedule
+    from ..tournament.schedule import schedule_size
 
     comp = db.competition(cid)
     if comp is None:
@@ -287,7 +287,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
     except LeagueError as e:
         raise StartError(409, f"cannot start: {e}") from None
     t = league.tournament
-    total = len(make_schedule([b.name for b in league.bots], t.table_size, t.rounds, t.duplicate, t.seed))
+    total = schedule_size(len(league.bots), t.table_size, t.rounds)
     run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total)
     if isinstance(run, str):
         raise StartError(409, run)

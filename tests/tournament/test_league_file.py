@@ -143,3 +143,11 @@ def test_D3_tournaments_rotate_seats_so_every_bot_starts_equally_often(bots: int
         assert len(seatings) == size
         for seat in range(size):
             assert len({s[seat] for s in seatings}) == size  # each bot in each seat once
+
+
+@pytest.mark.parametrize("bots, size, rounds", [(5, 4, 2), (4, 2, 1), (3, 3, 3), (6, 3, 1)])
+def test_schedule_size_counts_the_schedule(bots: int, size: int, rounds: int) -> None:
+    from referee.tournament.schedule import make_schedule, schedule_size
+
+    names = [f"b{i}" for i in range(bots)]
+    assert schedule_size(bots, size, rounds) == len(make_schedule(names, size, rounds, True, 1))
