@@ -38,7 +38,8 @@ from referee.bots import (
 )
 from referee.bots.http import INFO_SHAPE
 from referee.game import ActionError, GameState, layout, new_game, view
-from referee.match import latency_stats
+from referee.record import latency_stats
+from referee.report import describe
 
 
 class CheckLine(NamedTuple):
@@ -137,17 +138,6 @@ def scenarios() -> list[Scenario]:
     return out
 
 
-def _describe_action(action: Action) -> str:
-    fields = msgspec.to_builtins(action)
-    kind = fields.pop("type")
-    rest = " ".join(
-        " ".join(v) if isinstance(v, list | tuple) else f"{k}={v}"
-        for k, v in fields.items()
-        if v is not None
-    )
-    return f"{kind} {rest}".strip()
-
-
 def _verdict(
     outcome: ActOutcome, legal: Sequence[Action], state: GameState, seat: int, move_ms: int
 ) -> tuple[bool, str, str]:
@@ -167,8 +157,8 @@ def _verdict(
     try:
         state.copy().apply(action, seat)
     except ActionError as e:
-        return False, f"illegal: {_describe_action(action)}: {e}", _FIXES["illegal"]
-    return True, f"{_describe_action(action)} ({_ms(outcome.latency_ms)} ms)", ""
+        return False, f"illegal: {describe(action)}: {e}", _FIXES["illegal"]
+    return True, f"{describe(action)} ({_ms(outcome.latency_ms)} ms)", ""
 
 
 def _act_request(
@@ -306,7 +296,7 @@ async def run_checks(
             faults=[],
             points=[0, 12],
         )
-        lines.append(_notified("/end", await bot.end(end, clock.end_s), timeouts.end_ms))
+        lines.append(_notified("/end", await bot.end(end, clock.end_s, 0), timeouts.end_ms))
     return lines
 
 

@@ -31,18 +31,15 @@ from protocol.messages import (
     Rules,
     Timeouts,
 )
-from referee.bots import (
-    Bot,
-    BotError,
-    CommandBot,
-    HttpBot,
-    make_session,
-)
+from referee.bots import Bot, BotError, CommandBot, make_session
+from referee.bots.factory import BotFactory, parse_spec
 from referee.check import CheckLine, run_checks
 from referee.config import ConfigError, load_toml_struct
-from referee.match import FaultPolicy, MatchResult, play_match
+from referee.match import play_match
+from referee.record import FaultPolicy, MatchResult
+from referee.report import format_h2h, format_result, format_table
 
-__all__ = ["main", "make_bot", "format_result"]
+__all__ = ["main", "make_bot"]
 
 
 #: Options shared by the commands that talk to bots.
@@ -80,38 +77,13 @@ def make_bot(
     session: aiohttp.ClientSession | None,
     log_dir: Path,
     secret: str | None = None,
+    param_hint: str = "--bot",
 ) -> Bot:
-    """A transport for a bot SPEC: URL, ``unix:/path``, or ``cmd:COMMAND``."""
-    if spec.startswith("cmd:"):
-        command = shlex.split(spec[len("cmd:") :])
-        if not command:
-            raise click.BadParameter(f"{spec!r}: no command after 'cmd:'", param_hint="--bot")
-        if not any("{port}" in part for part in command):
-            raise click.BadParameter(
-                f"{spec!r}: the command must say where the port goes, as {{port}} "
-                "(it is also in the PORT environment variable)",
-                param_hint="--bot",
-            )
-        return CommandBot(command, log_dir=log_dir, session=session, secret=secret)
-    if spec.startswith("unix:"):
-        return HttpBot(spec, secret=secret)
-    if spec.startswith(("http://", "https://")):
-        try:
-            return HttpBot(spec, session=session, secret=secret)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--bot") from None
-    raise click.BadParameter(
-        f"{spec!r}: a bot is a URL (http://127.0.0.1:8001), unix:/path/to.sock, or "
-        "cmd:COMMAND with {port} (cmd:python -m sample_bots.random --port {port})",
-        param_hint="--bot",
-    )
-
-
-async def _ready(bot: Bot) -> None:
-    if isinstance(bot, CommandBot):
-        await bot.launch()
-    else:
-        await bot.handshake()
+    """The transport for a bot SPEC (:func:`referee.bots.factory.parse_spec`)."""
+    try:
+        return BotFactory(log_dir=log_dir, session=session).make(parse_spec(spec, secret=secret))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=param_hint) from None
 
 
 # -------------------------------------------------------------------- match
@@ -222,7 +194,7 @@ async def _match(
             bot = make_bot(spec, session=session, log_dir=log_dir, secret=secret)
             stack.push_async_callback(bot.close)
             bots.append(bot)
-        ready = await asyncio.gather(*(_ready(b) for b in bots), return_exceptions=True)
+        ready = await asyncio.gather(*(b.handshake() for b in bots), return_exceptions=True)
         problems = [
             f"seat {seat} ({spec}): {outcome}"
             for seat, (spec, outcome) in enumerate(zip(specs, ready))
@@ -236,54 +208,6 @@ async def _match(
         return await play_match(
             bots, seed, rules=rules, timeouts=timeouts, policy=policy, replay=replay_path
         )
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
-
-
-def format_result(result: MatchResult) -> str:
-    """The result as a table, then the faults."""
-    lines = [
-        f"game {result.game_id}  seed {result.seed}  turns {result.turns}"
-        + ("  (adjudicated at the turn limit)" if result.adjudicated else "")
-    ]
-    header = ("seat", "name", "place", "points", "faults", "", "acts", "p50 ms", "p95 ms", "max ms")
-    rows: list[tuple[str, ...]] = []
-    for seat, name in enumerate(result.names):
-        stats = result.latency[seat]
-        rows.append(
-            (
-                str(seat),
-                name,
-                str(result.places[seat]),
-                str(result.points[seat]),
-                str(len(result.faults[seat])),
-                "disqualified" if seat in result.disqualified else "",
-                str(stats.count),
-                _ms(stats.p50_ms),
-                _ms(stats.p95_ms),
-                _ms(stats.max_ms),
-            )
-        )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    right = {2, 3, 4, 6, 7, 8, 9}
-    for row in [header, *rows]:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ]
-        lines.append("  ".join(cells).rstrip())
-    faults = [(seat, f) for seat, fs in enumerate(result.faults) for f in fs]
-    if faults:
-        lines.append("faults:")
-        for seat, f in faults:
-            over = f" (+{f.overrun_ms:.1f} ms)" if f.overrun_ms is not None else ""
-            lines.append(
-                f"  seat {seat} {result.names[seat]}, turn {f.turn}: {f.kind}{over}: {f.detail}"
-            )
-    else:
-        lines.append("no faults")
-    return "\n".join(lines)
 
 
 @main.command()
@@ -308,18 +232,14 @@ def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> N
     timeouts = Timeouts(move_ms=move_ms)
     if url.startswith("cmd:"):
         logs = _logs(log_dir)
-        try:
-            bot = make_bot(url, session=None, log_dir=logs, secret=secret)
-        except click.BadParameter as e:
-            e.param_hint = "URL"
-            raise
+        bot = make_bot(url, session=None, log_dir=logs, secret=secret, param_hint="URL")
         assert isinstance(bot, CommandBot)
         click.echo(f"starting {url[len('cmd:'):]}")
         lines = asyncio.run(_check_command(bot, secret, timeouts))
         where = f"the bot's stdout and stderr: {bot.stdout_path}, {bot.stderr_path}"
     else:
         try:
-            HttpBot(url)
+            parse_spec(url)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="URL") from None
         click.echo(f"checking {url}")
@@ -404,17 +324,12 @@ def tournament(
         RayExecutor,
     )
     from referee.tournament.league import LeagueError, load_league
-    from referee.tournament.runner import (
-        Interrupted,
-        Tournament,
-        format_h2h,
-        format_table,
-    )
+    from referee.tournament.runner import Interrupted, Tournament
 
     try:
         league = load_league(league_file)
         if executor == "ray" and address is not None:
-            local_only = [b.name for b in league.bots if b.url is None]
+            local_only = [b.name for b in league.bots if b.started_here]
             if local_only:
                 raise LeagueError(
                     f"{league_file}: --executor ray on a remote cluster reaches bots by URL only; "
@@ -457,12 +372,7 @@ def tournament(
 def standings(out: Path, as_json: bool) -> None:
     """Print the standings of the tournament whose output folder is OUT."""
     from referee.tournament.league import LeagueError
-    from referee.tournament.runner import (
-        format_h2h,
-        format_table,
-        load_h2h,
-        load_standings,
-    )
+    from referee.tournament.runner import load_h2h, load_standings
 
     try:
         rows = load_standings(out)

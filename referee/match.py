@@ -15,8 +15,8 @@ bots), and answered by the :class:`FaultPolicy`: a strike and the safe default
 action, or disqualification after too many strikes (RULES §7). Nothing a bot
 does makes :func:`play_match` raise.
 
-Every game also yields a replay record (:class:`ReplayRecord`; written and
-re-run by :mod:`referee.replay`): the header with the seed, one line per
+Every game also yields a replay record (:class:`~referee.record.ReplayRecord`;
+written and re-run by :mod:`referee.replay`): the header with the seed, one line per
 request with the hash of the state sent, the action applied and the fault, the
 disqualifications and the result.
 """
@@ -24,14 +24,12 @@ disqualifications and the result.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import math
 import os
 import random
 import secrets
 from collections.abc import Awaitable, Sequence
-from typing import Final, Literal, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -53,52 +51,26 @@ from referee.bots.base import ActOutcome, Bot
 from referee.bots.clock import Clock
 from referee.game import ActionError, GameState, new_game, view_bytes
 from referee.game.cards import INT as _CARD_INT
+from referee.record import (
+    By,
+    DisqualifiedLine,
+    FaultPolicy,
+    MatchResult,
+    NoticeLine,
+    ReplayHeader,
+    ReplayRecord,
+    RequestLine,
+    apply_step,
+    latency_stats,
+    state_hash,
+)
+from referee.replay import write as write_replay
 
-__all__ = [
-    "FORMAT_VERSION",
-    "DisqualifiedLine",
-    "FaultPolicy",
-    "LatencyStats",
-    "Match",
-    "MatchResult",
-    "NoticeLine",
-    "ReplayHeader",
-    "ReplayRecord",
-    "RequestLine",
-    "apply_step",
-    "default_action",
-    "latency_stats",
-    "play_match",
-    "public_detail",
-    "state_hash",
-]
+__all__ = ["Match", "default_action", "play_match"]
 
 log = logging.getLogger(__name__)
 
-#: Version of the replay record format (:class:`ReplayHeader`.format).
-FORMAT_VERSION: Final = 1
-
-
 # ------------------------------------------------------------------ policy
-
-
-class FaultPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """What a fault costs a bot (RULES §7; the ``[faults]`` table of a league file).
-
-    Every fault is a strike and the seat plays the safe default action
-    (:func:`default_action`) instead. `strikes`: a bot is disqualified at its
-    N-th strike in one game (0 or less: never). `forfeit_on_first`:
-    disqualified at its first fault.
-    """
-
-    strikes: int = 3
-    forfeit_on_first: bool = False
-
-    def disqualifies(self, strikes: int) -> bool:
-        """Whether a bot with `strikes` strikes in this game is out."""
-        if self.forfeit_on_first:
-            return strikes >= 1
-        return self.strikes > 0 and strikes >= self.strikes
 
 
 def default_action(legal: Sequence[Action]) -> Action:
@@ -130,178 +102,6 @@ def default_action(legal: Sequence[Action]) -> Action:
 def _rank(card: str) -> int:
     code = _CARD_INT.get(card)
     return code >> 3 if code is not None else 99
-
-
-#: The text of a ``fault`` event, by kind. Other bots see it; the bot's own
-#: text (a reason phrase, an engine message about its cards) never leaves the
-#: referee's records and the bot's own GameEnd.
-_PUBLIC: Final = {
-    "timeout": "no reply in time",
-    "http_status": "not an HTTP 200 reply",
-    "bad_json": "not a valid reply",
-    "too_large": "reply over the size cap",
-    "wrong_request_id": "reply for another request",
-    "illegal": "illegal action",
-    "connection": "connection failed",
-}
-
-
-def public_detail(fault: Fault) -> str:
-    """The detail shown to every seat in the ``fault`` event of `fault`."""
-    return _PUBLIC.get(fault.kind, "fault")
-
-
-def _dq_reason(policy: FaultPolicy, strikes: int, fault: Fault) -> str:
-    if policy.forfeit_on_first:
-        return f"forfeit on the first fault ({fault.kind})"
-    return f"{strikes} faults (last: {fault.kind})"
-
-
-# ------------------------------------------------------------------ result
-
-
-class LatencyStats(msgspec.Struct, kw_only=True):
-    """Round-trip times of one bot's ``/act`` requests in a game, in ms (faults included)."""
-
-    count: int = 0
-    p50_ms: float = 0.0
-    p95_ms: float = 0.0
-    max_ms: float = 0.0
-
-
-def latency_stats(values: Sequence[float]) -> LatencyStats:
-    """Nearest-rank p50 and p95, and the maximum, of `values` (ms)."""
-    if not values:
-        return LatencyStats()
-    ordered = sorted(values)
-    n = len(ordered)
-
-    def pick(q: float) -> float:
-        return round(ordered[max(0, math.ceil(q * n) - 1)], 3)
-
-    return LatencyStats(count=n, p50_ms=pick(0.50), p95_ms=pick(0.95), max_ms=round(ordered[-1], 3))
-
-
-class MatchResult(msgspec.Struct, kw_only=True):
-    """The outcome of one game, by seat.
-
-    `places` (1 = winner, shared places possible), `adjudicated`,
-    `disqualified` (in order), `points` and `turns` are the engine's
-    :class:`~referee.game.GameResult`. `faults`: every fault of each seat,
-    ``/start`` and ``/end`` included (their detail starts with the call);
-    `strikes`: the faults that counted under the policy (``/act`` only).
-    `latency`: each seat's ``/act`` round trips; `latencies_ms` the raw
-    values (for percentiles over many games).
-    """
-
-    game_id: str
-    seed: int
-    names: list[str]
-    places: list[int]
-    adjudicated: bool
-    disqualified: list[int]
-    points: list[int]
-    turns: int
-    faults: list[list[Fault]]
-    strikes: list[int]
-    latency: list[LatencyStats]
-    latencies_ms: list[list[float]] = msgspec.field(default_factory=list)
-
-
-# ---------------------------------------------------------- replay record
-
-By = Literal["bot", "default", "none", "skipped"]
-
-
-class ReplayHeader(msgspec.Struct, kw_only=True, tag_field="type", tag="header"):
-    """First line of a replay: everything needed to deal the game again."""
-
-    format: int = FORMAT_VERSION
-    referee: str
-    game_id: str
-    seed: int
-    names: list[str]
-    rules: Rules
-    timeouts: Timeouts
-    policy: FaultPolicy
-
-
-class RequestLine(msgspec.Struct, kw_only=True, tag_field="type", tag="request"):
-    """One ``/act`` request and what came of it.
-
-    `batch` numbers the rounds of requests (the set-up requests of all seats
-    share one). `state_sha256`: SHA-256 of the JSON of the ``state`` sent.
-    `action`: the action applied for the seat; `by`: "bot" (its own),
-    "default" (the fault policy's), "none" (disqualified instead) or
-    "skipped" (the game ended before this reply was used). `fault`: the
-    fault, if any.
-    """
-
-    batch: int
-    seat: int
-    turn: int
-    request_id: str
-    state_sha256: str
-    action: Action | None
-    by: By
-    fault: Fault | None = None
-    latency_ms: float = 0.0
-
-
-class DisqualifiedLine(msgspec.Struct, kw_only=True, tag_field="type", tag="disqualified"):
-    """A seat disqualified after the request `request_id`; `reason` as shown to the table."""
-
-    seat: int
-    turn: int
-    request_id: str
-    reason: str
-
-
-class NoticeLine(msgspec.Struct, kw_only=True, tag_field="type", tag="notice"):
-    """A ``/start`` or ``/end`` fault: recorded, costs no strike, does not touch the game."""
-
-    seat: int
-    call: str
-    fault: Fault
-
-
-class ResultLine(msgspec.Struct, kw_only=True, tag_field="type", tag="result"):
-    """Last line of a replay."""
-
-    result: MatchResult
-
-
-Line = ReplayHeader | RequestLine | DisqualifiedLine | NoticeLine | ResultLine
-
-
-class ReplayRecord(msgspec.Struct, kw_only=True):
-    """A game's replay record in memory: header, body lines in order, result."""
-
-    header: ReplayHeader
-    lines: list[RequestLine | DisqualifiedLine | NoticeLine] = msgspec.field(
-        default_factory=list
-    )
-    result: MatchResult | None = None
-
-
-def state_hash(encoded_state: bytes) -> str:
-    """The hash recorded for a state sent to a bot."""
-    return hashlib.sha256(encoded_state).hexdigest()
-
-
-def apply_step(
-    state: GameState, seat: int, action: Action | None, fault: Fault | None, dq_reason: str | None
-) -> None:
-    """Apply the settled outcome of one request: the fault event, then the
-    disqualification or the action. :func:`play_match` and
-    :func:`referee.replay.rerun` both go through here, so their event logs
-    (and the views built from them) are the same."""
-    if fault is not None:
-        state.note_fault(seat, fault.kind, public_detail(fault))
-    if dq_reason is not None:
-        state.disqualify(seat, dq_reason)
-    elif action is not None:
-        state.apply(action, seat)
 
 
 # ------------------------------------------------------------------- match
@@ -539,7 +339,7 @@ class Match:
                 self.faults[seat].append(fault)
                 self.strikes[seat] += 1
                 if self.policy.disqualifies(self.strikes[seat]):
-                    dq_reason = _dq_reason(self.policy, self.strikes[seat], fault)
+                    dq_reason = self.policy.reason(self.strikes[seat], fault)
                     by = "none"
                 else:
                     action = default_action(legal)
@@ -599,7 +399,7 @@ class Match:
             timeouts=self.timeouts,
         )
         sent = self.bots[seat].start(message, self.clocks[seat].start_s)
-        return await self._notify(seat, "start", sent, 0)
+        return await self._notify(seat, "start", sent)
 
     async def _end(self, seat: int, result: MatchResult) -> Fault | None:
         message = GameEnd(
@@ -612,22 +412,19 @@ class Match:
             faults=list(self.faults[seat]),
             points=result.points,
         )
-        sent = self.bots[seat].end(message, self.clocks[seat].end_s)
+        sent = self.bots[seat].end(message, self.clocks[seat].end_s, result.turns)
         return await self._notify(seat, "end", sent, result.turns)
 
     async def _notify(
-        self, seat: int, call: str, sent: Awaitable[Fault | None], turn: int
+        self, seat: int, call: str, sent: Awaitable[Fault | None], turn: int = 0
     ) -> Fault | None:
-        """The fault of a /start or /end call, dated `turn` (the transports do
-        not know the game's turn); a transport's bug is a connection fault."""
+        """The fault of a /start or /end call (the transport dates it); a
+        transport's bug is a connection fault dated `turn`."""
         try:
-            fault = await sent
+            return await sent
         except Exception as e:
             log.exception("transport of seat %d raised", seat)
             return Fault(kind="connection", turn=turn, detail=f"POST /{call}: transport error: {e}")
-        if fault is not None:
-            fault.turn = turn
-        return fault
 
     def _notice(self, seat: int, call: str, fault: Fault) -> None:
         self.faults[seat].append(fault)
@@ -661,7 +458,5 @@ async def play_match(
     )
     result = await match.play()
     if replay is not None:
-        from referee.replay import write
-
-        write(match.record, replay)
+        write_replay(match.record, replay)
     return result

@@ -1,4 +1,4 @@
-"""Replay records: one gzip-compressed JSON-lines file per game.
+"""Replay files: one gzip-compressed JSON-lines file per game, and what they show.
 
 Line 1 is the header (format and referee versions, rules, seed, names,
 timeouts, fault policy, game id); then one line per ``/act`` request (seat,
@@ -7,11 +7,14 @@ it was the bot's or the default, the fault, the latency), a line per
 disqualification right after the request that caused it, a line per
 ``/start`` or ``/end`` fault; the last line is the result. Every line is a
 JSON object whose ``type`` says which (``header``, ``request``,
-``disqualified``, ``notice``, ``result``).
+``disqualified``, ``notice``, ``result``). The line Structs are in
+:mod:`referee.record`.
 
 :func:`rerun` deals the game again from the seed and plays the recorded
 actions through the engine, checking the hash of every state a bot was sent:
-the record is enough to re-run the game exactly, and proves what each bot saw.
+the record is enough to re-run the game exactly, and proves what each bot
+saw. :func:`frames` is the replay viewer's data, built on the same reading
+(:func:`referee.record.steps`).
 """
 
 from __future__ import annotations
@@ -19,39 +22,37 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import zlib
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
 from protocol.codec import ENCODER
-from referee.game import GameResult, GameState, new_game, view
+from referee.game import GameResult, GameState, events, full_view, new_game, view
 
-from .match import (
+from .record import (
     FORMAT_VERSION,
     DisqualifiedLine,
     Line,
     MatchResult,
     NoticeLine,
+    ReplayError,
     ReplayHeader,
+    ReplayMismatch,
     ReplayRecord,
     RequestLine,
     ResultLine,
-    apply_step,
-    state_hash,
+    steps,
 )
+from .report import describe
 
 __all__ = [
-    "FORMAT_VERSION",
-    "DisqualifiedLine",
-    "NoticeLine",
     "ReplayError",
-    "ReplayHeader",
     "ReplayMismatch",
-    "ReplayRecord",
-    "RequestLine",
-    "ResultLine",
+    "compress",
     "dumps",
+    "frames",
     "loads",
     "read",
     "rerun",
@@ -59,14 +60,6 @@ __all__ = [
 ]
 
 _LINE_DECODER: Final = msgspec.json.Decoder(Line)
-
-
-class ReplayError(ValueError):
-    """A replay file that cannot be read: the message says where and why."""
-
-
-class ReplayMismatch(ReplayError):
-    """Re-running a record did not reproduce it (another engine, or a changed record)."""
 
 
 def dumps(record: ReplayRecord) -> bytes:
@@ -124,13 +117,19 @@ def write(record: ReplayRecord, path: str | os.PathLike[str]) -> None:
 
 
 def read(path: str | os.PathLike[str]) -> ReplayRecord:
-    """Read a record written by :func:`write`. Raises :class:`ReplayError`."""
+    """Read a record: gzip-compressed (as :func:`write` makes them) or plain
+    JSON lines. Raises :class:`ReplayError`."""
+    source = os.fspath(path)
     try:
-        with gzip.open(path, "rb") as f:
+        with open(path, "rb") as f:
             data = f.read()
-    except (OSError, EOFError) as e:
-        raise ReplayError(f"{os.fspath(path)}: cannot read the replay: {e}") from None
-    return loads(data, os.fspath(path))
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except OSError as e:
+        raise ReplayError(f"{source}: cannot read the replay: {e.strerror or e}") from None
+    except (EOFError, zlib.error) as e:
+        raise ReplayError(f"{source}: cannot read the replay: {e}") from None
+    return loads(data, source)
 
 
 Observer = Callable[[GameState, RequestLine], None]
@@ -140,74 +139,73 @@ def rerun(record: ReplayRecord, observe: Observer | None = None) -> GameResult:
     """Deal the game again and play the recorded actions; the engine's result.
 
     Every request's state is rebuilt with :func:`referee.game.view` and its
-    hash compared with the record. `observe(state, line)` is called before each
-    request is settled, with the state the request was built from (during
-    set-up: the state before any seat's choice). The result must equal the
-    recorded one, if any. Raises :class:`ReplayMismatch` at the first
-    difference.
+    hash compared with the record. `observe(state, line)` is called for each
+    request with the state the request was built from (during set-up: the
+    state before any seat's choice). The result must equal the recorded one,
+    if any. Raises :class:`ReplayMismatch` at the first difference.
     """
-    header = record.header
-    state = new_game(header.rules, header.names, random.Random(header.seed))
-    n = len(header.names)
-    since = [0] * n
-    requests: list[tuple[RequestLine, str | None]] = []
-    for line in record.lines:
-        if isinstance(line, RequestLine):
-            requests.append((line, None))
-        elif isinstance(line, DisqualifiedLine):
-            if not requests or requests[-1][0].request_id != line.request_id:
-                raise ReplayMismatch(
-                    f"disqualification of seat {line.seat} does not follow its request "
-                    f"{line.request_id}"
-                )
-            requests[-1] = (requests[-1][0], line.reason)
+    state: GameState | None = None
+    for step in steps(record, keep_sent=observe is not None):
+        if observe is not None:
+            assert step.sent is not None
+            observe(step.sent, step.line)
+        state = step.state
+    if state is None:  # pragma: no cover - every game has its set-up requests
+        header = record.header
+        state = new_game(header.rules, header.names, random.Random(header.seed))
+    return state.result()
 
-    i = 0
-    while not state.over:
-        seats = state.to_move()
-        batch = requests[i : i + len(seats)]
-        got = [line.seat for line, _ in batch]
-        if got != seats:
-            where = batch[0][0].request_id if batch else "the end of the record"
-            raise ReplayMismatch(
-                f"at {where}: the engine asks seats {seats}, the record has {got}"
-            )
-        snapshot = state.copy() if observe is not None and len(seats) > 1 else state
-        for line, _ in batch:
-            digest = state_hash(ENCODER.encode(view(state, line.seat, since[line.seat])))
-            since[line.seat] = len(state.events)
-            if digest != line.state_sha256:
-                raise ReplayMismatch(
-                    f"request {line.request_id} (seat {line.seat}, turn {line.turn}): the "
-                    "state rebuilt from the seed differs from the state that was sent"
-                )
-        for line, reason in batch:
-            if observe is not None:
-                observe(snapshot, line)
-            if line.by == "skipped":
-                continue
-            if state.over:
-                raise ReplayMismatch(f"request {line.request_id}: the game was over already")
-            try:
-                apply_step(state, line.seat, line.action, line.fault, reason)
-            except ValueError as e:
-                raise ReplayMismatch(f"request {line.request_id}: {e}") from None
-        i += len(seats)
-    if i != len(requests):
-        raise ReplayMismatch(
-            f"the game ended after {i} requests; the record has {len(requests)}"
-        )
-    result = state.result()
-    recorded = record.result
-    if recorded is not None:
-        mine = (result.places, result.adjudicated, result.disqualified, result.points, result.turns)
-        theirs = (
-            recorded.places,
-            recorded.adjudicated,
-            recorded.disqualified,
-            recorded.points,
-            recorded.turns,
-        )
-        if mine != theirs:
-            raise ReplayMismatch(f"re-run result {result} differs from the recorded {recorded}")
-    return result
+
+# ------------------------------------------------------------- the viewer
+
+
+def _seat_view(state: GameState, seat: int) -> dict[str, Any]:
+    v = msgspec.to_builtins(view(state, seat, len(state.events)))
+    assert isinstance(v, dict)
+    v.pop("events", None)
+    return v
+
+
+def _frame(state: GameState, since: int, label: str, seat: int | None, by: str | None,
+           fault: str | None) -> dict[str, Any]:
+    return {
+        "label": label,
+        "seat": seat,
+        "by": by,
+        "fault": fault,
+        "full": full_view(state),
+        "views": [_seat_view(state, s) for s in range(state.n)],
+        "events": msgspec.to_builtins(events(state, None, since)),
+    }
+
+
+def frames(record: ReplayRecord) -> dict[str, Any]:
+    """The replay viewer's data for a record: the game's header, its result
+    and one frame per step (the deal first): the full state, what each seat
+    could see, and the step's public events. Raises :class:`ReplayMismatch`
+    when the record does not re-run."""
+    header = record.header
+    names = header.names
+    deal = new_game(header.rules, names, random.Random(header.seed))
+    out = [_frame(deal, 0, "the deal", None, None, None)]
+    for step in steps(record):
+        line, reason = step.line, step.dq_reason
+        if line.by == "skipped":
+            continue
+        who = f"{names[line.seat]} (seat {line.seat})"
+        if reason is not None:
+            label = f"{who} is disqualified: {reason}"
+        else:
+            label = f"{who}: {describe(line.action)}"
+            if line.by == "default":
+                label += " (default move)"
+        fault = f"{line.fault.kind}: {line.fault.detail}" if line.fault is not None else None
+        out.append(_frame(step.state, step.since, label, line.seat, line.by, fault))
+    return {
+        "game_id": header.game_id,
+        "seed": header.seed,
+        "names": names,
+        "rules": msgspec.to_builtins(header.rules),
+        "result": msgspec.to_builtins(record.result) if record.result is not None else None,
+        "frames": out,
+    }

@@ -7,7 +7,7 @@
 All of them satisfy :class:`Bot`, the interface the match runner uses.
 """
 
-from .base import ActOutcome, Bot, BotError, BotUnreachable
+from .base import ActOutcome, Bot, BotError, BotUnreachable, Endpoint
 from .clock import HANDSHAKE_S, Clock, MoveBudget
 from .http import DEFAULT_CONNECTIONS, DEFAULT_MAX_BODY, HttpBot, describe, make_session
 from .process import CommandBot, free_port
@@ -21,6 +21,7 @@ __all__ = [
     "BotError",
     "BotUnreachable",
     "Clock",
+    "Endpoint",
     "CommandBot",
     "HttpBot",
     "MoveBudget",

@@ -9,7 +9,7 @@ reached is not in the game at all.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -44,6 +44,13 @@ class ActOutcome(msgspec.Struct, kw_only=True):
     latency_ms: float
 
 
+class Endpoint(NamedTuple):
+    """A bot's address for another process: its URL and its secret."""
+
+    url: str
+    secret: str | None
+
+
 @runtime_checkable
 class Bot(Protocol):
     """A bot as the match runner sees it (HTTP, a local process, later a container)."""
@@ -73,8 +80,16 @@ class Bot(Protocol):
         body straight from the engine without an ActRequest in between."""
         ...
 
-    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
-        """``POST /end``; a Fault when the bot does not answer 2xx in time."""
+    async def end(self, message: GameEnd, timeout_s: float, turn: int) -> Fault | None:
+        """``POST /end``; a Fault (dated `turn`, the game's last) when the bot
+        does not answer 2xx in time."""
+        ...
+
+    async def endpoint(self) -> Endpoint:
+        """Where another process on this host (a Ray worker) reaches the bot:
+        its URL (``unix:/path`` for a socket) and secret. A bot the referee
+        starts is started again first if it has died. Raises
+        :class:`BotError` when it cannot be started."""
         ...
 
     async def close(self) -> None:

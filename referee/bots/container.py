@@ -74,6 +74,7 @@ __all__ = [
     "docker_client",
     "find_containers",
     "image_exists",
+    "not_found",
     "parse_size",
 ]
 
@@ -177,25 +178,27 @@ class DockerUnavailable(BotError):
     """No Docker daemon answers (or the ``docker`` package is missing)."""
 
 
-_CLIENT: Any = None
+#: One checked client per DOCKER_HOST value.
+_CLIENTS: dict[str, Any] = {}
 _CLIENT_LOCK = threading.Lock()
 
 
 def docker_client() -> DockerClient:
-    """The process's Docker client (``docker.from_env()``: ``DOCKER_HOST`` or
-    the local socket), checked with a ping; blocking. Raises
-    :class:`DockerUnavailable` saying what to do."""
-    global _CLIENT
+    """The process's Docker client for the daemon ``DOCKER_HOST`` names (or
+    the local socket), made by ``docker.from_env()`` and checked with a ping
+    once per address; blocking. Raises :class:`DockerUnavailable` saying what
+    to do."""
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     with _CLIENT_LOCK:
-        if _CLIENT is not None:
-            return _CLIENT
+        cached = _CLIENTS.get(where)
+        if cached is not None:
+            return cached
         try:
             docker_mod = _docker_module()
         except ImportError:
             raise DockerUnavailable(
                 "the docker package is not installed: pip install 'referee[containers]'"
             ) from None
-        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         try:
             client = docker_mod.from_env(timeout=30)
             client.ping()
@@ -204,15 +207,8 @@ def docker_client() -> DockerClient:
                 f"no Docker daemon answers at {where} ({_short(e)}): start it (dockerd, or "
                 "systemctl start docker) or point DOCKER_HOST at it"
             ) from None
-        _CLIENT = client
+        _CLIENTS[where] = client
         return client
-
-
-def reset_client() -> None:
-    """Forget the cached client (after ``DOCKER_HOST`` changed; tests)."""
-    global _CLIENT
-    with _CLIENT_LOCK:
-        _CLIENT = None
 
 
 def _short(error: BaseException) -> str:
@@ -233,7 +229,7 @@ def image_exists(image: str, client: DockerClient | None = None) -> bool:
     return True
 
 
-def _not_found(image: str) -> str:
+def not_found(image: str) -> str:
     return (
         f"image {image!r} is not on this machine (the referee never pulls): build it "
         f"(docker build -t {image} .) or load it (docker load -i bot.tar) first; "
@@ -394,10 +390,6 @@ class ContainerBot(ManagedBot):
         return f"unix:{self.socket_path}" if self._container is not None else None
 
     @property
-    def container_id(self) -> str | None:
-        return str(self._container.id) if self._container is not None else None
-
-    @property
     def container_name(self) -> str | None:
         return str(self._container.name) if self._container is not None else None
 
@@ -516,10 +508,10 @@ class ContainerBot(ManagedBot):
                                      config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}),
             )
         except docker_mod.errors.ImageNotFound:
-            raise BotError(_not_found(self.image)) from None
+            raise BotError(not_found(self.image)) from None
         except docker_mod.errors.APIError as e:
             if e.status_code == 404 and "image" in str(e.explanation or "").lower():
-                raise BotError(_not_found(self.image)) from None
+                raise BotError(not_found(self.image)) from None
             raise BotError(f"Docker could not create a container from {self.image!r}: "
                            f"{e.explanation or e}") from None
         except docker_mod.errors.DockerException as e:
@@ -634,42 +626,3 @@ class ContainerBot(ManagedBot):
         if why is None:
             return fault
         return msgspec.structs.replace(fault, detail=f"{fault.detail} ({why})")
-
-
-# ------------------------------------------------------ league integration
-
-
-def league_container_bot(
-    name: str,
-    image: str,
-    *,
-    out_dir: str | os.PathLike[str],
-    limits: ContainerLimits,
-    tournament: str = "",
-    secret: str | None = None,
-    command: Sequence[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> ContainerBot:
-    """The :class:`ContainerBot` of a league's image bot (labelled with the
-    tournament's name as ``referee.tournament``)."""
-    return ContainerBot(
-        image, out_dir=out_dir, name=name, limits=limits, secret=secret, command=command,
-        env=env or None, labels={"referee.tournament": tournament} if tournament else None,
-    )
-
-
-async def prepare_league_image(name: str, image: str, out_dir: str | os.PathLike[str]) -> list[str]:
-    """Before a league's image bot starts: check the daemon and the image, and
-    remove the containers of this bot left in `out_dir` by a referee that
-    crashed (their names). Raises :class:`BotError` saying what to do."""
-
-    def check() -> list[str]:
-        client = docker_client()
-        if not image_exists(image, client):
-            raise BotError(_not_found(image))
-        return cleanup_containers(
-            {"referee.out": str(Path(out_dir).resolve()), "referee.bot": name},
-            orphans_only=True, client=client,
-        )
-
-    return await asyncio.to_thread(check)

@@ -30,7 +30,7 @@ from protocol.messages import APIVERSION, BotInfo, Fault, GameEnd, GameStart
 from protocol.signing import HEADER, sign
 from referee import version
 
-from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, display_name
+from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, Endpoint, display_name
 from .clock import HANDSHAKE_S
 from .deadline import deadline
 
@@ -296,8 +296,9 @@ class HttpBot(ActsOnBytes):
         self.info = info
         return info
 
-    async def _notify(self, path: str, body: bytes, timeout_s: float) -> Fault | None:
-        """POST a /start or /end message: any 2xx will do, the body is ignored."""
+    async def _notify(self, path: str, body: bytes, timeout_s: float, turn: int) -> Fault | None:
+        """POST a /start or /end message: any 2xx will do, the body is ignored.
+        A fault is dated `turn` (0 for /start, the game's last turn for /end)."""
         start = time.perf_counter()
         try:
             async with deadline(timeout_s):
@@ -308,27 +309,31 @@ class HttpBot(ActsOnBytes):
             elapsed = (time.perf_counter() - start) * 1000
             return Fault(
                 kind="timeout",
-                turn=0,
+                turn=turn,
                 detail=f"POST /{path}: no answer within {timeout_s * 1000:.0f} ms",
                 overrun_ms=round(max(0.0, elapsed - timeout_s * 1000), 3),
             )
         except _TooLarge:
             return None  # the body is ignored anyway; the connection is closed
         except Exception as e:
-            return Fault(kind="connection", turn=0, detail=f"POST /{path}: {describe(e)}")
+            return Fault(kind="connection", turn=turn, detail=f"POST /{path}: {describe(e)}")
         if not 200 <= status < 300:
             return Fault(
                 kind="http_status",
-                turn=0,
+                turn=turn,
                 detail=f"POST /{path} answered HTTP {status} {_clip(reason)}; it must answer 2xx",
             )
         return None
 
     async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
-        return await self._notify("start", ENCODER.encode(message), timeout_s)
+        return await self._notify("start", ENCODER.encode(message), timeout_s, 0)
 
-    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
-        return await self._notify("end", ENCODER.encode(message), timeout_s)
+    async def end(self, message: GameEnd, timeout_s: float, turn: int) -> Fault | None:
+        return await self._notify("end", ENCODER.encode(message), timeout_s, turn)
+
+    async def endpoint(self) -> Endpoint:
+        return Endpoint(f"unix:{self.unix_socket}" if self.unix_socket else self.url,
+                        self.secret.decode() if isinstance(self.secret, bytes) else self.secret)
 
     async def act_bytes(
         self, body: bytes, request_id: str, turn: int, deadline_s: float

@@ -16,7 +16,7 @@ from typing import Self
 
 from protocol.messages import BotInfo, Fault, GameEnd, GameStart
 
-from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, display_name
+from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, Endpoint, display_name
 from .clock import HANDSHAKE_S
 from .http import HttpBot
 
@@ -167,8 +167,13 @@ class ManagedBot(ActsOnBytes):
             outcome.fault = await self._explain(outcome.fault)
         return outcome
 
-    async def end(self, message: GameEnd, timeout_s: float) -> Fault | None:
+    async def end(self, message: GameEnd, timeout_s: float, turn: int) -> Fault | None:
         http = self._http
         if http is None or not self._attached():
-            return Fault(kind="connection", turn=0, detail=f"POST /end: {self._not_running()}")
-        return await self._explain(await http.end(message, timeout_s))
+            return Fault(kind="connection", turn=turn, detail=f"POST /end: {self._not_running()}")
+        return await self._explain(await http.end(message, timeout_s, turn))
+
+    async def endpoint(self) -> Endpoint:
+        await self.ensure_running()
+        assert self._http is not None
+        return await self._http.endpoint()

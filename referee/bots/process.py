@@ -122,8 +122,16 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+#: Program names that mean the referee's own interpreter.
+_OWN_PYTHON: Final = frozenset({"python", "python3"})
+
+
 class CommandBot(ManagedBot):
     """A bot started from `command` (a list; ``{port}`` is replaced by the port).
+
+    ``python`` or ``python3`` as the program is the referee's own interpreter
+    (the one with this project and its SDK installed), wherever the command
+    comes from; any other program is looked up on ``PATH`` as usual.
 
     `log_dir` receives ``<label>.stdout.log`` and ``<label>.stderr.log``
     (appended to across restarts, each start marked by a ``--- <time> start``
@@ -156,6 +164,8 @@ class CommandBot(ManagedBot):
         if not command:
             raise ValueError("a command bot needs a command")
         self.command = list(command)
+        if self.command[0] in _OWN_PYTHON:
+            self.command[0] = sys.executable
         self.log_dir = Path(log_dir)
         self.secret = secret
         self.host = host

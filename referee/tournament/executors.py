@@ -25,7 +25,8 @@ import msgspec
 from protocol.messages import Rules, Timeouts
 
 from ..bots.base import Bot
-from ..match import FaultPolicy, Match, MatchResult
+from ..match import Match
+from ..record import FaultPolicy, MatchResult
 from ..replay import compress
 
 log = logging.getLogger("referee.tournament")

@@ -22,8 +22,9 @@ import msgspec
 from protocol.messages import Rules, Timeouts
 
 from ..bots.container import ContainerLimits, check_limits
+from ..bots.factory import BotSpec
 from ..config import find_unknown_key
-from ..match import FaultPolicy
+from ..record import FaultPolicy
 
 
 class LeagueError(ValueError):
@@ -59,32 +60,8 @@ class Ratings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     draw_probability: float = 0.10
 
 
-class BotEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    name: str
-    #: A bot already running: its base URL (``http://127.0.0.1:8001`` or
-    #: ``unix:/path/to.sock``).
-    url: str | None = None
-    #: A bot the referee starts: the command as a list; ``{port}`` is replaced
-    #: by a free port the referee picks.
-    command: list[str] | None = None
-    #: A bot submitted as a container image (``name:tag``), run sandboxed with
-    #: no network; it serves HTTP on the unix socket ``$BOT_UNIX``. With an
-    #: image, `command` (optional) replaces the image's CMD and ``{unix}`` in
-    #: it is replaced by the socket path.
-    image: str | None = None
-    #: Shared secret: every request carries its HMAC signature.
-    secret: str | None = None
-    #: Command bots: start a fresh process for every game (no memory carried
-    #: from one duplicate game to the next) instead of one for the league.
-    fresh_process: bool = False
-    #: Working directory of a command bot (relative to the league file).
-    cwd: str | None = None
-    #: Extra environment variables of a command or image bot.
-    env: dict[str, str] = msgspec.field(default_factory=dict)
-    #: Image bots: the container's limits. In a league file, the keys given
-    #: here override the league's ``[containers]`` table (the loader stores
-    #: the merged result); None: the league's limits as they are.
-    limits: ContainerLimits | None = None
+#: A league file's ``[[bots]]`` entry is a :class:`~referee.bots.factory.BotSpec`.
+BotEntry = BotSpec
 
 
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -93,13 +70,13 @@ class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
     faults: FaultPolicy = msgspec.field(default_factory=FaultPolicy)
     ratings: Ratings = msgspec.field(default_factory=Ratings)
-    bots: list[BotEntry] = msgspec.field(default_factory=list)
+    bots: list[BotSpec] = msgspec.field(default_factory=list)
     #: Limits of every image bot (each bot's ``limits`` override them).
     containers: ContainerLimits = msgspec.field(default_factory=ContainerLimits)
     #: Where the file was read from (set by the loader).
     path: str = ""
 
-    def limits_for(self, entry: BotEntry) -> ContainerLimits:
+    def limits_for(self, entry: BotSpec) -> ContainerLimits:
         """The limits an image bot runs with: its own, else the league's."""
         return entry.limits if entry.limits is not None else self.containers
 

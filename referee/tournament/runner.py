@@ -22,15 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import aiohttp
 import msgspec
 
 from ..bots.base import Bot, BotError
-from ..bots.http import HttpBot, make_session
-from ..bots.process import CommandBot
-from ..match import MatchResult
+from ..bots.factory import BotFactory, BotSpec
+from ..bots.http import make_session
+from ..record import MatchResult
+from ..report import Progress
 from .executors import Executor, GameJob, LocalExecutor
-from .league import BotEntry, League, LeagueError
+from .league import League, LeagueError
 from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
 from .schedule import GameSpec, make_schedule
 from .store import Store
@@ -52,43 +52,6 @@ def league_fingerprint(league: League) -> str:
         "ratings": league.ratings, "bots": [b.name for b in league.bots],
     }
     return hashlib.sha256(msgspec.json.encode(data, order="deterministic")).hexdigest()
-
-
-class Progress:
-    """Games done, rate and ETA on stderr: one updating line on a terminal,
-    a line every 10 s otherwise."""
-
-    def __init__(self, total: int, done: int, stream: IO[str] | None = None, enabled: bool = True) -> None:
-        self.total = total
-        self.start_done = done
-        self.done = done
-        self.t0 = time.monotonic()
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.last = 0.0
-
-    def update(self, done: int, force: bool = False) -> None:
-        self.done = done
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if not force and not self.tty and now - self.last < 10:
-            return
-        self.last = now
-        elapsed = max(now - self.t0, 1e-9)
-        rate = (done - self.start_done) / elapsed
-        left = self.total - done
-        eta = f"{int(left / rate) // 60}:{int(left / rate) % 60:02d}" if rate > 0 else "?"
-        width = 30
-        filled = int(width * done / self.total) if self.total else width
-        bar = "#" * filled + "-" * (width - filled)
-        line = f"[{bar}] {done}/{self.total} games  {rate:.1f} games/s  ETA {eta}"
-        if self.tty:
-            self.stream.write("\r" + line + ("\n" if done >= self.total else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
 
 class Tournament:
@@ -121,7 +84,7 @@ class Tournament:
         self._entries = {b.name: b for b in league.bots}
         self._stopping = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._session: aiohttp.ClientSession | None = None
+        self._factory: BotFactory | None = None
         #: Games played by :meth:`run` and the seconds they took (bots started).
         self.played = 0
         self.play_seconds = 0.0
@@ -158,34 +121,22 @@ class Tournament:
         store.set_meta("total_games", str(len(self.schedule)))
         return store
 
-    async def _start_bots(self, session: aiohttp.ClientSession, store: Store) -> None:
+    async def _start_bots(self, store: Store) -> None:
         """Reach or start every bot before any game; a bot that cannot be used
         stops the tournament here with a message naming it."""
-        async def one(i: int, entry: BotEntry) -> None:
-            where = f"[[bots]] #{i + 1} {entry.name!r}"
-            bot: Bot
-            spec: object
-            if entry.image is not None:
-                from ..bots.container import prepare_league_image
+        factory = self._factory
+        assert factory is not None
 
-                try:
-                    strays = await prepare_league_image(entry.name, entry.image, self.out)
-                except BotError as e:
-                    raise LeagueError(f"{where}: {e}") from None
-                if strays:
-                    self.log(f"{where}: removed {len(strays)} container(s) left by a crashed run: "
-                             + ", ".join(strays))
-                bot = self._container_bot(entry)
-                kind, spec = "image", entry.image
-            elif entry.url is not None:
-                unix = entry.url.startswith("unix:")
-                bot = HttpBot(entry.url, name=entry.name, secret=entry.secret,
-                              session=None if unix else session)
-                kind, spec = "url", entry.url
-            else:
-                assert entry.command is not None
-                bot = self._command_bot(entry, session)
-                kind, spec = "command", entry.command
+        async def one(i: int, entry: BotSpec) -> None:
+            where = f"[[bots]] #{i + 1} {entry.name!r}"
+            try:
+                strays = await factory.prepare(entry)
+            except BotError as e:
+                raise LeagueError(f"{where}: {e}") from None
+            if strays:
+                self.log(f"{where}: removed {len(strays)} container(s) left by a crashed run: "
+                         + ", ".join(strays))
+            bot = factory.make(entry)
             try:
                 info = await bot.handshake()
             except BotError as e:
@@ -194,7 +145,7 @@ class Tournament:
             if entry.fresh_process:
                 await bot.close()  # each game starts its own
             self.bots[entry.name] = bot
-            store.put_bot(entry.name, kind, spec, msgspec.to_builtins(info))
+            store.put_bot(entry.name, entry.kind, entry.target, msgspec.to_builtins(info))
 
         results = await asyncio.gather(
             *(one(i, e) for i, e in enumerate(self.league.bots)), return_exceptions=True
@@ -203,28 +154,6 @@ class Tournament:
         if errors:
             await self._close_bots()
             raise errors[0]
-
-    def _container_bot(self, entry: BotEntry) -> Bot:
-        """A container bot for `entry` (an ``image`` bot) in this tournament."""
-        from ..bots.container import league_container_bot
-
-        assert entry.image is not None
-        return league_container_bot(
-            entry.name, entry.image, out_dir=self.out, limits=self.league.limits_for(entry),
-            tournament=self.league.tournament.name, secret=entry.secret,
-            command=entry.command, env=entry.env,
-        )
-
-    def _command_bot(self, entry: BotEntry, session: aiohttp.ClientSession) -> CommandBot:
-        """A command bot; ``python``/``python3`` as the program means the
-        referee's own interpreter (the one with this project installed)."""
-        base = Path(self.league.path).parent if self.league.path else Path.cwd()
-        cwd = (base / entry.cwd) if entry.cwd else base
-        command = list(entry.command or [])
-        if command and command[0] in ("python", "python3"):
-            command[0] = sys.executable
-        return CommandBot(command, log_dir=self.out / "logs", name=entry.name, secret=entry.secret,
-                          session=session, env=entry.env or None, cwd=cwd)
 
     async def _close_bots(self) -> None:
         await asyncio.gather(*(b.close() for b in self.bots.values()), return_exceptions=True)
@@ -238,9 +167,16 @@ class Tournament:
             todo = [g for g in self.schedule if g.index not in done]
             if self.resume and done:
                 self.log(f"resuming: {len(done)} of {len(self.schedule)} games recorded, {len(todo)} to play")
-            session = self._session = make_session(connections_per_bot=max(8, self.concurrency * 2))
+            session = make_session(connections_per_bot=max(8, self.concurrency * 2))
+            league = self.league
+            self._factory = BotFactory(
+                log_dir=self.out / "logs",
+                base_dir=Path(league.path).parent if league.path else Path.cwd(),
+                session=session, out_dir=self.out, limits=league.containers,
+                labels={"referee.tournament": league.tournament.name},
+            )
             try:
-                await self._start_bots(session, store)
+                await self._start_bots(store)
                 if self.replays:  # only once every bot is ready: a league that stops leaves none
                     (self.out / "replays").mkdir(exist_ok=True)
                 t0 = time.perf_counter()
@@ -279,6 +215,7 @@ class Tournament:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
+            progress.close()
             for sig in handled:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
@@ -310,12 +247,9 @@ class Tournament:
             bots: list[Bot] = []
             for name in spec.seats:
                 entry = self._entries[name]
-                if entry.fresh_process and entry.image is not None:
-                    bot: Bot = self._container_bot(entry)
-                    fresh.append(bot)
-                elif entry.fresh_process and entry.command is not None:
-                    assert self._session is not None
-                    bot = self._command_bot(entry, self._session)
+                if entry.fresh_process and entry.started_here:
+                    assert self._factory is not None
+                    bot = self._factory.make(entry)
                     fresh.append(bot)
                 else:
                     bot = self.bots[name]
@@ -335,24 +269,15 @@ class Tournament:
             semaphore.release()
 
     async def _job(self, spec: GameSpec, bots: list[Bot]) -> GameJob:
-        """The game as an executor gets it. Remote workers reach bots by URL:
-        command bots are (re)started here first."""
+        """The game as an executor gets it. Workers in other processes reach
+        bots by URL: bots the referee starts are (re)started here first."""
         urls: list[str] = []
         secrets: list[str | None] = []
         if self.executor.name != "local":
             for bot in bots:
-                if isinstance(bot, CommandBot):
-                    await bot.ensure_running()
-                    url = bot.url
-                elif isinstance(bot, HttpBot):
-                    url = f"unix:{bot.unix_socket}" if bot.unix_socket else bot.url
-                else:
-                    url = getattr(bot, "url", None)
-                if not url:
-                    raise LeagueError(f"bot {bot.name!r} has no URL a remote worker could reach")
+                url, secret = await bot.endpoint()
                 urls.append(url)
-                secret = getattr(bot, "secret", None)
-                secrets.append(secret.decode() if isinstance(secret, bytes) else secret)
+                secrets.append(secret)
         league = self.league
         return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets,
                        rules=league.rules, timeouts=league.timeouts, policy=league.faults,
@@ -424,40 +349,6 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
     (out / "head_to_head.json").write_text(
         json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n"
     )
-
-
-def format_table(standings: list[Standing]) -> str:
-    series = any(s.points is not None for s in standings)  # V4 [D14]: ranked by points
-    head = f"{'#':>2}  {'bot':<16} {'mu':>6} {'sigma':>6} {'mu-3s':>7} {'games':>5} {'wins':>5} " \
-           f"{'avg pl':>6} {'faults':>6} {'p50 ms':>7} {'p95 ms':>7}" + (f" {'points':>7}" if series else "")
-    lines = [head, "-" * len(head)]
-    for s in standings:
-        lines.append(
-            f"{s.rank:>2}  {s.bot[:16]:<16} {s.mu:>6.2f} {s.sigma:>6.2f} {s.score:>7.2f} {s.games:>5} "
-            f"{s.wins:>5} {s.avg_place:>6.2f} {sum(s.faults.values()):>6} "
-            f"{_ms(s.latency_p50_ms):>7} {_ms(s.latency_p95_ms):>7}"
-            + (f" {s.points:>7}" if series else "")
-        )
-    return "\n".join(lines)
-
-
-def format_h2h(bots: list[str], h2h: list[Any]) -> str:
-    """Win rate of the row bot against the column bot, with the 95% interval."""
-    cells = {(h.bot, h.opponent): h for h in h2h}
-    width = max(12, *(len(b) for b in bots)) if bots else 12
-    lines = ["head to head (row vs column: win rate [95% interval])",
-             " " * (width + 1) + " ".join(f"{b[:17]:>17}" for b in bots)]
-    for a in bots:
-        row = [f"{a[:width]:<{width}}"]
-        for b in bots:
-            h = cells.get((a, b))
-            row.append(f"{'-':>17}" if h is None else f"{h.rate:>5.2f} [{h.low:.2f},{h.high:.2f}]".rjust(17))
-        lines.append(" ".join(row))
-    return "\n".join(lines)
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}"
 
 
 def load_standings(out: Path) -> list[Standing]:

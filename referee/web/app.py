@@ -39,7 +39,7 @@ from .runs import (
     replay_path,
     snapshot,
 )
-from .viewer import frames, read_replay
+from ..replay import frames, read as read_replay
 
 # ----------------------------------------------------------------- settings
 

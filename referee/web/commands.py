@@ -89,9 +89,10 @@ def start(db_path: Path, competition: str, resume: bool) -> None:
 def replay(game: Path, html_out: Path | None) -> None:
     """Show the replay file GAME (a game-NNNNNN.jsonl.gz): a summary, or with
     --html the step-by-step viewer as one self-contained HTML file."""
-    from ..cli import format_result
+    from ..report import format_result
     from ..replay import ReplayError
-    from .viewer import frames, read_replay, standalone_html
+    from ..replay import frames, read as read_replay
+    from .viewer import standalone_html
 
     try:
         record = read_replay(game)

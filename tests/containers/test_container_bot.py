@@ -45,7 +45,7 @@ async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, im
     try:
         assert info.name == "greedy"
         assert bot.url == f"unix:{out / 'sockets' / 'greedy' / 'bot.sock'}"
-        c = docker_client.containers.get(bot.container_id)
+        c = docker_client.containers.get(bot.container_name)
         hc = c.attrs["HostConfig"]
         assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2
         assert hc["NanoCpus"] == 500_000_000
@@ -193,17 +193,13 @@ def test_cleanup_containers_function(docker_client: Any, images: dict[str, str],
 def test_no_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Runs without Docker too: a daemon that is not there."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    C.reset_client()
-    try:
-        bot = ContainerBot("anything:1", out_dir=tmp_path, name="x")
-        with pytest.raises(C.DockerUnavailable) as err:
-            asyncio.run(bot.launch())
-        assert "no Docker daemon answers at unix://" in str(err.value)
-        assert "start it" in str(err.value)
-        result = CliRunner().invoke(containers_cleanup, [])
-        assert result.exit_code == 1 and "no Docker daemon" in result.output
-    finally:
-        C.reset_client()
+    bot = ContainerBot("anything:1", out_dir=tmp_path, name="x")
+    with pytest.raises(C.DockerUnavailable) as err:
+        asyncio.run(bot.launch())
+    assert "no Docker daemon answers at unix://" in str(err.value)
+    assert "start it" in str(err.value)
+    result = CliRunner().invoke(containers_cleanup, [])
+    assert result.exit_code == 1 and "no Docker daemon" in result.output
 
 
 async def test_runs_as_another_user_with_a_secret(images: dict[str, str], out: Path) -> None:

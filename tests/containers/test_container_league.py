@@ -113,7 +113,7 @@ async def test_fork_bomb_is_held_by_the_pid_limit(docker_client: Any, images: di
             line = bomb.log_path.read_text()
             await asyncio.sleep(0.1)
         assert "FORKBOMB fork failed (EAGAIN)" in line
-        stats = await asyncio.to_thread(docker_client.containers.get(bomb.container_id).stats, stream=False)
+        stats = await asyncio.to_thread(docker_client.containers.get(bomb.container_name).stats, stream=False)
         assert 0 < stats["pids_stats"]["current"] <= 32
         # The referee, its other bots and the machine carry on: a game against it is played.
         result = await play_match([bomb, greedy], seed=3, names=["bomb", "greedy"])
@@ -149,14 +149,10 @@ def test_unusable_image_bots_stop_the_league_before_any_game(docker_client: Any,
 def test_no_daemon_stops_the_league_naming_the_bot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Runs without Docker too."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    C.reset_client()
-    try:
-        text = league_text([image_bot("boxed", "x:1"), command_bot("greedy", "greedy")])
-        with pytest.raises(LeagueError) as err:
-            run(text, tmp_path / "out")
-        assert "[[bots]] #1 'boxed': no Docker daemon answers" in str(err.value)
-    finally:
-        C.reset_client()
+    text = league_text([image_bot("boxed", "x:1"), command_bot("greedy", "greedy")])
+    with pytest.raises(LeagueError) as err:
+        run(text, tmp_path / "out")
+    assert "[[bots]] #1 'boxed': no Docker daemon answers" in str(err.value)
 
 
 def test_strays_of_a_crashed_run_are_removed_at_start(docker_client: Any, images: dict[str, str],

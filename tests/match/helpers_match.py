@@ -15,7 +15,8 @@ from referee.bots import HttpBot
 from referee.game import GameState
 from referee.game import cards as C
 from referee.game.state import GONE
-from referee.match import FaultPolicy, Match, MatchResult, RequestLine
+from referee.match import Match
+from referee.record import FaultPolicy, MatchResult, RequestLine
 from referee.replay import rerun
 
 #: Small limits keep the suite fast; 400 ms leaves good bots room for the

@@ -17,7 +17,7 @@ from zoo import SCRIPT as ZOO
 
 from referee.bots import free_port
 from referee.cli import main
-from referee.match import MatchResult
+from referee.record import MatchResult
 from referee.replay import read, rerun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,11 +153,16 @@ def test_match_bad_bots() -> None:
 
 
 def test_console_script_with_command_bots(tmp_path: Path) -> None:
-    """The installed ``referee`` script, with bots it starts itself."""
+    """The installed ``referee`` script, with bots it starts itself.
+
+    The script beside this interpreter, not whichever ``referee`` is on PATH:
+    the tests pass the same from an activated venv or by its interpreter."""
     logs = tmp_path / "logs"
+    script = Path(sys.executable).with_name("referee")
+    assert script.exists(), f"{script}: the project is not installed in this interpreter's environment"
     proc = subprocess.run(
         [
-            "referee", "match",
+            str(script), "match",
             "--bot", f"cmd:{sys.executable} {ZOO} good --port {{port}} --name alpha",
             "--bot", f"cmd:{sys.executable} {ZOO} wrong_id --port {{port}}",
             "--seed", "5", "--move-ms", "300", "--log-dir", str(logs),

@@ -9,7 +9,7 @@ import pytest
 
 from protocol import Deck, Rules, Timeouts
 from referee.config import ConfigError, load_toml_struct
-from referee.match import FaultPolicy
+from referee.record import FaultPolicy
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -276,9 +276,10 @@ async def test_start_and_end_faults(session: aiohttp.ClientSession) -> None:
         bot = HttpBot(url, session=session)
         fault = await bot.start(start, 1.0)
         assert fault is not None and fault.kind == "http_status" and "POST /start" in fault.detail
-        fault = await bot.end(end, 1.0)  # no /end route: 404
+        fault = await bot.end(end, 1.0, 7)  # no /end route: 404
         assert fault is not None and "404" in fault.detail
-    fault = await HttpBot(url, session=session).end(end, 1.0)  # server gone
+        assert fault.turn == 7  # dated by the transport, with the turn it is given
+    fault = await HttpBot(url, session=session).end(end, 1.0, 7)  # server gone
     assert fault is not None and fault.kind == "connection"
 
 

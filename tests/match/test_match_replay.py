@@ -15,15 +15,15 @@ from helpers_match import FAST, run_game
 from zoo import good_app, zoo_app
 
 from protocol import Play, Rules
-from referee.match import (
+from referee.match import Match, default_action
+from referee.record import (
     DisqualifiedLine,
     FaultPolicy,
-    Match,
     NoticeLine,
     RequestLine,
-    default_action,
     latency_stats,
 )
+from referee.record import ReplayRecord
 from referee.replay import ReplayError, ReplayMismatch, dumps, loads, read, rerun, write
 
 
@@ -187,3 +187,58 @@ def test_setup_requests_are_the_encoded_requests() -> None:
         assert pending.state == encode(view(state, seat))
         assert request.request_id == pending.request_id == f"{match.game_id}.{seat + 1}"
         assert pending.limit_s == FAST.move_ms / 1000
+
+
+def test_the_viewer_and_the_rerun_read_a_record_alike(played: Match, tmp_path: Path) -> None:
+    """One reading of a record (record.steps): the viewer's frames and the
+    re-run accept the same records and refuse the same ones (issue 12)."""
+    from referee.replay import frames
+    from referee.record import steps
+
+    record = loads(dumps(played.record))
+    data = frames(record)
+    requests = [l for l in record.lines if isinstance(l, RequestLine)]
+    applied = [l for l in requests if l.by != "skipped"]
+    assert len(data["frames"]) == 1 + len(applied)
+    assert [f["seat"] for f in data["frames"][1:]] == [l.seat for l in applied]
+    assert any("is disqualified" in f["label"] for f in data["frames"])
+    assert any(f["by"] == "default" and "(default move)" in f["label"] for f in data["frames"])
+    # Each step's events are the ones it added; the last state is the result's.
+    walked = list(steps(record))
+    assert [s.line.request_id for s in walked] == [l.request_id for l in requests]
+    assert walked[-1].state.over and walked[-1].state.result().places == record.result.places
+    # A plain (uncompressed) file reads as well as a gzip one.
+    (tmp_path / "plain.jsonl").write_bytes(dumps(record))
+    assert read(tmp_path / "plain.jsonl") == record
+
+    def refused(change: Callable[[ReplayRecord], None]) -> list[str]:
+        broken = loads(dumps(record))
+        change(broken)
+        out = []
+        for reader in (rerun, frames):
+            with pytest.raises(ReplayMismatch) as err:
+                reader(broken)
+            out.append(str(err.value))
+        return out
+
+    def tamper_hash(r: ReplayRecord) -> None:
+        next(l for l in r.lines if isinstance(l, RequestLine)).state_sha256 = "0" * 64
+
+    def orphan_dq(r: ReplayRecord) -> None:
+        dq = next(l for l in r.lines if isinstance(l, DisqualifiedLine))
+        r.lines.remove(dq)
+        r.lines.insert(0, dq)
+
+    def truncate(r: ReplayRecord) -> None:
+        del r.lines[len(r.lines) // 2 :]
+
+    def another_result(r: ReplayRecord) -> None:
+        assert r.result is not None
+        r.result.turns += 1
+
+    for change, words in ((tamper_hash, "differs from the state that was sent"),
+                          (orphan_dq, "does not follow its request"),
+                          (truncate, "the record has"),
+                          (another_result, "differs from the recorded")):
+        a, b = refused(change)
+        assert a == b and words in a

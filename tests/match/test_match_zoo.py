@@ -16,7 +16,8 @@ from zoo import BODIES, HEADERS, serve, zoo_app
 
 from protocol import Rules, Timeouts, decode_act_request, decode_game_end
 from referee.bots import HttpBot
-from referee.match import DisqualifiedLine, FaultPolicy, Match, RequestLine
+from referee.match import Match
+from referee.record import DisqualifiedLine, FaultPolicy, RequestLine
 
 # kind -> (fault kind, /act requests the offender gets before its first fault)
 OFFENDERS = {

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from referee.tournament.league import Ratings
 from referee.tournament.ratings import Outcome, Table
-from referee.tournament.runner import format_table, load_standings, write_outputs
+from referee.report import format_table
+from referee.tournament.runner import load_standings, write_outputs
 
 GAMES = [
     # b wins every game but holds many points in the one it does not win outright.
