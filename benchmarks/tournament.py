@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 from protocol import Timeouts
-from referee.tournament.league import BotEntry, League, Tournament as TournamentCfg
+from referee.bots.factory import BotSpec
+from referee.tournament.league import League, Tournament as TournamentCfg
 from referee.tournament.runner import Tournament
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def league(games_wanted: int, concurrency: int) -> League:
     bots = [
-        BotEntry(name=f"greedy{i}", command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"])
+        BotSpec(name=f"greedy{i}", command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"])
         for i in range(4)
     ]
     rounds = max(1, -(-games_wanted // 4))  # one meeting x 4 rotations per round

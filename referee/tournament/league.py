@@ -60,10 +60,6 @@ class Ratings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     draw_probability: float = 0.10
 
 
-#: A league file's ``[[bots]]`` entry is a :class:`~referee.bots.factory.BotSpec`.
-BotEntry = BotSpec
-
-
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tournament: Tournament = msgspec.field(default_factory=Tournament)
     rules: Rules = msgspec.field(default_factory=lambda: Rules(play_for_places=True))

@@ -1,7 +1,8 @@
 """``referee serve``: the classroom service (competitions, teams, submissions,
-live leaderboard, bot pages, replay viewer, JSON API). See README-section.md."""
+live leaderboard, bot pages, replay viewer, JSON API); :func:`make_app` builds it."""
 
-from .app import Settings, make_app
+from .app import make_app
 from .db import ServiceDB
+from .state import Settings
 
 __all__ = ["ServiceDB", "Settings", "make_app"]

@@ -34,8 +34,9 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     """
     from aiohttp import web
 
-    from .app import Settings, make_app
+    from .app import make_app
     from .db import ServiceDB
+    from .state import Settings
 
     db = ServiceDB(db_path)
     try:
@@ -90,8 +91,8 @@ def replay(game: Path, html_out: Path | None) -> None:
     """Show the replay file GAME (a game-NNNNNN.jsonl.gz): a summary, or with
     --html the step-by-step viewer as one self-contained HTML file."""
     from ..report import format_result
-    from ..replay import ReplayError
-    from ..replay import frames, read as read_replay
+    from ..replay import ReplayError, frames
+    from ..replay import read as read_replay
     from .viewer import standalone_html
 
     try:

@@ -9,19 +9,29 @@ from the run folders, and a restart finds everything where it was.
 
 Tokens are random (32 bytes, URL-safe) and only their SHA-256 is stored; they
 are compared with :func:`hmac.compare_digest`.
+
+:class:`ServiceDB` is synchronous and bound to the thread that opened it
+(sqlite3's ``check_same_thread``): the command line uses it directly, a run's
+thread opens its own. The web service never touches it from the event loop:
+:class:`AsyncServiceDB` owns one in a worker thread of its own and runs every
+call there, in order.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import hmac
 import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 import msgspec
 
@@ -117,13 +127,13 @@ class Run(msgspec.Struct, kw_only=True):
 
 
 class ServiceDB:
-    """The service tables. One connection per instance; not shared between
-    threads (open one per thread)."""
+    """The service tables. One connection per instance, used only by the
+    thread that opened it (sqlite3 refuses any other): open one per thread."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
@@ -362,3 +372,43 @@ class ServiceDB:
         for r in stale:
             self.db.execute("UPDATE runs SET status = 'interrupted', pid = NULL WHERE id = ?", (r.id,))
         return len(stale)
+
+
+# ------------------------------------------------------- for the event loop
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class AsyncServiceDB:
+    """The service database as the web service uses it: a worker thread of
+    its own opens the :class:`ServiceDB` and runs every call, one at a time,
+    so no query ever runs on the event loop and the connection stays in the
+    thread that made it.
+
+    ``await db.call(ServiceDB.team, tid)``; a function of several queries
+    (``fn(service_db, ...)``) runs in one go: ``await db.call(prepare_run, cid, resume=False)``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="service-db")
+        self._db: ServiceDB | None = None
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(self._pool, ServiceDB, self.path)
+
+    async def call(self, fn: Callable[Concatenate[ServiceDB, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(service_db, *args, **kwargs)`` in the database's thread."""
+        db = self._db
+        if db is None:
+            raise RuntimeError("the service database is not open")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, db, *args, **kwargs))
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self.call(ServiceDB.close)
+            self._db = None
+        self._pool.shutdown(wait=False)

@@ -16,12 +16,11 @@ import importlib.util
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
+from ..bots.factory import BotSpec
 from ..tournament.league import (
-    BotEntry,
     League,
     LeagueError,
     TomlLines,
@@ -32,6 +31,7 @@ from ..tournament.ratings import Standing, Table
 from ..tournament.runner import DB_NAME, Interrupted, Tournament
 from ..tournament.store import Store
 from .db import Run, ServiceDB, Submission, Team
+from .schemas import GameRow
 
 
 def containers_enabled() -> bool:
@@ -52,10 +52,10 @@ def house_bots(text: str) -> list[str]:
     return [b.name for b in check_league_text(text).bots]
 
 
-def team_entry(team: Team, sub: Submission) -> BotEntry:
+def team_entry(team: Team, sub: Submission) -> BotSpec:
     if sub.kind == "image":
-        return BotEntry(name=team.name, image=sub.image, secret=sub.secret)
-    return BotEntry(name=team.name, url=sub.url, secret=sub.secret)
+        return BotSpec(name=team.name, image=sub.image, secret=sub.secret)
+    return BotSpec(name=team.name, url=sub.url, secret=sub.secret)
 
 
 def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str) -> League:
@@ -183,7 +183,9 @@ def count_games(out_dir: str | Path) -> int:
 
 
 def snapshot(out_dir: str | Path, league: League) -> Snapshot:
-    """Standings and rating history of the games recorded so far."""
+    """Standings and rating history of the games recorded so far, the
+    ratings applied from game 0 in schedule order (the service caches it per
+    number of games: :func:`referee.web.data.run_snapshot`)."""
     table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
     path = Path(out_dir) / DB_NAME
     games = 0
@@ -195,9 +197,7 @@ def snapshot(out_dir: str | Path, league: League) -> Snapshot:
     return Snapshot(games=games, standings=table.standings(), history=table.history)
 
 
-def games_list(
-    out_dir: str | Path, bot: str | None = None, last: int | None = None
-) -> list[dict[str, Any]]:
+def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = None) -> list[GameRow]:
     """The recorded games in schedule order (those `bot` played in; the `last`
     ones only), as the pages and the API show them."""
     path = Path(out_dir) / DB_NAME
@@ -218,12 +218,12 @@ def games_list(
         seat_names = msgspec.json.decode(seats, type=list[str])
         if bot is not None and bot not in seat_names:
             continue
-        out.append({
-            "index": idx, "round": rnd, "meeting": meeting, "rotation": rotation, "game_id": gid,
-            "seats": seat_names, "places": msgspec.json.decode(places, type=list[int]), "turns": turns,
-            "adjudicated": bool(adj), "disqualified": msgspec.json.decode(dq, type=list[int]),
-            "faults": faults.get(int(idx), 0), "has_replay": replay is not None, "finished_at": finished,
-        })
+        out.append(GameRow(
+            index=idx, round=rnd, meeting=meeting, rotation=rotation, game_id=gid, seats=seat_names,
+            places=msgspec.json.decode(places, type=list[int]), turns=turns, adjudicated=bool(adj),
+            disqualified=msgspec.json.decode(dq, type=list[int]), faults=faults.get(int(idx), 0),
+            has_replay=replay is not None, finished_at=finished,
+        ))
     return out
 
 

@@ -1,23 +1,15 @@
-"""The replay viewer as one self-contained file (its data: :func:`referee.replay.frames`)."""
+"""The replay viewer as one self-contained HTML file (``referee replay GAME
+--html OUT``): the page the service shows, with its stylesheet, its script
+and the game (:func:`referee.replay.frames`) inline."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-
-
-def json_for_script(data: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: no ``</script>``,
-    no ``<!--``, no line separators can break out."""
-    text = msgspec.json.encode(data).decode()
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+from .pages import environment
 
 
 def standalone_html(data: dict[str, Any], title: str = "") -> str:
-    """The replay viewer as one self-contained HTML file (styles, script and data inline)."""
-    from .pages import replay_page
-
-    return replay_page(data, title=title or f"replay {data['game_id']}", standalone=True)
+    """The viewer of ``data`` (the replay's frames) as one file: nothing is loaded from anywhere."""
+    template = environment().get_template("replay.html")
+    return template.render(data=data, title=title or f"replay {data['game_id']}", standalone=True)

@@ -157,7 +157,7 @@ async def test_malformed_submissions_are_refused_with_the_field(
 async def test_image_submissions_depend_on_container_support(
     service: Service, admin_token: str, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import referee.web.app as web_app
+    import referee.web.validation as web_app
 
     client = await service()
     cid = await new_competition(client, admin_token)

@@ -1,0 +1,232 @@
+"""What the pages, the API and the live updates show, assembled off the loop.
+
+Each function here gathers one answer: the service database's rows in one
+call to its thread (:class:`~referee.web.db.AsyncServiceDB`), the run
+folder's results (``tournament.sqlite``, replay files) in the default
+executor. The page handler renders the answer, its JSON mirror encodes it,
+the live updates send it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from aiohttp import web
+
+from ..replay import ReplayError, frames
+from ..replay import read as read_replay
+from ..tournament.league import League, LeagueError
+from ..tournament.ratings import Standing, Table
+from .db import Competition, Run, ServiceDB, Submission, Team
+from .errors import fail
+from .runs import Snapshot, check_league_text, count_games, decode_league, games_list, house_bots, replay_path, snapshot
+from .schemas import (
+    BotData,
+    CompetitionSummary,
+    Leaderboard,
+    RatingPoint,
+    RunInfo,
+    SubmissionBrief,
+    SubmissionInfo,
+)
+from .state import DB
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """The ``size`` most recently used values (used on the event loop only)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self.items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self.items.get(key)
+        if value is not None:
+            self.items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self.items[key] = value
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+
+class Caches:
+    def __init__(self) -> None:
+        #: Ratings of a run, by (run id, games recorded): see :func:`run_snapshot`.
+        self.snapshots: LRU[tuple[int, int], Snapshot] = LRU()
+        #: Replay viewer data, by (replay file, modification time).
+        self.replays: LRU[tuple[str, float], dict[str, Any]] = LRU()
+
+
+CACHES: web.AppKey[Caches] = web.AppKey("caches", Caches)
+
+
+# ---------------------------------------------------------------- ratings
+
+
+async def run_snapshot(app: web.Application, run: Run) -> Snapshot:
+    """A run's standings and rating history over the games recorded so far.
+
+    The ratings are replayed from game 0, in schedule order, whenever the
+    number of recorded games changed (then cached for that count): every page
+    view, API call and live update of a run comes here.
+    """
+    games = await asyncio.to_thread(count_games, run.out_dir)
+    key = (run.id, games)
+    snap = app[CACHES].snapshots.get(key)
+    if snap is None:
+        league = decode_league(run.league_json)
+        snap = await asyncio.to_thread(snapshot, run.out_dir, league)
+        app[CACHES].snapshots.put(key, snap)
+    return snap
+
+
+# ----------------------------------------------------------------- shapes
+
+
+def run_info(run: Run) -> RunInfo:
+    return RunInfo(id=run.id, status=run.status, total_games=run.total_games, error=run.error,
+                   started_at=run.started_at, finished_at=run.finished_at)
+
+
+def submission_info(sub: Submission | None) -> SubmissionInfo | None:
+    if sub is None:
+        return None
+    return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
+                          note=sub.note, created_at=sub.created_at)
+
+
+def house_of(comp: Competition) -> list[str]:
+    """The house bots of a competition's league file (none if it no longer parses)."""
+    try:
+        return house_bots(comp.league_toml)
+    except LeagueError:
+        return []
+
+
+# ------------------------------------------------------------------ index
+
+
+def _index_rows(db: ServiceDB) -> list[tuple[Competition, Run | None, int]]:
+    return [(c, db.latest_run(c.id), len(db.teams(c.id))) for c in db.competitions()]
+
+
+async def index(app: web.Application) -> list[CompetitionSummary]:
+    """The competitions, their status and progress."""
+    out = []
+    for c, run, teams in await app[DB].call(_index_rows):
+        games = await asyncio.to_thread(count_games, run.out_dir) if run is not None else 0
+        out.append(CompetitionSummary(
+            id=c.id, name=c.name, teams=teams, status=run.status if run else "no run yet", games=games,
+            total_games=run.total_games if run else 0, run=run_info(run) if run else None,
+        ))
+    return out
+
+
+# ------------------------------------------------------------ leaderboard
+
+
+def _board_rows(db: ServiceDB, cid: int, prospective: bool) -> tuple[list[Team], list[Run], list[str]]:
+    """The teams, the runs, and (``prospective``) the teams that submitted a bot."""
+    teams = db.teams(cid)
+    playing = [t.name for t in teams if db.latest_submission(t.id) is not None] if prospective else []
+    return teams, db.runs(cid), playing
+
+
+def _prospective(comp: Competition, teams_with_bots: list[str]) -> list[Standing]:
+    """Before any run: the bots that would play, unrated."""
+    try:
+        league = check_league_text(comp.league_toml)
+    except LeagueError:
+        return []
+    names = [b.name for b in league.bots] + teams_with_bots
+    return Table(names, league.ratings, series=league.rules.scoring).standings()
+
+
+async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
+                      pinned: bool = False) -> Leaderboard:
+    """The leaderboard of ``run`` (GET /api/competitions/{cid}, the live updates)."""
+    teams, runs, playing = await app[DB].call(_board_rows, comp.id, run is None)
+    board = Leaderboard(
+        id=comp.id, name=comp.name, created_at=comp.created_at, teams=[t.name for t in teams],
+        house_bots=house_of(comp), runs=[run_info(r) for r in runs], run=None, pinned=pinned, games=0,
+        standings=[], recent_games=[],
+    )
+    if run is None:
+        board.standings = _prospective(comp, playing)
+        return board
+    snap = await run_snapshot(app, run)
+    board.run = run_info(run)
+    board.games = snap.games
+    board.standings = snap.standings
+    board.recent_games = await asyncio.to_thread(games_list, run.out_dir, None, 12)
+    return board
+
+
+# -------------------------------------------------------------------- bot
+
+
+def _team_and_bot(db: ServiceDB, cid: int, name: str) -> tuple[Team | None, Submission | None]:
+    team = db.team_named(cid, name)
+    return team, db.latest_submission(team.id) if team else None
+
+
+async def bot(app: web.Application, comp: Competition, run: Run | None, name: str) -> BotData:
+    """A bot of the competition (a team's or a house bot) in ``run``: 404 if there is none."""
+    team, sub = await app[DB].call(_team_and_bot, comp.id, name)
+    league: League | None = decode_league(run.league_json) if run else None
+    in_league = league is not None and any(b.name == name for b in league.bots)
+    house = house_of(comp)
+    if not in_league and team is None and name not in house:
+        fail(404, f"no bot {name!r} in competition {comp.id}")
+    data = BotData(
+        name=name, team=team is not None, house=name in house,
+        submission=None if sub is None else SubmissionBrief(kind=sub.kind, created_at=sub.created_at),
+        submitted_at=sub.created_at if sub else None, run=run.id if run else None, in_run=in_league,
+        standing=None, history=[], games=[],
+    )
+    if run is not None and in_league:
+        snap = await run_snapshot(app, run)
+        data.standing = next((s for s in snap.standings if s.bot == name), None)
+        data.history = [RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
+                        for g, b, mu, sg in snap.history if b == name]
+        data.games = await asyncio.to_thread(games_list, run.out_dir, name)
+    return data
+
+
+# ----------------------------------------------------------------- replay
+
+
+def _replay_file(out_dir: str, idx: int) -> tuple[Path, float] | None:
+    path = replay_path(out_dir, idx)
+    if path is None or not path.exists():
+        return None
+    return path, path.stat().st_mtime
+
+
+def _frames(path: Path) -> dict[str, Any]:
+    return frames(read_replay(path))
+
+
+async def replay(app: web.Application, run: Run, idx: int) -> dict[str, Any]:
+    """The replay viewer's data for game ``idx`` of ``run`` (:func:`referee.replay.frames`)."""
+    found = await asyncio.to_thread(_replay_file, run.out_dir, idx)
+    if found is None:
+        fail(404, f"no replay of game {idx} in run {run.id}")
+    path, mtime = found
+    key = (str(path), mtime)
+    data = app[CACHES].replays.get(key)
+    if data is None:
+        try:
+            data = await asyncio.to_thread(_frames, path)
+        except ReplayError as e:
+            fail(500, f"the replay of game {idx} cannot be read: {e}")
+        app[CACHES].replays.put(key, data)
+    return data

@@ -1,0 +1,62 @@
+"""Competitions: the index, the leaderboard (and its live part), creating one."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .. import data, pages
+from ..auth import require_admin
+from ..db import ServiceDB
+from ..errors import fail
+from ..runs import check_league_text
+from ..schemas import CompetitionCreated, NewCompetition
+from ..state import DB
+from ...tournament.league import LeagueError
+from ..validation import check_name, read_body
+from .common import competition_of, json_response, shown_run
+
+
+async def index_page(request: web.Request) -> web.Response:
+    return pages.render(request, "index.html", {"competitions": await data.index(request.app)})
+
+
+async def list_competitions(request: web.Request) -> web.Response:
+    return json_response(await data.index(request.app))
+
+
+async def leaderboard_page(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    run, pinned = await shown_run(request, comp)
+    board = await data.leaderboard(request.app, comp, run, pinned)
+    return pages.render(request, "leaderboard.html", {"board": board})
+
+
+async def live_fragment(request: web.Request) -> web.Response:
+    """The live part of the leaderboard, fetched again on every update."""
+    comp = await competition_of(request)
+    run, pinned = await shown_run(request, comp)
+    board = await data.leaderboard(request.app, comp, run, pinned)
+    resp = pages.render(request, "live.html", {"board": board})
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+async def get_competition(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    run, pinned = await shown_run(request, comp)
+    return json_response(await data.leaderboard(request.app, comp, run, pinned))
+
+
+async def new_competition(request: web.Request) -> web.Response:
+    await require_admin(request)
+    body = await read_body(request, NewCompetition)
+    db = request.app[DB]
+    name = check_name(body.name, "name", 80, slash=True)
+    if await db.call(ServiceDB.competition_named, name) is not None:
+        fail(422, f"a competition named {name!r} exists already", "name")
+    try:
+        check_league_text(body.league, "league")
+    except LeagueError as e:
+        fail(422, f"'league': {e}", "league")
+    comp = await db.call(ServiceDB.add_competition, name, body.league)
+    return json_response(CompetitionCreated(id=comp.id, name=comp.name, created_at=comp.created_at), 201)

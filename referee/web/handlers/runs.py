@@ -1,0 +1,79 @@
+"""Runs of a competition: listing, starting and stopping them; their games and replays."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from .. import data, pages
+from ..auth import require_admin
+from ..data import run_info
+from ..db import ServiceDB
+from ..errors import fail
+from ..runs import RunThread, StartError, games_list, prepare_run
+from ..schemas import StartRun
+from ..state import DB, RUNS
+from ..validation import has_body, path_int, read_body
+from .common import competition_of, json_response, run_of
+
+
+async def list_runs(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    return json_response([run_info(r) for r in await request.app[DB].call(ServiceDB.runs, comp.id)])
+
+
+async def start_run(request: web.Request) -> web.Response:
+    """A new run with the teams' latest bots, or (``{"resume": true}``) the last one again."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    body = await read_body(request, StartRun) if await has_body(request) else StartRun()
+    app = request.app
+    db = app[DB]
+    try:
+        run, league = await db.call(prepare_run, comp.id, resume=body.resume)
+    except StartError as e:
+        fail(e.status, e.message)
+    thread = RunThread(db.path, run, league, resume=body.resume)
+    app[RUNS][run.id] = thread
+    await asyncio.to_thread(thread.start)
+    fresh = await db.call(ServiceDB.run, run.id)
+    assert fresh is not None
+    return json_response(run_info(fresh), 202)
+
+
+async def stop_run(request: web.Request) -> web.Response:
+    await require_admin(request)
+    comp = await competition_of(request)
+    run = await run_of(request, comp)
+    thread = request.app[RUNS].get(run.id)
+    if thread is None or not thread.thread.is_alive():
+        fail(409, f"run {run.id} is not running in this server")
+    thread.stop(abandon=True)
+    await asyncio.to_thread(thread.join, 30)
+    fresh = await request.app[DB].call(ServiceDB.run, run.id)
+    assert fresh is not None
+    return json_response(run_info(fresh))
+
+
+async def list_games(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    run = await run_of(request, comp)
+    return json_response(await asyncio.to_thread(games_list, run.out_dir, request.query.get("bot")))
+
+
+async def replay_page(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    run = await run_of(request, comp)
+    idx = path_int(request, "idx")
+    frames = await data.replay(request.app, run, idx)
+    return pages.render(request, "replay.html", {
+        "data": frames, "title": f"game {idx} — {comp.name}", "standalone": False,
+        "comp": comp, "run": run, "idx": idx,
+    })
+
+
+async def get_game(request: web.Request) -> web.Response:
+    comp = await competition_of(request)
+    run = await run_of(request, comp)
+    return json_response(await data.replay(request.app, run, path_int(request, "idx")))

@@ -1,0 +1,35 @@
+"""Every URL of the service and its handler: the pages, their JSON mirrors, the writes."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from . import live
+from .handlers import bots, competitions, runs, static, teams
+
+
+def setup_routes(app: web.Application) -> None:
+    r = app.router
+    # Pages
+    r.add_get("/", competitions.index_page)
+    r.add_get("/c/{cid}", competitions.leaderboard_page)
+    r.add_get("/c/{cid}/live", competitions.live_fragment)
+    r.add_get("/c/{cid}/bots/{bot}", bots.bot_page)
+    r.add_get("/c/{cid}/runs/{rid}/games/{idx}", runs.replay_page)
+    r.add_get("/static/style.css", static.stylesheet)
+    r.add_get("/static/app.js", static.script)
+    # API
+    r.add_get("/api/competitions", competitions.list_competitions)
+    r.add_post("/api/competitions", competitions.new_competition)
+    r.add_get("/api/competitions/{cid}", competitions.get_competition)
+    r.add_get("/api/competitions/{cid}/events", live.events)
+    r.add_get("/api/competitions/{cid}/teams", teams.list_teams)
+    r.add_post("/api/competitions/{cid}/teams", teams.new_team)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/bot", teams.own_bot)
+    r.add_put("/api/competitions/{cid}/teams/{tid}/bot", teams.submit_bot)
+    r.add_get("/api/competitions/{cid}/bots/{bot}", bots.get_bot)
+    r.add_get("/api/competitions/{cid}/runs", runs.list_runs)
+    r.add_post("/api/competitions/{cid}/runs", runs.start_run)
+    r.add_post("/api/competitions/{cid}/runs/{rid}/stop", runs.stop_run)
+    r.add_get("/api/competitions/{cid}/runs/{rid}/games", runs.list_games)
+    r.add_get("/api/competitions/{cid}/runs/{rid}/games/{idx}", runs.get_game)

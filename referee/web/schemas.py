@@ -1,0 +1,197 @@
+"""What the service's API reads and answers, as Structs.
+
+Request bodies are decoded strictly (``forbid_unknown_fields``: a typo is a
+422 naming the field, see :func:`referee.web.validation.read_body`). The
+answers are encoded as they are declared: the field order here is the order
+in the JSON. The pages render the same Structs the API sends.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..tournament.ratings import Standing
+
+# ------------------------------------------------------------ request bodies
+
+
+class NewCompetition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: Shown on the pages; unique.
+    name: str
+    #: The league file (TOML): rules, timeouts, ratings, house bots.
+    league: str
+
+
+class NewTeam(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str
+
+
+class BotSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: The bot's base URL (http:// or https://), or
+    url: str | None = None
+    #: a container image (when the server runs container bots).
+    image: str | None = None
+    #: Optional: the referee signs every request with it (X-Referee-Signature).
+    secret: str | None = None
+    #: Free text for the team (a version, a change note).
+    note: str = ""
+
+
+class StartRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: Continue the last run (interrupted or failed) instead of a new one.
+    resume: bool = False
+
+
+# ------------------------------------------------------------------ answers
+
+
+class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Every error: what is wrong, the status, and the field for invalid input."""
+
+    error: str
+    status: int
+    field: str | None = None
+
+
+class RunInfo(msgspec.Struct, kw_only=True):
+    id: int
+    #: running, finished, interrupted or failed
+    status: str
+    total_games: int
+    error: str | None
+    started_at: float
+    finished_at: float | None
+
+
+class CompetitionSummary(msgspec.Struct, kw_only=True):
+    """A line of ``GET /api/competitions`` and of the index page."""
+
+    id: int
+    name: str
+    #: How many teams.
+    teams: int
+    #: The latest run's status, or "no run yet".
+    status: str
+    games: int
+    total_games: int
+    run: RunInfo | None
+
+
+class GameRow(msgspec.Struct, kw_only=True):
+    """A recorded game, as the game lists show it."""
+
+    index: int
+    round: int
+    meeting: int
+    rotation: int
+    game_id: str
+    seats: list[str]
+    places: list[int]
+    turns: int
+    adjudicated: bool
+    disqualified: list[int]
+    faults: int
+    has_replay: bool
+    finished_at: float
+
+
+class Leaderboard(msgspec.Struct, kw_only=True):
+    """``GET /api/competitions/{cid}``, every live update, the leaderboard page."""
+
+    id: int
+    name: str
+    created_at: float
+    teams: list[str]
+    house_bots: list[str]
+    runs: list[RunInfo]
+    #: The run shown (the latest, or the one asked for with ?run=).
+    run: RunInfo | None
+    #: The run was asked for (?run=): the page stays on it.
+    pinned: bool
+    games: int
+    standings: list[Standing]
+    recent_games: list[GameRow]
+
+
+class RatingPoint(msgspec.Struct, kw_only=True):
+    game: int
+    mu: float
+    sigma: float
+    score: float
+
+
+class SubmissionBrief(msgspec.Struct, kw_only=True):
+    kind: str
+    created_at: float
+
+
+class BotData(msgspec.Struct, kw_only=True):
+    """``GET /api/competitions/{cid}/bots/{bot}`` and the bot page."""
+
+    name: str
+    #: A team's bot / a house bot of the league file.
+    team: bool
+    house: bool
+    submission: SubmissionBrief | None
+    submitted_at: float | None
+    run: int | None
+    #: The bot plays in that run.
+    in_run: bool
+    standing: Standing | None
+    history: list[RatingPoint]
+    games: list[GameRow]
+
+
+class SubmissionInfo(msgspec.Struct, kw_only=True):
+    """A submission as the admin and its team see it: never the secret."""
+
+    id: int
+    kind: str
+    url: str | None
+    image: str | None
+    has_secret: bool
+    note: str
+    created_at: float
+
+
+class TeamInfo(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    created_at: float
+    submissions: int
+    bot: SubmissionInfo | None
+
+
+class CompetitionCreated(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    created_at: float
+
+
+class TeamCreated(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    competition: int
+    #: Shown only in this answer.
+    token: str
+    note: str = "the token is shown only now: give it to the team"
+
+
+class Submitted(msgspec.Struct, kw_only=True):
+    team: int
+    #: The bot's name: the team's.
+    bot: str
+    id: int
+    kind: str
+    url: str | None
+    image: str | None
+    has_secret: bool
+    note: str
+    created_at: float
+
+
+class OwnBot(msgspec.Struct, kw_only=True):
+    team: int
+    name: str
+    submissions: int
+    bot: SubmissionInfo | None

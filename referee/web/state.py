@@ -1,0 +1,33 @@
+"""The service's settings and the typed app state every handler reads.
+
+Each resource is made and closed by :func:`referee.web.app.make_app`'s
+cleanup contexts; the keys of the live updates (:data:`referee.web.live.HUB`)
+and of the caches (:data:`referee.web.data.CACHES`) sit with their code.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from aiohttp import web
+
+from .db import AsyncServiceDB
+from .runs import RunThread
+
+
+class Settings(msgspec.Struct, kw_only=True):
+    #: Request bodies above this are refused with 413.
+    max_body: int = 64 * 1024
+    #: A team may submit this many times per window (then 429).
+    submissions_per_window: int = 5
+    window_s: float = 60.0
+    #: How often the live updates look for new games.
+    poll_s: float = 0.25
+    #: A comment line on idle event streams, so proxies keep them open.
+    heartbeat_s: float = 15.0
+
+
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
+#: The service database; every call runs off the event loop.
+DB: web.AppKey[AsyncServiceDB] = web.AppKey("db", AsyncServiceDB)
+#: The runs this server plays, by run id.
+RUNS: web.AppKey[dict[int, RunThread]] = web.AppKey("runs", dict)

@@ -1,0 +1,163 @@
+"""The code's shape: no import circles, and dependencies that point one way (issue 12).
+
+Every import is counted, the ones inside functions too (a lazy import is
+still a dependency). Modules are files; a package's ``__init__`` is its own
+module. The layers, from the top: the CLI and the service; tournaments; the
+match runner (with its record, replays and report); the transports; the
+engine; the protocol. ``sample_bots`` sit beside the referee and may use only
+the protocol and the pure engine.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("referee", "protocol", "sample_bots")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(p): p
+        for package in PACKAGES
+        for p in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules `name` imports, resolved to files."""
+    is_package = path.name == "__init__.py"
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        # `from a.b import c`: c may be a module (a.b.c) or a name in a.b.
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                add(f"{module}.{alias.name}")
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles() -> None:
+    graph = _graph()
+    assert len(graph) > 40  # the walk found the code
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The check above could not pass by finding nothing."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+#: What each layer may import from the project (a prefix allows its submodules).
+ALLOWED = {
+    "protocol": ("protocol",),
+    "referee.game": ("protocol", "referee.game"),
+    "referee.bots": ("protocol", "referee", "referee.bots", "referee.config"),
+    "referee.record": ("protocol", "referee.game"),
+    "referee.replay": ("protocol", "referee.game", "referee.record", "referee.report"),
+    "referee.report": ("protocol", "referee.record", "referee.tournament.ratings"),
+    "referee.match": ("protocol", "referee", "referee.game", "referee.bots", "referee.record",
+                      "referee.replay"),
+    "sample_bots": ("protocol", "referee.game", "sample_bots"),
+}
+
+
+def _allowed(target: str, prefixes: tuple[str, ...]) -> bool:
+    """`target` is one of `prefixes` or below one; ``referee`` alone (the
+    package root, which holds ``version()``) allows only itself."""
+    return any(
+        target == p or (p != "referee" and target.startswith(p + ".")) for p in prefixes
+    )
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_dependencies_point_down(layer: str) -> None:
+    graph = _graph()
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module == layer or module.startswith(layer + ".")
+        for target in targets
+        if not _allowed(target, ALLOWED[layer])
+    )
+    assert wrong == []
+
+
+def test_nothing_below_the_service_imports_it() -> None:
+    graph = _graph()
+    top = ("referee.cli", "referee.web", "referee.containers_cli")
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if not module.startswith(top)
+        for target in targets
+        if target.startswith(top)
+    )
+    assert wrong == []
