@@ -293,10 +293,6 @@ class Rules(msgspec.Struct, kw_only=True):
                 + " (or give a deck table: colours, copies, clear, clear_plus1, clear_plus2)"
             ) from None
 
-    def deck_size(self) -> int:
-        """Number of cards in the deck in force."""
-        return self.resolved_deck().size()
-
     def validate(self, players: int) -> None:
         """Check these rules for a game of `players` players, before it starts.
 

@@ -1,7 +1,7 @@
 """One game between bots: deal, ask, validate, apply, record (issue 4).
 
 :func:`play_match` deals from the seed, sends ``/start`` to every bot, then
-loops: each seat to move gets its view (:func:`referee.game.view_bytes`, the
+loops: each seat to move gets its view (:meth:`referee.game.ViewCache.view_bytes`, the
 only state a bot ever sees, encoded) and its legal actions; the reply is decoded by the
 transport, checked against the engine, and applied. During set-up every seat
 chooses at once, so those requests go out together and are applied in seat
@@ -49,7 +49,7 @@ from protocol.messages import (
 from referee import version
 from referee.bots.base import ActOutcome, Bot
 from referee.bots.clock import Clock
-from referee.game import ActionError, GameState, new_game, view_bytes
+from referee.game import ActionError, GameState, ViewCache, new_game
 from referee.game.cards import INT as _CARD_INT
 from referee.record import (
     By,
@@ -198,6 +198,8 @@ class Match:
         self._batch = 0
         self._played = False
         self._unrecorded: list[_Settled] = []
+        #: The wire forms of this game's views, kept from request to request.
+        self._views = ViewCache()
 
     # ------------------------------------------------------------ the game
 
@@ -265,7 +267,7 @@ class Match:
         # The state is encoded once (view_bytes gives the bytes
         # ENCODER.encode(view(...)) would): spliced into the body here, hashed
         # for the record later.
-        encoded = view_bytes(state, seat, self._since[seat])
+        encoded = self._views.view_bytes(state, seat, self._since[seat])
         self._since[seat] = len(state.events)
         self._requests += 1
         budget = self.clocks[seat].move()

@@ -28,7 +28,7 @@ import msgspec
 
 from protocol.codec import ENCODER
 from protocol.messages import Action, Fault, Rules, Timeouts
-from referee.game import GameState, new_game, view
+from referee.game import GameState, ViewCache, new_game, view
 
 __all__ = [
     "FORMAT_VERSION",
@@ -312,6 +312,7 @@ def steps(record: ReplayRecord, *, keep_sent: bool = False) -> Iterator[Step]:
     state = new_game(header.rules, header.names, random.Random(header.seed))
     requests = _requests(record)
     since = [0] * len(header.names)
+    cache = ViewCache()
     i = 0
     while not state.over:
         seats = state.to_move()
@@ -321,7 +322,7 @@ def steps(record: ReplayRecord, *, keep_sent: bool = False) -> Iterator[Step]:
             where = batch[0][0].request_id if batch else "the end of the record"
             raise ReplayMismatch(f"at {where}: the engine asks seats {seats}, the record has {got}")
         for line, _ in batch:
-            digest = state_hash(ENCODER.encode(view(state, line.seat, since[line.seat])))
+            digest = state_hash(ENCODER.encode(view(state, line.seat, since[line.seat], cache)))
             since[line.seat] = len(state.events)
             if digest != line.state_sha256:
                 raise ReplayMismatch(

@@ -29,7 +29,7 @@ from typing import Any, Final
 import msgspec
 
 from protocol.codec import ENCODER
-from referee.game import GameResult, GameState, events, full_view, new_game, view
+from referee.game import GameResult, GameState, ViewCache, events, full_view, new_game, view
 
 from .record import (
     FORMAT_VERSION,
@@ -159,22 +159,22 @@ def rerun(record: ReplayRecord, observe: Observer | None = None) -> GameResult:
 # ------------------------------------------------------------- the viewer
 
 
-def _seat_view(state: GameState, seat: int) -> dict[str, Any]:
-    v = msgspec.to_builtins(view(state, seat, len(state.events)))
+def _seat_view(state: GameState, seat: int, cache: ViewCache) -> dict[str, Any]:
+    v = msgspec.to_builtins(view(state, seat, len(state.events), cache))
     assert isinstance(v, dict)
     v.pop("events", None)
     return v
 
 
-def _frame(state: GameState, since: int, label: str, seat: int | None, by: str | None,
-           fault: str | None) -> dict[str, Any]:
+def _frame(state: GameState, cache: ViewCache, since: int, label: str, seat: int | None,
+           by: str | None, fault: str | None) -> dict[str, Any]:
     return {
         "label": label,
         "seat": seat,
         "by": by,
         "fault": fault,
         "full": full_view(state),
-        "views": [_seat_view(state, s) for s in range(state.n)],
+        "views": [_seat_view(state, s, cache) for s in range(state.n)],
         "events": msgspec.to_builtins(events(state, None, since)),
     }
 
@@ -187,7 +187,8 @@ def frames(record: ReplayRecord) -> dict[str, Any]:
     header = record.header
     names = header.names
     deal = new_game(header.rules, names, random.Random(header.seed))
-    out = [_frame(deal, 0, "the deal", None, None, None)]
+    out = [_frame(deal, ViewCache(), 0, "the deal", None, None, None)]
+    cache = ViewCache()
     for step in steps(record):
         line, reason = step.line, step.dq_reason
         if line.by == "skipped":
@@ -200,7 +201,7 @@ def frames(record: ReplayRecord) -> dict[str, Any]:
             if line.by == "default":
                 label += " (default move)"
         fault = f"{line.fault.kind}: {line.fault.detail}" if line.fault is not None else None
-        out.append(_frame(step.state, step.since, label, line.seat, line.by, fault))
+        out.append(_frame(step.state, cache, step.since, label, line.seat, line.by, fault))
     return {
         "game_id": header.game_id,
         "seed": header.seed,

@@ -22,7 +22,7 @@ from .state import (
     MalformedActionError,
     new_game,
 )
-from .view import events, full_view, view, view_bytes
+from .view import ViewCache, events, full_view, view
 
 __all__ = [
     "ActionError",
@@ -30,6 +30,7 @@ __all__ = [
     "GameState",
     "IllegalActionError",
     "MalformedActionError",
+    "ViewCache",
     "events",
     "from_view",
     "full_view",
@@ -37,5 +38,4 @@ __all__ = [
     "new_game",
     "resample",
     "view",
-    "view_bytes",
 ]

@@ -23,7 +23,7 @@ from collections import Counter
 from protocol.messages import Action, Draw, Rules, State
 
 from . import cards as C
-from .state import GONE, PHASE_NAMES, SETUP, GameState
+from .state import GONE, PHASE_NAMES, PLAY, SETUP, GameState, Phase
 
 
 def resample(state: GameState, seat: int, rng: random.Random) -> GameState:
@@ -60,7 +60,7 @@ def resample(state: GameState, seat: int, rng: random.Random) -> GameState:
     if s.swap_pair is not None:
         s.swap_pair = rng.sample(range(s.n), 2)
     # Other seats' private event details (their failed flips) are unknown.
-    s.private = {q: v for q, v in s.private.items() if s.events[q][1] == seat}
+    s.private = {q: v for q, v in s.private.items() if s.events[q].seat == seat}
     s._legal = None
     return s
 
@@ -119,7 +119,7 @@ def from_view(
             out.append(c)
         return out
 
-    phase = PHASE_NAMES.index(state.phase) if state.phase in PHASE_NAMES else 2
+    phase = Phase(PHASE_NAMES.index(state.phase)) if state.phase in PHASE_NAMES else PLAY
     setup = phase == SETUP
     s.phase = phase
     s.hands[seat] = take(state.you.hand, "your hand")

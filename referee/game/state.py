@@ -6,17 +6,20 @@ draw every later chance outcome up front) and the players' actions.
 
 Actions are the wire Structs of :mod:`protocol` (``Play(cards=["5R"])``), so the
 referee, the bots and the engine speak one vocabulary; cards are ints inside.
+What happens is logged in :attr:`GameState.events` as typed records
+(:mod:`referee.game.log`); :mod:`referee.game.view` turns them into the wire's.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Any, Final, NoReturn
+from typing import Final, NewType, NoReturn
 
 from protocol.messages import (
+    MAX_PLAYERS,
     Action,
     ChooseUp,
     Draw,
@@ -29,26 +32,54 @@ from protocol.messages import (
 )
 
 from . import cards as C
+from .log import (
+    ChoseUp,
+    Cleared,
+    Disqualified,
+    Drew,
+    Ended,
+    Faulted,
+    Flipped,
+    Passed,
+    PickedUp,
+    PileSwapped,
+    Played,
+    Record,
+    Reversed,
+    Swapped,
+    WentOut,
+)
 
-SETUP: Final = 0
-SABOTAGE: Final = 1
-PLAY: Final = 2
-OVER: Final = 3
+# Plain ints under names (an IntEnum's attribute look-up costs the inner loop
+# several times a comparison); the NewTypes keep mypy from mixing them up.
+
+#: The phase of a game: one of the four constants below.
+Phase = NewType("Phase", int)
+SETUP: Final = Phase(0)
+SABOTAGE: Final = Phase(1)
+PLAY: Final = Phase(2)
+OVER: Final = Phase(3)
+#: The wire name of each phase, by phase.
 PHASE_NAMES: Final = ("setup", "sabotage", "play", "over")
 
-# Where a player plays from (RULES §3).
-HAND: Final = 0
-UP: Final = 1
-DOWN: Final = 2
-NONE: Final = 3
+#: Where a player plays from (RULES §3): one of the four constants below.
+Source = NewType("Source", int)
+HAND: Final = Source(0)
+UP: Final = Source(1)
+DOWN: Final = Source(2)
+NONE: Final = Source(3)  # holds nothing
 
 GONE: Final = -1  # a 3DOWN slot that has been played
 _ALL_GONE: Final = [GONE, GONE, GONE]
+_CLEAR: Final = C.CLEAR
+_CLEAR1: Final = C.CLEAR1
 
-#: One entry of the event log: (type, seat, cards, number, text). ``number`` is
-#: the slot of a flip, the count of a pick-up or draw, the target seat of a swap,
-#: the place of an ``out``; ``text`` the kind of a clear or fault, or a detail.
-EventRecord = tuple[str, int, tuple[int, ...] | None, int | None, str | None]
+#: ``_DREW[seat][count]``: the records of draws (of 1 to 3 cards, the only
+#: counts), made once: a record is frozen, so the log may share it.
+_DREW: Final = tuple(tuple(Drew(seat, k) for k in range(4)) for seat in range(MAX_PLAYERS))
+
+#: V3: a play of this rank turns the direction of play [D13].
+REVERSE_RANK: Final = 1
 
 _PICKUP: Final = Pickup()
 _DRAW: Final = Draw()
@@ -79,7 +110,7 @@ def _plays(group: tuple[int, ...]) -> list[Play]:
     if plays is None:
         plays = []
         strs = tuple(C.STR[c] for c in group)
-        count = 1 if group[0] >> 3 >= C.CLEAR else len(group)  # [D5]
+        count = 1 if _alone(group[0] >> 3) else len(group)
         for k in range(1, count + 1):
             p = Play(cards=strs[:k])
             _PLAY_INTS[id(p)] = group[:k]
@@ -87,6 +118,25 @@ def _plays(group: tuple[int, ...]) -> list[Play]:
         _PLAYS[group] = plays
     return plays
 
+
+# ------------------------------------------- what may be played, defined once
+#
+# RULES §3–§5 as the legal list (_play_options) and the checks of apply
+# (_apply_play, _apply_flip, _apply_draw; a pick-up is checked against the
+# list itself) both read them: where a seat plays from is _play_source, which
+# cards go on the pile _FLOOR, which go together _alone, when a draw is allowed
+# _draw_refusal.
+
+
+def _alone(rank: int) -> bool:
+    """[D5] A Clear card is played alone; cards of one number rank go together."""
+    return rank >= _CLEAR
+
+
+#: The lowest card (as an int) that may go on a pile whose top card is the
+#: index: a card of the top's rank or higher (§4), any Clear on anything. On an
+#: empty pile anything goes. (A Clear never stays on the pile: it clears it.)
+_FLOOR: Final = tuple(min(c >> 3, C.CLEAR) << 3 for c in range(len(C.STR)))
 
 #: The play of a single card, by card int.
 _SINGLE: list[Play] = [
@@ -168,8 +218,8 @@ class GameState:
         "pile", "cleared", "removed", "current", "direction", "extras", "drew",
         "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
         "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
-        "_wire_events", "_wire_cleared", "_wire_event_json", "_wire_players", "dq_points",
-        "_v6", "_v2", "_v8", "_v3", "_v1",
+        "dq_points", "_play_for_places", "_draw_instead_of_playing", "_reverses",
+        "_colour_run", "_one_draw_per_clear2",
     )
 
     rules: Rules
@@ -189,7 +239,7 @@ class GameState:
     extras: list[bool]
     drew: bool
     pending_swap: bool
-    phase: int
+    phase: Phase
     turn: int
     chosen: list[bool]
     out_order: list[int]
@@ -198,25 +248,22 @@ class GameState:
     dq_points: dict[int, int]
     adjudicated: bool
     places: list[int] | None
-    events: list[EventRecord]
+    #: The event log, in order (a record's index is its ``seq``); append-only.
+    events: list[Record]
+    #: Cards of an event that only its seat may see, by the event's index: the
+    #: card of a failed flip [D6].
     private: dict[int, tuple[int, ...]]
     swap_pair: list[int] | None
     #: Not out and not disqualified, by seat (kept with out_order/dq_order).
     alive: list[bool]
+    #: The current seat's legal actions, once listed (None: not yet).
     _legal: list[Action] | None
-    #: view()'s caches of the wire forms of the public event log and of the
-    #: cleared cards: both only ever grow, so each entry is built once.
-    _wire_events: list[Any]
-    _wire_cleared: list[str]
-    #: view_bytes()'s caches: the JSON of each public event, and of each
-    #: seat's PlayerView with the facts it was built from (its key).
-    _wire_event_json: list[bytes]
-    _wire_players: list[tuple[tuple[Any, ...], bytes] | None]
-    _v1: bool
-    _v2: bool
-    _v3: bool
-    _v6: bool
-    _v8: bool
+    # The variants the inner loop asks about, read once from the rules.
+    _play_for_places: bool  # V1
+    _draw_instead_of_playing: bool  # V2
+    _reverses: bool  # V3
+    _colour_run: bool  # V6
+    _one_draw_per_clear2: bool  # V8
 
     # ------------------------------------------------------------------ set-up
 
@@ -273,16 +320,12 @@ class GameState:
         s.private = {}
         s.swap_pair = None
         s.alive = [True] * n
-        s._wire_events = []
-        s._wire_cleared = []
-        s._wire_event_json = []
-        s._wire_players = [None] * n
         s._legal = None
-        s._v1 = rules.play_for_places
-        s._v2 = rules.draw_instead_of_playing
-        s._v3 = rules.reverses
-        s._v6 = rules.colour_run
-        s._v8 = rules.one_draw_per_clear2
+        s._play_for_places = rules.play_for_places
+        s._draw_instead_of_playing = rules.draw_instead_of_playing
+        s._reverses = rules.reverses
+        s._colour_run = rules.colour_run
+        s._one_draw_per_clear2 = rules.one_draw_per_clear2
         return s
 
     def copy(self) -> GameState:
@@ -313,20 +356,16 @@ class GameState:
         s.dq_points = dict(self.dq_points)
         s.adjudicated = self.adjudicated
         s.places = None if self.places is None else self.places[:]
-        s.events = self.events[:]
+        s.events = self.events[:]  # the records are frozen: shared
         s.private = dict(self.private)
         s.swap_pair = self.swap_pair
         s.alive = self.alive[:]
-        s._wire_events = self._wire_events[:]
-        s._wire_cleared = self._wire_cleared[:]
-        s._wire_event_json = self._wire_event_json[:]
-        s._wire_players = self._wire_players[:]
         s._legal = self._legal
-        s._v1 = self._v1
-        s._v2 = self._v2
-        s._v3 = self._v3
-        s._v6 = self._v6
-        s._v8 = self._v8
+        s._play_for_places = self._play_for_places
+        s._draw_instead_of_playing = self._draw_instead_of_playing
+        s._reverses = self._reverses
+        s._colour_run = self._colour_run
+        s._one_draw_per_clear2 = self._one_draw_per_clear2
         return s
 
     # ------------------------------------------------------------- inspection
@@ -342,27 +381,52 @@ class GameState:
     def to_move(self) -> list[int]:
         """The seats that may act now: every seat yet to choose its 3UP cards
         during set-up (they choose at once, [D2]); otherwise the current seat."""
-        if self.phase == SETUP:
+        phase = self.phase
+        if phase == SETUP:
             return [i for i in range(self.n) if not self.chosen[i] and i not in self.dq_order]
-        if self.phase == OVER:
+        if phase == OVER:
             return []
         return [self.current]
 
-    def source(self, seat: int) -> int:
+    def source(self, seat: int) -> Source:
         """Where ``seat`` plays from: HAND, UP, DOWN or NONE (RULES §3)."""
-        if self.hands[seat]:
-            return HAND
-        if self.draw:
-            return HAND  # [D4]: the player draws before acting
-        if self.up[seat]:
-            return UP
+        cards = self._play_source(seat)
+        if cards is not None:
+            return HAND if cards is self.hands[seat] else UP
         for c in self.down[seat]:
             if c != GONE:
                 return DOWN
         return NONE
 
-    def holds_nothing(self, seat: int) -> bool:
-        return not self.hands[seat] and not self.up[seat] and self.down[seat] == _ALL_GONE
+    def _play_source(self, seat: int) -> list[int] | None:
+        """The cards ``seat`` plays from (RULES §3): its hand, also an empty one
+        while the draw pile has cards (it draws before acting, [D4]); else its
+        3UP cards; None when it must flip a 3DOWN card, or holds nothing.
+
+        The inner loop writes ``self.hands[seat] or self._play_source(seat)``:
+        the same answer (a hand with cards is the source), without the call."""
+        hand = self.hands[seat]
+        if hand or self.draw:
+            return hand
+        up = self.up[seat]
+        return up if up else None
+
+    def _draw_refusal(self) -> str | None:
+        """Why the current seat may not draw now; None when it may: once before
+        each extra action [D10] (V8: not before a Clear+2's second), or with V2
+        instead of a turn's first action."""
+        if not self.draw:
+            return "the draw pile is empty"
+        extras = self.extras
+        if extras:
+            if self.drew:
+                return "you have drawn before this extra action already"
+            if not extras[-1]:
+                return "no draw before the second extra action of a Clear+2 (V8)"
+            return None
+        if not self._draw_instead_of_playing:
+            return "you may draw only before an extra action (or with variant V2)"
+        return None
 
     def points(self, seat: int) -> int:
         """Penalty points of the cards ``seat`` holds (RULES V4 [D14]); for a
@@ -456,23 +520,27 @@ class GameState:
         return acts
 
     def _play_options(self, seat: int) -> list[Action]:
+        """The legal list of the play phase: the draw before an extra action,
+        then a play per (rank, count) from the source, or a pick-up when none
+        goes on the pile, or the flips; last V2's draw."""
         acts: list[Action] = []
         extras = self.extras
-        if extras and extras[-1] and not self.drew and self.draw:
+        may_draw = False
+        if self.draw and (extras or self._draw_instead_of_playing):
+            # (Otherwise _draw_refusal refuses: the common case skips the call.)
+            may_draw = self._draw_refusal() is None
+        if may_draw and extras:
             acts.append(_DRAW)  # [D10] draw before an extra action
-        hand = self.hands[seat]
-        if hand or self.draw:
-            cards = sorted(hand)
-        elif self.up[seat]:
-            cards = sorted(self.up[seat])
-        else:
+        source = self.hands[seat] or self._play_source(seat)
+        if source is None:
             for slot, c in enumerate(self.down[seat]):
                 if c != GONE:
                     acts.append(_FLIPS[slot])
             return acts
+        cards = sorted(source)
         pile = self.pile
-        # Cards below the top of the pile cannot be played: start at the top's rank.
-        i = bisect_left(cards, (pile[-1] >> 3) << 3) if pile else 0
+        # Cards below the floor cannot be played: start at the first that can.
+        i = bisect_left(cards, _FLOOR[pile[-1]]) if pile else 0
         played = i < len(cards)
         ncards = len(cards)
         while i < ncards:
@@ -481,14 +549,14 @@ class GameState:
             j = i + 1
             while j < ncards and cards[j] >> 3 == r:
                 j += 1
-            if j == i + 1 or r >= C.CLEAR:  # [D5] a Clear is played alone
+            if j == i + 1:
                 acts.append(_SINGLE[c])
             else:
                 acts += _plays(tuple(cards[i:j]))
             i = j
         if not played:
             acts.append(_PICKUP)
-        if self._v2 and not extras and self.draw:
+        if may_draw and not extras:
             acts.append(_DRAW)  # V2: draw instead of playing
         return acts
 
@@ -565,13 +633,13 @@ class GameState:
     def _end_setup(self) -> None:
         for i in range(self.n):
             if i not in self.dq_order:
-                self._log("choose_up", i, tuple(self.up[i]))
+                self.events.append(ChoseUp(i, tuple(self.up[i])))
         pair = self.swap_pair
         if pair is not None and self.active(pair[0]) and self.active(pair[1]):
             a, b = pair
             self.up[a], self.up[b] = self.up[b], self.up[a]
             self.down[a], self.down[b] = self.down[b], self.down[a]
-            self._log("pile_swap", a, None, b)
+            self.events.append(PileSwapped(a, b))
         self.swap_pair = None
         if self.rules.sabotage:
             self.phase = SABOTAGE
@@ -596,7 +664,7 @@ class GameState:
 
     def _apply_sabotage(self, action: Action, seat: int) -> None:
         if isinstance(action, Pass):
-            self._log("pass", seat)
+            self.events.append(Passed(seat))
         elif isinstance(action, Swap):
             t = action.target
             if t is None or not 0 <= t < self.n or t == seat:
@@ -626,13 +694,13 @@ class GameState:
         ups[ups.index(take)] = give
         self.hands[seat].append(take)
         self.known[seat].append(take)
-        self._log("swap", seat, (give, take), target)
+        self.events.append(Swapped(seat, give, take, target))
 
     # -- the colour run V6 [D17]
 
     def _apply_colour_run(self, action: Action, seat: int) -> None:
         if isinstance(action, Pass):
-            self._log("pass", seat)
+            self.events.append(Passed(seat))
         elif isinstance(action, Swap):
             if action.target is not None and action.target != seat:
                 raise IllegalActionError("the colour-run swap is with your own 3UP cards")
@@ -649,34 +717,30 @@ class GameState:
     def _apply_play(self, action: Play, seat: int) -> None:
         interned = _PLAY_INTS.get(id(action))
         if interned is not None:
-            cards: Sequence[int] = interned
+            cards: tuple[int, ...] = interned
         elif not action.cards:
             raise MalformedActionError("'play' needs at least one card")
         else:
-            cards = _parse_cards(action.cards)
-        hand = self.hands[seat]
-        if hand:
-            source = hand
-        elif self.up[seat]:
-            source = self.up[seat]
-        else:
+            cards = tuple(_parse_cards(action.cards))
+        source = self.hands[seat] or self._play_source(seat)
+        if source is None:
             self._play_source_error(seat)
-        r = cards[0] >> 3
+        hand = self.hands[seat]
         if len(cards) == 1:
-            c = cards[0]
-            if c not in source:
+            if cards[0] not in source:
                 _require_in(cards, source, "in your hand" if source is hand else "in your 3UP cards")
         else:
+            r = cards[0] >> 3
             for c in cards:
                 if c >> 3 != r:
                     raise IllegalActionError(
                         f"cards played together must share one rank: {', '.join(action.cards)}"
                     )
-            if r >= C.CLEAR:
+            if _alone(r):
                 raise IllegalActionError(f"a Clear card is played alone [D5]: {', '.join(action.cards)}")
             _require_in(cards, source, "in your hand" if source is hand else "in your 3UP cards")
         pile = self.pile
-        if r < C.CLEAR and pile and r < pile[-1] >> 3:
+        if pile and cards[0] < _FLOOR[pile[-1]]:
             raise IllegalActionError(
                 f"{action.cards[0]} is lower than the top of the pile, {C.STR[pile[-1]]}"
             )
@@ -692,7 +756,7 @@ class GameState:
         if self.extras:
             self.extras.pop()
             self.drew = False
-        self.events.append(("play", seat, tuple(cards), None, None))
+        self.events.append(Played(seat, cards))
         self._played(seat, cards)
 
     def _play_source_error(self, seat: int) -> NoReturn:
@@ -714,24 +778,21 @@ class GameState:
             raise IllegalActionError(f"3DOWN slot {slot} has been played already")
         down[slot] = GONE
         self._consume_extra()
-        r = card >> 3
-        if r >= C.CLEAR or not self.pile or r >= self.pile[-1] >> 3:
-            self._log("flip", seat, (card,), slot, "played")
+        pile = self.pile
+        if not pile or card >= _FLOOR[pile[-1]]:
+            self.events.append(Flipped(seat, slot, card))
             self._played(seat, [card])
             return
         # Failed flip: pick up the pile and the card; the card stays secret [D6].
         seq = len(self.events)
-        self._log("flip", seat, None, slot, "failed")
+        self.events.append(Flipped(seat, slot, None))
         self.private[seq] = (card,)
         self._pickup(seat)
         self.hands[seat].append(card)
         self._end_turn()
 
     def _apply_pickup(self, seat: int) -> None:
-        for a in self.legal_actions():
-            if a is _PICKUP:
-                break
-        else:
+        if _PICKUP not in self.legal_actions():
             if self.source(seat) == DOWN:
                 raise IllegalActionError("you may not pick up: flip a 3DOWN card")
             raise IllegalActionError("you may not pick up while you have a legal play (must play if you can)")
@@ -740,28 +801,15 @@ class GameState:
         self._end_turn()
 
     def _apply_draw(self, seat: int) -> None:
-        if not self.draw:
-            raise IllegalActionError("the draw pile is empty")
-        extras = self.extras
-        if extras:
-            if self.drew:
-                raise IllegalActionError("you have drawn before this extra action already")
-            if not extras[-1]:
-                raise IllegalActionError(
-                    "no draw before the second extra action of a Clear+2 (V8)"
-                )
-            self.drew = True
-            self.hands[seat].append(self.draw.pop())
-            self._log("draw", seat, None, 1)
-            return
-        if not self._v2:
-            raise IllegalActionError(
-                "you may draw only before an extra action (or with variant V2)"
-            )
-        # V2: draw 1 instead of playing; the turn ends.
+        refusal = self._draw_refusal()
+        if refusal is not None:
+            raise IllegalActionError(refusal)
         self.hands[seat].append(self.draw.pop())
-        self._log("draw", seat, None, 1)
-        self._end_turn()
+        self.events.append(_DREW[seat][1])
+        if self.extras:
+            self.drew = True  # [D10] this extra action's draw
+        else:
+            self._end_turn()  # V2: instead of playing; the turn ends
 
     # ------------------------------------------------------------ mechanics
 
@@ -774,7 +822,7 @@ class GameState:
         pile = self.pile
         self.hands[seat] += pile
         self.known[seat] += pile
-        self._log("pickup", seat, None, len(pile))
+        self.events.append(PickedUp(seat, len(pile)))
         self.pile = []
 
     def _played(self, seat: int, cards: Sequence[int]) -> None:
@@ -784,32 +832,32 @@ class GameState:
         r = cards[0] >> 3
         ends = False
         log = self.events.append
-        if r >= C.CLEAR:
+        if r >= _CLEAR:
             self.cleared += pile
             self.pile = []
-            if r == C.CLEAR:
-                log(("clear", seat, None, None, "clear"))
+            if r == _CLEAR:
+                log(Cleared(seat, "clear"))
                 ends = True
-            elif r == C.CLEAR1:
-                log(("clear", seat, None, None, "clear+1"))
+            elif r == _CLEAR1:
+                log(Cleared(seat, "clear+1"))
                 self.extras.append(True)  # [D9] extra actions add up
             else:
-                log(("clear", seat, None, None, "clear+2"))
+                log(Cleared(seat, "clear+2"))
                 # A stack: the first extra action is popped first. V8: no draw
                 # before the second extra action of a Clear+2.
-                self.extras += [not self._v8, True]
+                self.extras += [not self._one_draw_per_clear2, True]
         else:
-            if r == 1 and self._v3:
+            if self._reverses and r == REVERSE_RANK:
                 self.direction = -self.direction  # [D13] once per play
-                log(("reverse", seat, None, None, None))
+                log(Reversed(seat))
             if len(pile) >= 3 and pile[-2] >> 3 == r and pile[-3] >> 3 == r:
                 # Three of a kind clears like a Clear and ends the turn [D8].
                 self.cleared += pile
                 self.pile = []
-                log(("clear", seat, None, None, "three"))
+                log(Cleared(seat, "three"))
                 ends = True
             elif (
-                self._v6
+                self._colour_run
                 and len(pile) >= 4
                 and (pile[-1] & 7) == (pile[-2] & 7) == (pile[-3] & 7) == (pile[-4] & 7)
                 and self.hands[seat]
@@ -845,7 +893,7 @@ class GameState:
             while k < want and draw:
                 hand.append(draw.pop())
                 k += 1
-            self._log("draw", seat, None, k)
+            self.events.append(_DREW[seat][k])
             if not turn_start:
                 self.drew = True  # the automatic draw is this extra action's draw
 
@@ -862,7 +910,7 @@ class GameState:
             k = min(3 - len(hand), len(draw))
             hand += draw[: -k - 1 : -1]  # from the top (the end) down
             del draw[-k:]
-            self.events.append(("draw", seat, None, k, None))
+            self.events.append(_DREW[seat][k])
         if self.phase == OVER:
             return
         if self.turn >= self.rules.turn_limit:
@@ -883,9 +931,9 @@ class GameState:
         self.out_order.append(seat)
         self.alive[seat] = False
         place = len(self.out_order)
-        self._log("out", seat, None, place)
+        self.events.append(WentOut(seat, place))
         remaining = [i for i in range(self.n) if self.active(i)]
-        if not self._v1 or len(remaining) <= 1:
+        if not self._play_for_places or len(remaining) <= 1:
             # [D11] the first out wins; the others share the next place (with V1
             # the last one left takes it alone).
             self._finish()
@@ -923,7 +971,7 @@ class GameState:
         self.extras.clear()
         self.pending_swap = False
         self._legal = None
-        self._log("end", -1, None, None, "adjudicated" if self.adjudicated else None)
+        self.events.append(Ended(self.adjudicated))
 
     # ------------------------------------------------------ referee's powers
 
@@ -943,7 +991,7 @@ class GameState:
         self.down[seat] = [GONE, GONE, GONE]
         self.known[seat] = []
         self._legal = None
-        self._log("disqualified", seat, None, None, reason or None)
+        self.events.append(Disqualified(seat, reason or None))
         remaining = [i for i in range(self.n) if self.active(i)]
         if len(remaining) <= 1:
             self._finish()
@@ -962,19 +1010,7 @@ class GameState:
     def note_fault(self, seat: int, kind: str, detail: str = "") -> None:
         """Record a bot's fault in the public event log (the referee's policy
         decides what it costs)."""
-        self._log("fault", seat, None, None, kind if not detail else f"{kind}: {detail}")
-
-    # ----------------------------------------------------------------- log
-
-    def _log(
-        self,
-        kind: str,
-        seat: int,
-        cards: tuple[int, ...] | None = None,
-        number: int | None = None,
-        text: str | None = None,
-    ) -> None:
-        self.events.append((kind, seat, cards, number, text))
+        self.events.append(Faulted(seat, kind, detail or None))
 
 
 # ---------------------------------------------------------------- helpers

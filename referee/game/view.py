@@ -4,12 +4,17 @@ towards a bot.
 :func:`view` builds PROTOCOL.md's ``state`` object for a seat. Everything it
 reads is either public or that seat's own; the resampling tests prove it by
 re-dealing every card the seat cannot see and checking the view is unchanged.
-:func:`view_bytes` is the same state already encoded, built faster for the
-match runner; a property test holds it to the bytes of encoding :func:`view`.
+
+:class:`ViewCache` keeps the wire forms of one game's views from one call to
+the next, so that a caller walking a game step by step pays per step, not per
+game: :meth:`ViewCache.view_bytes` is the match runner's path (the bytes of
+encoding :func:`view`, built faster; a property test holds it to them), and
+``view(..., cache=)`` / ``events(..., cache=)`` share its wire events.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -18,71 +23,141 @@ from protocol.codec import ENCODER
 from protocol.messages import Event, PlayerView, State, YouView
 
 from . import cards as C
-from .state import GONE, OVER, PHASE_NAMES, SETUP, EventRecord, GameState
+from .log import (
+    ChoseUp,
+    Cleared,
+    Disqualified,
+    Drew,
+    Ended,
+    Faulted,
+    Flipped,
+    Passed,
+    PickedUp,
+    PileSwapped,
+    Played,
+    Record,
+    Reversed,
+    Swapped,
+    WentOut,
+)
+from .state import GONE, OVER, PHASE_NAMES, SETUP, GameState
 
-# Which field the log's ``number`` goes to, by event type.
-_NUMBER_FIELD = {
-    "flip": "slot",
-    "pickup": "count",
-    "draw": "count",
-    "swap": "target",
-    "pile_swap": "target",
-    "out": "place",
+
+# The wire form of each kind of record (PROTOCOL.md's Event), by record type.
+# A dict on the type: isinstance() on a Struct class costs several times more.
+
+
+def _chose_up(seq: int, r: ChoseUp) -> Event:
+    return Event(seq=seq, seat=r.seat, type="choose_up", cards=[C.STR[c] for c in r.cards])
+
+
+def _pile_swapped(seq: int, r: PileSwapped) -> Event:
+    return Event(seq=seq, seat=r.seat, type="pile_swap", target=r.target)
+
+
+def _swapped(seq: int, r: Swapped) -> Event:
+    strs = C.STR
+    return Event(seq=seq, seat=r.seat, type="swap", cards=[strs[r.give], strs[r.take]],
+                 target=r.target)
+
+
+def _passed(seq: int, r: Passed) -> Event:
+    return Event(seq=seq, seat=r.seat, type="pass")
+
+
+def _played(seq: int, r: Played) -> Event:
+    strs = C.STR
+    return Event(seq=seq, seat=r.seat, type="play", cards=[strs[c] for c in r.cards])
+
+
+def _flipped(seq: int, r: Flipped) -> Event:
+    if r.card is None:
+        return Event(seq=seq, seat=r.seat, type="flip", slot=r.slot, kind="failed")
+    return Event(seq=seq, seat=r.seat, type="flip", cards=[C.STR[r.card]], slot=r.slot,
+                 kind="played")
+
+
+def _picked_up(seq: int, r: PickedUp) -> Event:
+    return Event(seq=seq, seat=r.seat, type="pickup", count=r.count)
+
+
+def _drew(seq: int, r: Drew) -> Event:
+    return Event(seq=seq, seat=r.seat, type="draw", count=r.count)
+
+
+def _cleared(seq: int, r: Cleared) -> Event:
+    return Event(seq=seq, seat=r.seat, type="clear", kind=r.kind)
+
+
+def _reversed(seq: int, r: Reversed) -> Event:
+    return Event(seq=seq, seat=r.seat, type="reverse")
+
+
+def _went_out(seq: int, r: WentOut) -> Event:
+    return Event(seq=seq, seat=r.seat, type="out", place=r.place)
+
+
+def _disqualified(seq: int, r: Disqualified) -> Event:
+    return Event(seq=seq, seat=r.seat, type="disqualified", detail=r.reason)
+
+
+def _faulted(seq: int, r: Faulted) -> Event:
+    return Event(seq=seq, seat=r.seat, type="fault", kind=r.kind, detail=r.detail)
+
+
+def _ended(seq: int, r: Ended) -> Event:
+    return Event(seq=seq, seat=r.seat, type="end",
+                 detail="adjudicated" if r.adjudicated else None)
+
+
+_WIRE: dict[type[Record], Callable[[int, Any], Event]] = {
+    ChoseUp: _chose_up,
+    PileSwapped: _pile_swapped,
+    Swapped: _swapped,
+    Passed: _passed,
+    Played: _played,
+    Flipped: _flipped,
+    PickedUp: _picked_up,
+    Drew: _drew,
+    Cleared: _cleared,
+    Reversed: _reversed,
+    WentOut: _went_out,
+    Disqualified: _disqualified,
+    Faulted: _faulted,
+    Ended: _ended,
 }
-# Which field the log's ``text`` goes to, by event type.
-_TEXT_FIELD = {"clear": "kind", "fault": "kind", "flip": "kind"}
 
 
-def event(seq: int, record: EventRecord, cards: tuple[int, ...] | None = None) -> Event:
-    """The wire form of one log entry (``cards`` overrides the public cards)."""
-    kind, seat, pub, number, text = record
-    shown = cards if cards is not None else pub
-    ev = Event(seq=seq, seat=seat, type=kind)
-    if shown is not None:
-        ev.cards = [C.STR[c] for c in shown]
-    if number is not None:
-        setattr(ev, _NUMBER_FIELD.get(kind, "count"), number)
-    if text is not None:
-        if kind == "fault" and ": " in text:
-            ev.kind, ev.detail = text.split(": ", 1)
-        else:
-            setattr(ev, _TEXT_FIELD.get(kind, "detail"), text)
+def event(seq: int, record: Record, cards: tuple[int, ...] | None = None) -> Event:
+    """The wire form of the log's entry ``seq``; ``cards``, when given, in
+    place of its public cards (a seat's own view of its failed flip, [D6])."""
+    ev = _WIRE[type(record)](seq, record)
+    if cards is not None:
+        ev.cards = [C.STR[c] for c in cards]
     return ev
 
 
-def events(state: GameState, seat: int | None, since: int = 0) -> list[Event]:
+def events(
+    state: GameState, seat: int | None, since: int = 0, cache: ViewCache | None = None
+) -> list[Event]:
     """The log from ``since`` on as ``seat`` sees it (``None``: the public
     log, private cards hidden from all).
 
-    The public entries are built once per game and shared between views
-    (treat them as read-only); a seat's own private details (the card of its
-    failed flip, [D6]) are put in its own copies.
+    With a ``cache``, the public entries are built once per game and shared
+    between views (treat them as read-only); a seat's own private details
+    (the card of its failed flip, [D6]) are put in its own copies.
     """
     log = state.events
-    cache = state._wire_events
-    for seq in range(len(cache), len(log)):
-        cache.append(event(seq, log[seq]))
-    out = cache[since:]
+    if cache is not None:
+        out = cache._wire_events(state)[since:]
+    else:
+        out = [event(seq, log[seq]) for seq in range(len(log))[since:]]
     private = state.private
     if private and seat is not None:
         for seq, cards in private.items():
-            if seq >= since and log[seq][1] == seat:
+            if seq >= since and log[seq].seat == seat:
                 out[seq - since] = event(seq, log[seq], cards)
     return out
-
-
-def _cleared_shared(state: GameState) -> list[str]:
-    """The cleared cards' wire form: the cache itself (do not change it)."""
-    cache = state._wire_cleared
-    cleared = state.cleared
-    if len(cache) < len(cleared):
-        strs = C.STR
-        cache += [strs[c] for c in cleared[len(cache):]]
-    return cache
-
-
-def _cleared(state: GameState) -> list[str]:
-    return _cleared_shared(state)[:]
 
 
 _DOWN: dict[tuple[bool, bool, bool], list[int]] = {
@@ -172,11 +247,17 @@ def _table(state: GameState, seat: int, setup: bool) -> dict[str, Any]:
     }
 
 
-def view(state: GameState, seat: int, since: int = 0) -> State:
+def view(
+    state: GameState, seat: int, since: int = 0, cache: ViewCache | None = None
+) -> State:
     """PROTOCOL.md's ``state`` for ``seat``, with the events from ``since``.
 
     During set-up the players choose at once [D2]: nobody sees another's
     choice, nor whether it has been made, until all have chosen.
+
+    A caller that views one game step by step may pass the game's
+    :class:`ViewCache`: the events and cleared cards are then built once per
+    game (the events shared between views: treat them as read-only).
     """
     setup = state.phase == SETUP
     place = _place_of(state)
@@ -184,11 +265,16 @@ def view(state: GameState, seat: int, since: int = 0) -> State:
     for i in range(state.n):
         hand_count, up = _shown(state, i, seat, setup)
         players.append(_player(state, i, hand_count, up, place(i)))
+    if cache is not None:
+        cleared = cache._wire_cleared(state)[:]
+    else:
+        strs = C.STR
+        cleared = [strs[c] for c in state.cleared]
     return State(
         you=_you(state, seat),
         players=players,
-        cleared=_cleared(state),
-        events=events(state, seat, since),
+        cleared=cleared,
+        events=events(state, seat, since, cache),
         **_table(state, seat, setup),
     )
 
@@ -212,64 +298,127 @@ class _StateWire(msgspec.Struct, kw_only=True):
     pending: str | None
 
 
-def view_bytes(state: GameState, seat: int, since: int = 0) -> bytes:
-    """``ENCODER.encode(view(state, seat, since))``, built faster: the match
-    runner's path. Each seat's :class:`PlayerView` is kept encoded together
-    with every fact it is built from, and rebuilt only when one changes;
-    each public event is encoded once."""
-    setup = state.phase == SETUP
-    place = _place_of(state)
-    cache = state._wire_players
-    dq = state.dq_order
-    alive = state.alive
-    parts: list[bytes] = []
-    for i in range(state.n):
-        hand_count, up = _shown(state, i, seat, setup)
-        key = (
-            hand_count,
-            tuple(up),
-            tuple(state.down[i]),
-            tuple(state.known[i]),
-            alive[i],
-            place(i),
-            i in dq,
-        )
-        hit = cache[i]
-        if hit is not None and hit[0] == key:
-            parts.append(hit[1])
-        else:
-            encoded = ENCODER.encode(_player(state, i, hand_count, up, key[5]))
-            cache[i] = (key, encoded)
-            parts.append(encoded)
-    return ENCODER.encode(
-        _StateWire(
-            you=_you(state, seat),
-            players=msgspec.Raw(b"[" + b",".join(parts) + b"]"),
-            cleared=_cleared_shared(state),
-            events=msgspec.Raw(_events_json(state, seat, since)),
-            **_table(state, seat, setup),
-        )
-    )
+class ViewCache:
+    """The wire forms of one game's views, kept from one view to the next.
 
+    One per game, owned by whoever views it step by step (the match runner, a
+    replay re-run, the replay viewer). It keeps the public events (as Events
+    and as JSON) and the cleared cards' strings, which only ever grow, and
+    each seat's :class:`PlayerView` encoded, with every fact it is built from,
+    rebuilt only when one of them changes.
 
-def _events_json(state: GameState, seat: int, since: int) -> bytes:
-    """The JSON of ``events(state, seat, since)``."""
-    log = state.events
-    done = state._wire_event_json
-    if len(done) < len(log):
-        wire = state._wire_events
+    **A cache follows one state**: the :class:`GameState` object it was first
+    given, as the engine moves it on (``apply``, ``disqualify``,
+    ``note_fault``). Given another state (a copy that went its own way, a
+    resampled world, another game) it starts afresh, so it is never wrong;
+    alternating between states merely throws it away each time: give each
+    state that goes its own way a cache of its own. (Changing a state's
+    fields by hand after viewing it is not following it.)
+    """
+
+    __slots__ = ("_state", "_events", "_event_json", "_cleared", "_players")
+
+    def __init__(self) -> None:
+        #: The state followed; None until the first view.
+        self._state: GameState | None = None
+        #: The public wire form of each event, by seq.
+        self._events: list[Event] = []
+        #: The JSON of each of them.
+        self._event_json: list[bytes] = []
+        #: The wire strings of the cleared cards, in order.
+        self._cleared: list[str] = []
+        #: By seat: (the facts its PlayerView shows, its JSON), once built.
+        self._players: list[tuple[tuple[Any, ...], bytes] | None] = []
+
+    def _follow(self, state: GameState) -> None:
+        """Start afresh on ``state``."""
+        self._state = state
+        self._events = []
+        self._event_json = []
+        self._cleared = []
+        self._players = [None] * state.n
+
+    def _wire_events(self, state: GameState) -> list[Event]:
+        """The public wire events of ``state``'s whole log (the cache itself:
+        do not change it)."""
+        if state is not self._state:
+            self._follow(state)
+        wire = self._events
+        log = state.events
         for seq in range(len(wire), len(log)):
             wire.append(event(seq, log[seq]))
-        done += [ENCODER.encode(ev) for ev in wire[len(done) : len(log)]]
-    if since >= len(log):
-        return b"[]"
-    parts = done[since:]
-    private = state.private
-    if private:
-        for seq, cards in private.items():
-            if seq >= since and log[seq][1] == seat:
-                parts[seq - since] = ENCODER.encode(event(seq, log[seq], cards))
-    return b"[" + b",".join(parts) + b"]"
+        return wire
+
+    def _wire_cleared(self, state: GameState) -> list[str]:
+        """The cleared cards' wire strings (the cache itself: do not change it)."""
+        if state is not self._state:
+            self._follow(state)
+        done = self._cleared
+        cleared = state.cleared
+        if len(done) < len(cleared):
+            strs = C.STR
+            done += [strs[c] for c in cleared[len(done):]]
+        return done
+
+    def view_bytes(self, state: GameState, seat: int, since: int = 0) -> bytes:
+        """``ENCODER.encode(view(state, seat, since))``, built faster: the
+        match runner's path. Each seat's :class:`PlayerView` is kept encoded
+        with every fact it is built from and rebuilt only when one changes;
+        each public event is encoded once."""
+        if state is not self._state:
+            self._follow(state)
+        setup = state.phase == SETUP
+        place = _place_of(state)
+        cache = self._players
+        dq = state.dq_order
+        alive = state.alive
+        parts: list[bytes] = []
+        for i in range(state.n):
+            hand_count, up = _shown(state, i, seat, setup)
+            p = place(i)
+            # Every fact _player reads (names and seats do not change).
+            key = (
+                hand_count,
+                tuple(up),
+                tuple(state.down[i]),
+                tuple(state.known[i]),
+                alive[i],
+                p,
+                i in dq,
+            )
+            hit = cache[i]
+            if hit is not None and hit[0] == key:
+                parts.append(hit[1])
+            else:
+                encoded = ENCODER.encode(_player(state, i, hand_count, up, p))
+                cache[i] = (key, encoded)
+                parts.append(encoded)
+        return ENCODER.encode(
+            _StateWire(
+                you=_you(state, seat),
+                players=msgspec.Raw(b"[" + b",".join(parts) + b"]"),
+                cleared=self._wire_cleared(state),
+                events=msgspec.Raw(self._events_json(state, seat, since)),
+                **_table(state, seat, setup),
+            )
+        )
+
+    def _events_json(self, state: GameState, seat: int, since: int) -> bytes:
+        """The JSON of ``events(state, seat, since)``."""
+        log = state.events
+        done = self._event_json
+        if len(done) < len(log):
+            encode = ENCODER.encode
+            done += [encode(event(seq, log[seq])) for seq in range(len(done), len(log))]
+        if since >= len(log):
+            return b"[]"
+        parts = done[since:]
+        private = state.private
+        if private:
+            for seq, cards in private.items():
+                if seq >= since and log[seq].seat == seat:
+                    parts[seq - since] = ENCODER.encode(event(seq, log[seq], cards))
+        return b"[" + b",".join(parts) + b"]"
 
 
 def full_view(state: GameState) -> dict[str, object]:

@@ -1,29 +1,40 @@
 """Property tests over random playouts: conservation, termination, a legal
-action always, every listed action applies, unlisted plays are rejected, and
-views that leak nothing (the resampling proof)."""
+action always, every listed action applies and nothing else does, views that
+leak nothing (the resampling proof), and the view cache's bytes."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import random
+import textwrap
+import typing
 from collections import Counter
+from collections.abc import Callable
 
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import Play, Rules
+from protocol import Draw, Event, Flip, Pickup, Play, Rules
 from referee.game import (
+    ActionError,
     GameState,
     IllegalActionError,
+    ViewCache,
     from_view,
     new_game,
     resample,
     view,
-    view_bytes,
 )
 from referee.game import cards as C
-from referee.game.state import DOWN, HAND, SETUP, UP
+from referee.game.log import Faulted, Record
+from referee.game.state import DOWN, HAND, PLAY, SETUP, UP
+
+#: The module (the package's ``view`` is the function).
+view_module = importlib.import_module("referee.game.view")
 
 VARIANTS = (
     "play_for_places",
@@ -72,6 +83,28 @@ def unlisted_plays(s: GameState, seat: int, rng: random.Random) -> list[Play]:
     return out
 
 
+def same_rank_variants(s: GameState, seat: int, rng: random.Random) -> list[Play]:
+    """Each listed play with other cards of its rank from the source, when
+    the source has others: the canonical choice is only one of them."""
+    src = s.source(seat)
+    cards = s.hands[seat] if src == HAND else s.up[seat] if src == UP else []
+    out = []
+    for a in s.legal_actions(seat):
+        if isinstance(a, Play):
+            r = C.INT[a.cards[0]] >> 3
+            same = [c for c in cards if c >> 3 == r]
+            out.append(Play(cards=[C.STR[c] for c in rng.sample(same, len(a.cards))]))
+    return out
+
+
+def applies(s: GameState, action: object, seat: int) -> bool:
+    try:
+        s.copy().apply(action, seat)  # type: ignore[arg-type]
+    except ActionError:
+        return False
+    return True
+
+
 def playout(seed: int, n: int, rules: Rules, deep: bool) -> int:
     rng = random.Random(seed)
     s = new_game(rules, n, rng)
@@ -89,6 +122,12 @@ def playout(seed: int, n: int, rules: Rules, deep: bool) -> int:
             for bad in unlisted_plays(s, seat, rng):
                 with pytest.raises(IllegalActionError):
                     s.copy().apply(bad, seat)
+            for play in same_rank_variants(s, seat, rng):
+                s.copy().apply(play, seat)
+            if s.phase == PLAY and not s.pending_swap:
+                # Draws, pick-ups and flips: applied exactly when listed.
+                for other in (Draw(), Pickup(), Flip(slot=0), Flip(slot=1), Flip(slot=2)):
+                    assert applies(s, other, seat) == (other in legal), (other, legal)
         s.apply(rng.choice(legal), seat)
         steps += 1
         assert s.turn <= rules.turn_limit
@@ -141,27 +180,31 @@ def test_disqualifications_mid_game_keep_invariants() -> None:
             assert s.hands[d] == [] and s.up[d] == []
 
 
-def test_view_bytes_equals_the_encoded_view() -> None:
-    """view_bytes (the match runner's path: players kept encoded with the
-    facts they show, events encoded once) gives exactly the bytes of encoding
-    view(), for every seat at every step, from any `since`, faults and
-    disqualifications included, and on copies that go separate ways."""
+def compare_view_bytes(
+    games: int, view_bytes: Callable[[ViewCache, GameState, int, int], bytes] = ViewCache.view_bytes
+) -> int:
+    """Compare ``view_bytes`` (the match runner's path: players kept encoded
+    with the facts they show, events encoded once) with encoding view(), for
+    every seat at every step of random games, from any `since`, faults and
+    disqualifications included, and on copies that go separate ways with a
+    cache of their own. Returns the number of comparisons."""
     compared = 0
-    for seed in range(400):
+    for seed in range(games):
         rng = random.Random(seed)
         n = 2 + seed % 5
         s = new_game(random_rules(rng), n, rng)
+        cache = ViewCache()
         since = [0] * n
         while not s.over:
             for seat in range(n):
                 start = rng.choice((0, since[seat], len(s.events)))
-                assert view_bytes(s, seat, start) == ENCODE(view(s, seat, start)), (seed, seat)
+                assert view_bytes(cache, s, seat, start) == ENCODE(view(s, seat, start)), (seed, seat)
                 compared += 1
             if rng.random() < 0.02:
                 other = s.copy()
                 seat = other.to_move()[0]
                 other.apply(rng.choice(other.legal_actions(seat)), seat)
-                assert view_bytes(other, seat) == ENCODE(view(other, seat))
+                assert view_bytes(ViewCache(), other, seat, 0) == ENCODE(view(other, seat))
             mover = rng.choice(s.to_move())
             since[mover] = len(s.events)
             roll = rng.random()
@@ -172,8 +215,108 @@ def test_view_bytes_equals_the_encoded_view() -> None:
             else:
                 s.apply(rng.choice(s.legal_actions(mover)), mover)
         for seat in range(n):
-            assert view_bytes(s, seat) == ENCODE(view(s, seat))
-    assert compared > 50_000
+            assert view_bytes(cache, s, seat, 0) == ENCODE(view(s, seat))
+    return compared
+
+
+def test_view_bytes_equals_the_encoded_view() -> None:
+    assert compare_view_bytes(400) > 50_000
+
+
+def view_bytes_without(fact: int) -> Callable[[ViewCache, GameState, int, int], bytes]:
+    """ViewCache.view_bytes with the ``fact``-th fact left out of the key its
+    encoded PlayerViews are kept under (the source, edited)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(ViewCache.view_bytes)))
+    keys = [
+        node for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["key"]
+        and isinstance(node.value, ast.Tuple)
+    ]
+    assert len(keys) == 1, "view_bytes builds its key as one tuple: key = (...)"
+    assert isinstance(keys[0].value, ast.Tuple)
+    del keys[0].value.elts[fact]
+    namespace: dict[str, typing.Any] = {}
+    exec(compile(ast.fix_missing_locations(tree), "<mutant>", "exec"), vars(view_module), namespace)
+    fn: Callable[[ViewCache, GameState, int, int], bytes] = namespace["view_bytes"]
+    return fn
+
+
+@pytest.mark.parametrize("fact", [0, 1, 2, 3, 5], ids=["hand_count", "up", "down", "known", "place"])
+def test_view_bytes_comparison_fails_when_the_key_leaves_out_a_fact(fact: int) -> None:
+    """The comparison above has teeth: drop a fact from the key and it fails.
+    (The last two facts, out and disqualified, never change alone: a seat's
+    cards change with them, and its place; they are in the key because
+    the view shows them.)"""
+    mutant = view_bytes_without(fact)
+    with pytest.raises(AssertionError):
+        compare_view_bytes(60, mutant)
+
+
+def test_a_view_cache_follows_one_state() -> None:
+    """A cache used on a state and on its copies as they diverge (the rule:
+    it follows one state, and starts afresh on another) still gives the
+    right bytes; so do caches of their own."""
+    compared = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        n = 2 + seed % 5
+        s = new_game(random_rules(rng), n, rng)
+        shared = ViewCache()
+        for _ in range(rng.randrange(0, 120)):
+            if s.over:
+                break
+            seat = rng.choice(s.to_move())
+            shared.view_bytes(s, seat, 0)
+            s.apply(rng.choice(s.legal_actions(seat)), seat)
+        states = [s, s.copy(), resample(s, 0, rng)]
+        own = [ViewCache() for _ in states]
+        for _ in range(40):
+            for k, t in enumerate(states):
+                if t.over:
+                    continue
+                seat = rng.choice(t.to_move())
+                since = rng.randrange(len(t.events) + 1)
+                want = ENCODE(view(t, seat, since))
+                assert shared.view_bytes(t, seat, since) == want
+                assert own[k].view_bytes(t, seat, since) == want
+                assert ENCODE(view(t, seat, since, shared)) == want
+                assert ENCODE(view(t, seat, since, own[k])) == want
+                compared += 1
+                t.apply(rng.choice(t.legal_actions(seat)), seat)
+    assert compared > 3000
+
+
+def test_the_state_holds_no_wire_forms() -> None:
+    """Views leave nothing in the state: copies and resampled worlds copy
+    rules and cards, never bytes or wire events."""
+    for s, _ in mid_game_states(30, seed=5):
+        cache = ViewCache()
+        for seat in range(s.n):
+            cache.view_bytes(s, seat, 0)
+            view(s, seat, 0, cache)
+        stack: list[object] = [getattr(s, name) for name in GameState.__slots__]
+        while stack:
+            value = stack.pop()
+            assert not isinstance(value, (bytes, Event)), value
+            if isinstance(value, (list, tuple)):
+                stack += value
+            elif isinstance(value, dict):
+                stack += list(value.values())
+
+
+def test_every_kind_of_record_has_a_wire_form() -> None:
+    assert set(view_module._WIRE) == set(typing.get_args(Record))
+
+
+def test_a_fault_keeps_its_kind_and_detail_apart() -> None:
+    s = new_game(Rules(), 2, random.Random(1))
+    s.note_fault(0, "bad_json", "expected ':' at 1:7")
+    s.note_fault(1, "timeout")
+    assert s.events[-2:] == [Faulted(0, "bad_json", "expected ':' at 1:7"), Faulted(1, "timeout", None)]
+    first, second = view(s, 0, len(s.events) - 2).events
+    assert (first.kind, first.detail) == ("bad_json", "expected ':' at 1:7")
+    assert (second.kind, second.detail) == ("timeout", None)
 
 
 def mid_game_states(count: int, seed: int) -> list[tuple[GameState, Rules]]:

@@ -19,7 +19,7 @@ from referee.game import (
 )
 from referee.game import cards as C
 from referee.game.layout import layout
-from referee.game.state import GONE
+from referee.game.state import GONE, HAND, PLAY, SABOTAGE
 
 
 # --------------------------------------------------------------- E1–E6
@@ -184,7 +184,7 @@ def test_D3_seat_0_starts() -> None:
         s = random_game(4, seed)
         for seat in range(4):
             s.apply(s.legal_actions(seat)[0], seat)
-        assert s.phase == 2 and s.current == 0 and s.turn == 1
+        assert s.phase == PLAY and s.current == 0 and s.turn == 1
 
 
 def test_D4_empty_hand_with_draw_pile_draws_up_to_3_first() -> None:
@@ -193,7 +193,17 @@ def test_D4_empty_hand_with_draw_pile_draws_up_to_3_first() -> None:
     # Seat 1 drew back to 3 (two cards), then seat 0 starts with an empty hand.
     assert s.current == 0
     assert sorted(C.to_str(s.hands[0])) == ["6G", "7G", "8G"]
-    assert s.source(0) == 0  # HAND
+    assert s.source(0) == HAND
+
+
+def test_D4_the_list_and_apply_agree_on_an_empty_hand_before_its_draw() -> None:
+    # Only a laid-out position skips [D4]'s draw: the hand is still the source
+    # (empty), for the legal list and for apply alike; the 3UP card waits.
+    s = layout(hands=[[], ["9V"]], up=[["8R"], []], pile=["3Y"], draw=["4G"])
+    assert s.source(0) == HAND
+    assert kinds(s.legal_actions()) == ["pickup"]
+    with pytest.raises(IllegalActionError, match="8R is not in your hand"):
+        s.apply(Play(cards=["8R"]))
 
 
 def test_D5_clear_is_played_alone() -> None:
@@ -367,7 +377,7 @@ def test_D16_V5b_sabotage_in_seat_order() -> None:
     s = new_game(Rules(sabotage=True), 3, random.Random(4))
     for seat in range(3):
         s.apply(s.legal_actions(seat)[0], seat)
-    assert s.phase == 1 and s.current == 0
+    assert s.phase == SABOTAGE and s.current == 0
     legal = s.legal_actions()
     assert isinstance(legal[0], Pass)
     swap = next(a for a in legal if isinstance(a, Swap) and a.target == 2)
@@ -379,7 +389,7 @@ def test_D16_V5b_sabotage_in_seat_order() -> None:
         s.apply(Swap(give=C.STR[s.hands[1][0]], take=C.STR[s.up[0][0]]))
     s.apply(Pass())
     s.apply(Pass())
-    assert s.phase == 2 and s.current == 0 and s.turn == 1
+    assert s.phase == PLAY and s.current == 0 and s.turn == 1
 
 
 def test_D17_V6_colour_run_swap_or_decline() -> None:
@@ -520,7 +530,7 @@ def test_D15_V5_pile_swap_comes_before_D16_V5b_sabotage() -> None:
         s.apply(s.legal_actions(seat)[0], seat)
     types = [e.type for e in view(s, 0).events]
     assert types.index("pile_swap") > max(i for i, t in enumerate(types) if t == "choose_up")
-    assert s.phase == 1  # sabotage comes after the swap
+    assert s.phase == SABOTAGE  # sabotage comes after the swap
 
 
 # ------------------------------------------- rule clauses pinned one by one
@@ -590,7 +600,7 @@ def test_D3_seat_0_disqualified_in_set_up_the_next_seat_starts() -> None:
     s.disqualify(0, "test")
     for seat in (1, 2):
         s.apply(s.legal_actions(seat)[0], seat)
-    assert s.phase == 2 and s.current == 1
+    assert s.phase == PLAY and s.current == 1
 
 
 def test_D15_V5_no_pile_swap_when_one_of_the_pair_is_disqualified() -> None:
@@ -601,7 +611,7 @@ def test_D15_V5_no_pile_swap_when_one_of_the_pair_is_disqualified() -> None:
     for seat in range(3):
         if seat != out:
             s.apply(s.legal_actions(seat)[0], seat)
-    assert s.phase == 2
+    assert s.phase == PLAY
     assert not [e for e in view(s, 1).events if e.type == "pile_swap"]
 
 

@@ -161,7 +161,7 @@ GAME_END_MINIMAL = b"""{
 
 def test_minimal_messages_decode() -> None:
     start = decode_game_start(GAME_START_MINIMAL)
-    assert start.rules.play_for_places and start.rules.deck_size() == 84
+    assert start.rules.play_for_places and start.rules.resolved_deck().size() == 84
     assert start.timeouts.bank_ms == 10000
 
     request = decode_act_request(ACT_REQUEST_MINIMAL)

@@ -14,7 +14,6 @@ def test_standard_deck_is_84_cards_D1() -> None:
     deck = Rules().resolved_deck()
     assert deck == Deck() == DECK_PRESETS["standard"]
     assert deck.size() == 84
-    assert Rules().deck_size() == 84
     cards = deck.cards()
     assert len(cards) == 84
     counts = Counter(cards)
@@ -27,7 +26,7 @@ def test_italian_deck_is_74_cards() -> None:
     rules = Rules(deck="italian")
     deck = rules.resolved_deck()
     assert deck == Deck(colours="RYG", copies=2, clear=6, clear_plus1=6, clear_plus2=2)
-    assert rules.deck_size() == 74
+    assert deck.size() == 74
     counts = Counter(deck.cards())
     assert sum(counts.values()) == 74
     assert counts["7Y"] == 2 and counts["7B"] == 0
@@ -38,7 +37,7 @@ def test_italian_deck_is_74_cards() -> None:
 def test_inline_deck() -> None:
     rules = Rules(deck=Deck(colours="BR", copies=1, clear=2, clear_plus1=1, clear_plus2=0))
     assert rules.resolved_deck().colours == "BR"
-    assert rules.deck_size() == 23
+    assert rules.resolved_deck().size() == 23
     rules.validate(2)  # 23 >= 18
 
 
@@ -140,7 +139,7 @@ def test_rules_decode_from_mapping() -> None:
     )
     assert rules.resolved_deck() == Deck(colours="RGB", copies=2)
     assert rules.play_for_places and not rules.reverses
-    assert msgspec.json.decode(b'{"deck": "italian"}', type=Rules).deck_size() == 74
+    assert msgspec.json.decode(b'{"deck": "italian"}', type=Rules).resolved_deck().size() == 74
     assert msgspec.json.decode(b"{}", type=Rules) == Rules()
 
 
