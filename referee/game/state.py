@@ -792,7 +792,7 @@ class GameState:
         self._end_turn()
 
     def _apply_pickup(self, seat: int) -> None:
-        if _PICKUP not in self.legal_actions():
+        if _PICKUP not in (self._legal or self.legal_actions()):
             if self.source(seat) == DOWN:
                 raise IllegalActionError("you may not pick up: flip a 3DOWN card")
             raise IllegalActionError("you may not pick up while you have a legal play (must play if you can)")
@@ -831,30 +831,29 @@ class GameState:
         pile += cards
         r = cards[0] >> 3
         ends = False
-        log = self.events.append
         if r >= _CLEAR:
             self.cleared += pile
             self.pile = []
             if r == _CLEAR:
-                log(Cleared(seat, "clear"))
+                self.events.append(Cleared(seat, "clear"))
                 ends = True
             elif r == _CLEAR1:
-                log(Cleared(seat, "clear+1"))
+                self.events.append(Cleared(seat, "clear+1"))
                 self.extras.append(True)  # [D9] extra actions add up
             else:
-                log(Cleared(seat, "clear+2"))
+                self.events.append(Cleared(seat, "clear+2"))
                 # A stack: the first extra action is popped first. V8: no draw
                 # before the second extra action of a Clear+2.
                 self.extras += [not self._one_draw_per_clear2, True]
         else:
             if self._reverses and r == REVERSE_RANK:
                 self.direction = -self.direction  # [D13] once per play
-                log(Reversed(seat))
+                self.events.append(Reversed(seat))
             if len(pile) >= 3 and pile[-2] >> 3 == r and pile[-3] >> 3 == r:
                 # Three of a kind clears like a Clear and ends the turn [D8].
                 self.cleared += pile
                 self.pile = []
-                log(Cleared(seat, "three"))
+                self.events.append(Cleared(seat, "three"))
                 ends = True
             elif (
                 self._colour_run
