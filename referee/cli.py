@@ -37,7 +37,7 @@ from referee.check import CheckLine, run_checks
 from referee.config import ConfigError, load_toml_struct
 from referee.match import play_match
 from referee.record import FaultPolicy, MatchResult
-from referee.report import format_h2h, format_result, format_table
+from referee.report import format_h2h, format_result, format_settled, format_table
 
 __all__ = ["main", "make_bot"]
 
@@ -342,7 +342,7 @@ def tournament(
             progress=not no_progress, replays=not no_replays, executor=ex,
         )
         click.echo(
-            f"{league.tournament.name}: {len(league.bots)} bots, {len(t.schedule)} games, "
+            f"{league.tournament.name}: {len(league.bots)} bots, {_games(t)}, "
             f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",
             err=True,
         )
@@ -361,9 +361,18 @@ def tournament(
         click.echo(f"\n{e}. To continue:\n  {cmd}", err=True)
         sys.exit(130)
     click.echo(format_table(standings))
+    click.echo(format_settled(standings, t.confidence))
     click.echo("")
     click.echo(format_h2h([s.bot for s in standings], t.head_to_head))
     click.echo(f"\nstandings: {t.out / 'standings.json'}", err=True)
+
+
+def _games(t: Any) -> str:
+    """How many games a tournament plays, as its first line says it."""
+    scheduler = t.scheduler
+    if scheduler.total is not None:
+        return f"{scheduler.total} games ({t.league.tournament.schedule})"
+    return f"adaptive: until settled, at most {scheduler.limit} games"
 
 
 @main.command()
@@ -372,7 +381,7 @@ def tournament(
 def standings(out: Path, as_json: bool) -> None:
     """Print the standings of the tournament whose output folder is OUT."""
     from referee.tournament.league import LeagueError
-    from referee.tournament.runner import load_h2h, load_standings
+    from referee.tournament.runner import load_confidence, load_h2h, load_standings
 
     try:
         rows = load_standings(out)
@@ -383,6 +392,7 @@ def standings(out: Path, as_json: bool) -> None:
         click.echo((out / "standings.json").read_text(), nl=False)
         return
     click.echo(format_table(rows))
+    click.echo(format_settled(rows, load_confidence(out)))
     click.echo("")
     click.echo(format_h2h([s.bot for s in rows], load_h2h(out)))
 

@@ -8,9 +8,11 @@ cursor movement when the output is not a terminal (CI logs, pipes, files).
 from __future__ import annotations
 
 import io
+import math
 import sys
 import time
 from collections.abc import Sequence
+from statistics import NormalDist
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
@@ -37,7 +39,7 @@ from .record import MatchResult
 if TYPE_CHECKING:  # types only: the report sits beside every layer, below none
     from .tournament.ratings import HeadToHead, Standing
 
-__all__ = ["Progress", "describe", "format_h2h", "format_result", "format_table"]
+__all__ = ["Progress", "describe", "format_h2h", "format_result", "format_settled", "format_table"]
 
 #: Wide enough that no table is ever wrapped or cut when rendered to text.
 _WIDTH = 240
@@ -126,23 +128,77 @@ def describe(action: Action | None) -> str:
 
 
 def format_table(standings: Sequence[Standing]) -> str:
-    """The standings: rank, rating (μ, σ, μ−3σ), games, wins, average
-    place, faults, latencies, and V4's penalty points when a series is scored."""
+    """The standings: rank, rating (μ, σ, μ−3σ), games, wins, average place,
+    faults, how sure the rank is (the probability of ranking above the next
+    bot, the 95% interval of the rank, and ``|`` where the bot is separated
+    from the next one), latencies, and V4's penalty points when a series is
+    scored."""
     series = any(s.points is not None for s in standings)  # V4 [D14]: ranked by points
     columns = [("#", "right"), ("bot", "left"), ("mu", "right"), ("sigma", "right"),
                ("mu-3s", "right"), ("games", "right"), ("wins", "right"), ("avg pl", "right"),
-               ("faults", "right"), ("p50 ms", "right"), ("p95 ms", "right")]
+               ("faults", "right"), ("p>next", "right"), ("rank 95%", "right"), ("", "left"),
+               ("p50 ms", "right"), ("p95 ms", "right")]
     if series:
         columns.append(("points", "right"))
     table = _table(*columns)
     for s in standings:
-        row = [str(s.rank), s.bot, f"{s.mu:.2f}", f"{s.sigma:.2f}", f"{s.score:.2f}", str(s.games),
-               str(s.wins), f"{s.avg_place:.2f}", str(sum(s.faults.values())),
+        interval = (f"{s.rank_low}-{s.rank_high}" if s.rank_low != s.rank_high else str(s.rank_low)) \
+            if s.rank_low else "-"
+        row = [str(s.rank), s.bot + (" (retired)" if s.retired else ""), f"{s.mu:.2f}",
+               f"{s.sigma:.2f}", f"{s.score:.2f}", str(s.games), str(s.wins), f"{s.avg_place:.2f}",
+               str(sum(s.faults.values())),
+               "-" if s.p_above_next is None else f"{s.p_above_next:.2f}", interval,
+               "|" if s.separated_below and s.p_above_next is not None else "",
                _ms1(s.latency_p50_ms), _ms1(s.latency_p95_ms)]
         if series:
             row.append(str(s.points))
         table.add_row(*row)
     return _render(table)
+
+
+def _z(p: float) -> float:
+    """The standard normal quantile of `p` (0 < p < 1)."""
+    return NormalDist().inv_cdf(min(max(p, 1e-9), 1 - 1e-9))
+
+
+def format_settled(standings: Sequence[Standing], confidence: float) -> str:
+    """Which ranks are settled at `confidence`, and an estimate of how many
+    more games would settle the rest.
+
+    The estimate assumes the evidence for an order grows with the square
+    root of the games played, as it does for a fixed difference in
+    strength: a pair at probability p needs about (z(conf)/z(p))² times the
+    games it has. Pairs that look equal (p near 1/2) may never separate.
+    """
+    ranked = [s for s in standings if not s.retired]
+    if len(ranked) < 2:
+        return "settled: a single bot"
+    open_pairs = [(a, b) for a, b in zip(ranked, ranked[1:]) if not a.separated_below]
+    if not open_pairs:
+        return f"settled: every rank is separated from the next at {confidence:.0%}"
+    groups: list[list[Standing]] = []
+    for a, b in zip(ranked, ranked[1:]):
+        if a.separated_below:
+            continue
+        if groups and groups[-1][-1] is a:
+            groups[-1].append(b)
+        else:
+            groups.append([a, b])
+    shown = ", ".join(f"{g[0].rank}-{g[-1].rank} ({', '.join(x.bot for x in g)})" for g in groups)
+    lines = [f"not settled at {confidence:.0%}: ranks {shown}"]
+    target = _z(confidence)
+    estimates = []
+    for a, b in open_pairs:
+        p = a.p_above_next if a.p_above_next is not None else 0.5
+        z = abs(_z(p))
+        games = min(a.games, b.games)
+        if z < 0.2 or games == 0:
+            lines.append(f"  {a.bot} and {b.bot} look equal (p = {p:.2f}): more games may not separate them")
+            continue
+        estimates.append(max(0, math.ceil(games * ((target / z) ** 2 - 1))))
+    if estimates:
+        lines.append(f"  about {max(estimates)} more games per bot would settle the separable pairs")
+    return "\n".join(lines)
 
 
 def format_h2h(bots: Sequence[str], h2h: Sequence[HeadToHead]) -> str:

@@ -12,6 +12,7 @@ unknown fields for forward compatibility of bots.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -38,7 +39,13 @@ class Tournament(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seed: int = 1
     #: Players per game, 2 to 6.
     table_size: int = 2
-    #: How many times the whole schedule is played (new deals each round).
+    #: Which games: "round-robin" (every combination of `table_size` bots),
+    #: "balanced" (rounds in which every bot sits at one table) or "adaptive"
+    #: (balanced at first, then the tables that settle the order; see [stop]).
+    schedule: str = "round-robin"
+    #: round-robin: how many times every combination is played; balanced: the
+    #: number of rounds; adaptive: the balanced rounds played before adapting
+    #: (new deals each round).
     rounds: int = 1
     #: Play each deal once per seat rotation with the same cards, so every bot
     #: holds every seat's cards of the deal (duplicate deals).
@@ -60,8 +67,35 @@ class Ratings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     draw_probability: float = 0.10
 
 
+#: The values of ``[tournament] schedule``.
+SCHEDULES = ("round-robin", "balanced", "adaptive")
+
+#: A round-robin of this many games or more is refused at load time.
+ROUND_ROBIN_LIMIT = 1_000_000
+
+
+class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """When an adaptive league ends: every adjacent pair of the standings (or
+    of the first `top` ranks) ordered at `confidence`, or `max_games` played."""
+
+    #: The probability that each bot is truly above the next one, for the
+    #: order to count as settled (also what the standings call separated).
+    confidence: float = 0.95
+    #: Settle the first `top` ranks only (each of them and the next bot).
+    top: int | None = None
+    #: The most games the league plays (default: 20 x bots x table_size).
+    max_games: int | None = None
+
+    def game_limit(self, bots: int, table_size: int) -> int:
+        """`max_games`, or its default for a league of `bots` bots."""
+        return self.max_games if self.max_games is not None else 20 * bots * table_size
+
+
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tournament: Tournament = msgspec.field(default_factory=Tournament)
+    #: When an adaptive league stops (the confidence is the standings', for
+    #: every schedule).
+    stop: Stop = msgspec.field(default_factory=Stop)
     rules: Rules = msgspec.field(default_factory=lambda: Rules(play_for_places=True))
     timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
     faults: FaultPolicy = msgspec.field(default_factory=FaultPolicy)
@@ -164,6 +198,22 @@ def check_league(
         fail(("tournament",), "rounds", f"must be at least 1, got {t.rounds}")
     if t.concurrency < 1:
         fail(("tournament",), "concurrency", f"must be at least 1, got {t.concurrency}")
+    if t.schedule not in SCHEDULES:
+        fail(("tournament",), "schedule",
+             f"expected one of {', '.join(repr(s) for s in SCHEDULES)}, got {t.schedule!r}")
+    stop = league.stop
+    if not 0.5 < stop.confidence < 1:
+        fail(("stop",), "confidence", f"must be between 0.5 and 1 (both excluded), got {stop.confidence}")
+    if stop.top is not None and stop.top < 1:
+        fail(("stop",), "top", f"must be at least 1, got {stop.top}")
+    if stop.max_games is not None and stop.max_games < t.table_size:
+        fail(("stop",), "max_games",
+             f"must be at least table_size ({t.table_size}): one table's rotations, got {stop.max_games}")
+    if t.schedule != "adaptive":
+        for key in ("top", "max_games"):
+            if getattr(stop, key) is not None:
+                fail(("stop",), key, f'only an adaptive league stops early (schedule = "adaptive"); '
+                     f"this one plays its {t.schedule} schedule to the end")
     try:
         league.rules.validate(t.table_size)
     except ValueError as e:
@@ -215,6 +265,14 @@ def check_league(
     if len(league.bots) < t.table_size and not bots_to_come:
         fail(("tournament",), "table_size",
              f"{t.table_size} seats per table but only {len(league.bots)} bots")
+    if t.schedule == "round-robin" and 2 <= t.table_size <= len(league.bots):
+        games = math.comb(len(league.bots), t.table_size) * t.table_size * t.rounds
+        if games >= ROUND_ROBIN_LIMIT:
+            key = "schedule" if (("tournament",), "schedule") in lines.keys else "table_size"
+            times = f" x {t.rounds} rounds" if t.rounds > 1 else ""
+            fail(("tournament",), key,
+                 f"round-robin of {len(league.bots)} bots at {t.table_size}-seat tables{times} is "
+                 f'{games:,} games; use schedule = "balanced" or "adaptive"')
 
 
 # ------------------------------------------------- error positions in TOML

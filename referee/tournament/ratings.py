@@ -4,6 +4,12 @@ Ratings are updated game by game in schedule order, never in the order games
 happened to finish, so standings do not depend on concurrency. Tied places
 are draws. An explicit ``trueskill.TrueSkill`` environment is used (never the
 module's global one).
+
+Each standing also says how settled it is (issue 13, :mod:`.settle`): the
+probability that the bot truly ranks above the next one, an interval of its
+rank and whether it is separated from its neighbours, with TrueSkill's
+variances corrected by the dispersion φ measured from the data (clustered by
+duplicate deal).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 import trueskill
 
+from . import settle
 from .league import Ratings
 
 
@@ -31,6 +38,10 @@ class Outcome(msgspec.Struct, kw_only=True):
     adjudicated: bool = False
     #: Penalty points by seat: the cards still held at the end [D14].
     points: list[int] = msgspec.field(default_factory=list)
+    #: The duplicate deal: games with the same value are the seat rotations
+    #: of one deal (the store puts the deal seed here). -1: unknown, an
+    #: independent game.
+    deal: int = -1
 
 
 class Standing(msgspec.Struct, kw_only=True):
@@ -48,6 +59,20 @@ class Standing(msgspec.Struct, kw_only=True):
     rank: int = 0
     #: With V4 scoring [D14]: penalty points over all the bot's games (fewer is better).
     points: int | None = None
+    #: Settledness (issue 13). The probability that this bot's true strength
+    #: is above that of the bot ranked right below it (None for the last).
+    p_above_next: float | None = None
+    #: The interval of its rank at the standings' confidence (1-based; it
+    #: always contains `rank`).
+    rank_low: int = 0
+    rank_high: int = 0
+    #: Separated from the bot above / below at the standings' confidence
+    #: (p_above_next ≥ confidence). By convention the first bot is separated
+    #: above and the last below.
+    separated_above: bool = False
+    separated_below: bool = False
+    #: Retired from the league: kept in the standings, never proposed for more games.
+    retired: bool = False
 
 
 class HeadToHead(msgspec.Struct, kw_only=True):
@@ -78,29 +103,73 @@ class Table:
     `series`: the league plays V4 (scoring) [D14], so the lowest total of
     penalty points ranks first (the series' winner), TrueSkill breaking ties;
     otherwise the table is ranked by TrueSkill's conservative μ − 3σ.
+
+    Applying a game costs O(players) at any point of the league: the ratings,
+    the counts and the design effect of :mod:`.settle` are all incremental.
     """
 
     def __init__(self, bots: Sequence[str], cfg: Ratings, *, series: bool = False) -> None:
         self.series = series
-        self.points = dict.fromkeys(bots, 0)
         self.env = environment(cfg)
-        self.ratings: dict[str, trueskill.Rating] = {b: self.env.create_rating() for b in bots}
-        self.games = dict.fromkeys(bots, 0)
-        self.wins = dict.fromkeys(bots, 0)
-        self.place_sum = dict.fromkeys(bots, 0)
-        self.faults: dict[str, dict[str, int]] = {b: {} for b in bots}
-        self.latencies: dict[str, list[float]] = {b: [] for b in bots}
+        self.points: dict[str, int] = {}
+        self.ratings: dict[str, trueskill.Rating] = {}
+        #: Each bot's starting μ and σ (its prior, which the settledness separates from its games).
+        self.mu0: dict[str, float] = {}
+        self.sigma0: dict[str, float] = {}
+        self.games: dict[str, int] = {}
+        self.wins: dict[str, int] = {}
+        self.place_sum: dict[str, int] = {}
+        self.faults: dict[str, dict[str, int]] = {}
+        self.latencies: dict[str, list[float]] = {}
+        self.retired: set[str] = set()
+        self.design = settle.DesignEffect()
         self.history: list[tuple[int, str, float, float]] = []
         self.applied = -1
+        for b in bots:
+            self.add_bot(b)
+
+    def add_bot(self, name: str, *, mu: float | None = None, sigma: float | None = None) -> None:
+        """A new bot, with the league's fresh rating or the given μ and σ. A
+        retired bot (μ and σ not given) comes back with its rating and counts."""
+        if name in self.retired and mu is None and sigma is None:
+            self.retired.discard(name)
+            return
+        if name in self.ratings:
+            raise ValueError(f"bot {name!r} is in the table already")
+        rating = self.env.create_rating(
+            mu=self.env.mu if mu is None else mu, sigma=self.env.sigma if sigma is None else sigma)
+        if not rating.sigma > 0:
+            raise ValueError(f"bot {name!r}: sigma must be positive, got {rating.sigma}")
+        self.ratings[name] = rating
+        self.mu0[name] = float(rating.mu)
+        self.sigma0[name] = float(rating.sigma)
+        self.points[name] = 0
+        self.games[name] = 0
+        self.wins[name] = 0
+        self.place_sum[name] = 0
+        self.faults[name] = {}
+        self.latencies[name] = []
+
+    def retire(self, name: str) -> None:
+        """Keep the bot in the standings, flagged, but out of :meth:`uncertain_pairs`."""
+        if name not in self.ratings:
+            raise KeyError(name)
+        self.retired.add(name)
 
     def add(self, o: Outcome) -> None:
         if o.index <= self.applied:
             raise ValueError(f"game {o.index} applied out of order (after {self.applied})")
         self.applied = o.index
-        groups = [(self.ratings[b],) for b in o.seats]
-        rated = self.env.rate(groups, ranks=o.places)
+        before = [self.ratings[b] for b in o.seats]
+        rated = self.env.rate([(r,) for r in before], ranks=o.places)
+        tau2 = self.env.tau * self.env.tau
+        scores: list[float] = []
+        infos: list[float] = []
         for seat, bot in enumerate(o.seats):
             r = rated[seat][0]
+            v = before[seat].sigma ** 2 + tau2
+            scores.append((r.mu - before[seat].mu) / v)
+            infos.append(max(0.0, v - r.sigma ** 2) / (v * v))
             self.ratings[bot] = r
             self.history.append((o.index, bot, r.mu, r.sigma))
             self.games[bot] += 1
@@ -113,11 +182,35 @@ class Table:
                 self.latencies[bot] += o.latencies[seat]
             if seat < len(o.points):
                 self.points[bot] += o.points[seat]
+        self.design.add(o.deal, o.seats, scores, infos)
 
-    def standings(self) -> list[Standing]:
-        rows = []
-        for bot, r in self.ratings.items():
+    def _order(self) -> list[str]:
+        """The bots in standings order (on the rounded values the standings show)."""
+        def key(bot: str) -> tuple[float, float, float, str]:
+            r = self.ratings[bot]
+            score, mu = round(r.mu - 3 * r.sigma, 4), round(r.mu, 4)
+            return (self.points[bot] if self.series else 0, -score, -mu, bot)
+        return sorted(self.ratings, key=key)
+
+    def _posterior(self, bots: Sequence[str]) -> tuple[list[float], list[float]]:
+        """The honest posterior mean and variance of each bot's strength (:func:`settle.posteriors`)."""
+        return settle.posteriors(
+            [float(self.ratings[b].mu) for b in bots], [float(self.ratings[b].sigma) for b in bots],
+            [self.mu0[b] for b in bots], [self.sigma0[b] for b in bots], self.design.factor())
+
+    def standings(self, confidence: float = 0.95) -> list[Standing]:
+        """The table, best first, with its settledness at `confidence`."""
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+        order = self._order()
+        mus, var = self._posterior(order)
+        intervals = settle.rank_intervals(mus, var, confidence)
+        rows: list[Standing] = []
+        for i, bot in enumerate(order):
+            r = self.ratings[bot]
             lat = sorted(self.latencies[bot])
+            p = settle.p_above(mus[i], var[i], mus[i + 1], var[i + 1]) if i + 1 < len(order) else None
+            low, high = intervals[i]
             rows.append(
                 Standing(
                     bot=bot,
@@ -130,16 +223,32 @@ class Table:
                     faults=dict(sorted(self.faults[bot].items())),
                     latency_p50_ms=round(percentile(lat, 50), 3) if lat else None,
                     latency_p95_ms=round(percentile(lat, 95), 3) if lat else None,
+                    rank=i + 1,
                     points=self.points[bot] if self.series else None,
+                    p_above_next=None if p is None else round(p, 4),
+                    rank_low=min(low, i + 1),
+                    rank_high=max(high, i + 1),
+                    separated_below=p is None or p >= confidence,
+                    separated_above=i == 0 or rows[i - 1].separated_below,
+                    retired=bot in self.retired,
                 )
             )
-        if self.series:
-            rows.sort(key=lambda s: (s.points, -s.score, -s.mu, s.bot))
-        else:
-            rows.sort(key=lambda s: (-s.score, -s.mu, s.bot))
-        for i, s in enumerate(rows):
-            s.rank = i + 1
         return rows
+
+    def uncertain_pairs(self, confidence: float = 0.95) -> list[tuple[str, str, float]]:
+        """Neighbours in the standings order, retired bots left out, that are
+        not separated at `confidence`: (upper bot, lower bot, P(upper truly
+        above lower)), from the top of the table down. Cheap: O(n log n), no
+        rank intervals."""
+        order = self._order()
+        mus, var = self._posterior(order)
+        active = [i for i, b in enumerate(order) if b not in self.retired]
+        out = []
+        for i, j in zip(active, active[1:]):
+            p = settle.p_above(mus[i], var[i], mus[j], var[j])
+            if p < confidence:
+                out.append((order[i], order[j], round(p, 4)))
+        return out
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:

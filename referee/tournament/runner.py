@@ -15,6 +15,7 @@ import contextlib
 import csv
 import hashlib
 import json
+import math
 import signal
 import sys
 import time
@@ -32,8 +33,8 @@ from ..report import Progress
 from .executors import Executor, GameJob, LocalExecutor
 from .league import League, LeagueError
 from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
-from .schedule import GameSpec, make_schedule
-from .store import Store
+from .schedule import GameSpec, Scheduler, make_scheduler
+from .store import Store, outcome_of
 
 DB_NAME = "tournament.sqlite"
 
@@ -48,6 +49,7 @@ def league_fingerprint(league: League) -> str:
     t = league.tournament
     data = {
         "seed": t.seed, "table_size": t.table_size, "rounds": t.rounds, "duplicate": t.duplicate,
+        "schedule": t.schedule, "stop": league.stop,
         "rules": league.rules, "timeouts": league.timeouts, "faults": league.faults,
         "ratings": league.ratings, "bots": [b.name for b in league.bots],
     }
@@ -76,10 +78,19 @@ class Tournament:
         #: Where games run (in this process by default); see executors.py.
         self.executor: Executor = executor or LocalExecutor()
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
-        self.schedule = make_schedule(
-            [b.name for b in league.bots], league.tournament.table_size,
-            league.tournament.rounds, league.tournament.duplicate, league.tournament.seed,
-        )
+        #: Which games, block by block (round-robin, balanced or adaptive).
+        self.scheduler: Scheduler = make_scheduler(league)
+        #: The league's confidence: what "settled" means in the standings.
+        self.confidence = league.stop.confidence
+        #: The standings, fed every game in schedule order as it finishes.
+        self.table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
+        #: One past the last game index planned so far.
+        self.planned = 0
+        self._applied = 0
+        self._gate: float = 0
+        self._finished: dict[int, Outcome] = {}
+        self._progressed = asyncio.Event()
+        self._failure: BaseException | None = None
         self.bots: dict[str, Bot] = {}
         self._entries = {b.name: b for b in league.bots}
         self._stopping = 0
@@ -118,7 +129,8 @@ class Tournament:
         store.set_meta("fingerprint", fingerprint)
         store.set_meta("league", msgspec.json.encode(self.league).decode())
         store.set_meta("name", self.league.tournament.name)
-        store.set_meta("total_games", str(len(self.schedule)))
+        total = self.scheduler.total
+        store.set_meta("total_games", str(total if total is not None else self.scheduler.limit))
         return store
 
     async def _start_bots(self, store: Store) -> None:
@@ -163,10 +175,9 @@ class Tournament:
     async def run(self) -> list[Standing]:
         store = self._open_store()
         try:
-            done = store.done_indexes()
-            todo = [g for g in self.schedule if g.index not in done]
-            if self.resume and done:
-                self.log(f"resuming: {len(done)} of {len(self.schedule)} games recorded, {len(todo)} to play")
+            recorded = {o.index: o for o in store.outcomes()}
+            if self.resume and recorded:
+                self.log(f"resuming: {len(recorded)} games recorded")
             session = make_session(connections_per_bot=max(8, self.concurrency * 2))
             league = self.league
             self._factory = BotFactory(
@@ -181,9 +192,8 @@ class Tournament:
                     (self.out / "replays").mkdir(exist_ok=True)
                 t0 = time.perf_counter()
                 try:
-                    await self._play(todo, store, len(done))
+                    await self._play(recorded, store)
                 finally:
-                    self.played = len(todo)
                     self.play_seconds = time.perf_counter() - t0
             finally:
                 await self._close_bots()
@@ -192,9 +202,30 @@ class Tournament:
         finally:
             store.close()
 
-    async def _play(self, todo: list[GameSpec], store: Store, done: int) -> None:
-        progress = Progress(len(self.schedule), done, enabled=self.show_progress)
-        progress.update(done, force=True)
+    def _apply_ready(self) -> None:
+        """Apply to the live table every finished game whose turn has come:
+        in index order, whatever order they finish in, and never past the
+        gate (the first game of the block the next plan must not see)."""
+        while self._applied < self._gate and self._applied in self._finished:
+            self.table.add(self._finished.pop(self._applied))
+            self._applied += 1
+        self._progressed.set()
+
+    async def _until_applied(self, index: int) -> None:
+        """Wait until every game before `index` is applied (or the run stops)."""
+        while self._applied < index and not self._stopping and self._failure is None:
+            self._progressed.clear()
+            await self._progressed.wait()
+
+    async def _play(self, recorded: dict[int, Outcome], store: Store) -> None:
+        """Play the schedule block by block. Block k is planned from the
+        standings after every game of the blocks before k-1, so the games of
+        block k-1 keep the workers busy while block k is decided, and the
+        choice does not depend on which game finished first."""
+        limit = self.scheduler.total if self.scheduler.total is not None else self.scheduler.limit
+        progress = Progress(limit or 0, len(recorded), enabled=self.show_progress)
+        progress.update(len(recorded), force=True)
+        self._finished = dict(recorded)  # applied as their turn comes, like new ones
         loop = asyncio.get_running_loop()
         handled: list[signal.Signals] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -202,25 +233,50 @@ class Tournament:
                 loop.add_signal_handler(sig, self._on_signal)
                 handled.append(sig)
         semaphore = asyncio.Semaphore(self.concurrency)
-        counter = [done]
+        counter = [len(recorded)]
+        starts: list[int] = []  # the first index of each block
         try:
-            for spec in todo:
-                await semaphore.acquire()
-                if self._stopping:
-                    semaphore.release()
+            k = 0
+            while not self._stopping and self._failure is None:
+                standings = None
+                if k >= 2:
+                    await self._until_applied(starts[k - 1])
+                    if self._stopping or self._failure is not None:
+                        break
+                    standings = self.table.standings(self.confidence)
+                block = self.scheduler.block(k, standings)
+                if not block:
                     break
-                task = asyncio.create_task(self._game(spec, store, semaphore, counter, progress))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                starts.append(block[0].index)
+                self.planned = block[-1].index + 1
+                # The plan of block k+1 sees the games before this block only.
+                self._gate = block[0].index if k >= 1 else 0
+                self._apply_ready()
+                for spec in block:
+                    if spec.index in recorded:
+                        continue
+                    await semaphore.acquire()
+                    if self._stopping or self._failure is not None:
+                        semaphore.release()
+                        break
+                    task = asyncio.create_task(self._game(spec, store, semaphore, counter, progress))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                k += 1
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
+            self._gate = math.inf  # the league is over: every finished game counts
+            self._apply_ready()
             progress.close()
             for sig in handled:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
+        self.played = counter[0] - len(recorded)
+        if self._failure is not None:
+            raise self._failure
         if self._stopping:
-            raise Interrupted(f"stopped with {counter[0]} of {len(self.schedule)} games recorded")
+            raise Interrupted(f"stopped with {counter[0]} games recorded")
 
     def _on_signal(self) -> None:
         self.stop(abandon=self._stopping > 0)
@@ -260,8 +316,18 @@ class Tournament:
                 replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
                 await asyncio.to_thread(replay.write_bytes, done.replay)
             self._record(spec, done.result, store, replay)
+            self._finished[spec.index] = outcome_of(
+                spec.index, spec.seats, spec.deal_seed, msgspec.to_builtins(done.result))
+            self._apply_ready()
             counter[0] += 1
             progress.update(counter[0])
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a game that cannot be played stops the league, resumably
+            if self._failure is None:
+                self._failure = e
+            self._progressed.set()
+            raise
         finally:
             for b in fresh:
                 with contextlib.suppress(Exception):
@@ -300,28 +366,37 @@ class Tournament:
     # --------------------------------------------------------------- output
 
     def finish(self, store: Store) -> list[Standing]:
-        standings, self.head_to_head = compute(store, self.league)
+        """The outputs, from the live table (every recorded game applied in
+        order) and one pass over the store for head-to-head."""
+        store.put_ratings(self.table.history)
+        standings = self.table.standings(self.confidence)
+        names = [b.name for b in self.league.bots]
+        self.head_to_head = head_to_head(names, store.outcomes())
         write_outputs(self.out, standings, self.head_to_head)
         return standings
 
 
 def compute(store: Store, league: League) -> tuple[list[Standing], list[HeadToHead]]:
-    """Standings and head-to-head from the recorded games, in schedule order."""
+    """Standings and head-to-head from the recorded games, in schedule order
+    (a league's outputs again, from its store alone)."""
     outcomes: list[Outcome] = list(store.outcomes())
     table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
     for o in outcomes:
         table.add(o)
-    store.put_ratings(table.history)
-    return table.standings(), head_to_head([b.name for b in league.bots], outcomes)
+    return table.standings(league.stop.confidence), head_to_head([b.name for b in league.bots], outcomes)
 
+
+#: How sure the table is of each rank (referee.tournament.ratings.Standing).
+SETTLED_FIELDS = ("p_above_next", "rank_low", "rank_high", "separated_above", "separated_below")
 
 STANDINGS_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place",
-                    "faults", "latency_p50_ms", "latency_p95_ms")
+                    "faults", *SETTLED_FIELDS, "latency_p50_ms", "latency_p95_ms")
 
 
 #: What standings.json holds: a function of the league and the bots' moves
 #: alone, so the same league gives the same file at any concurrency.
-DETERMINISTIC_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place", "faults")
+DETERMINISTIC_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place", "faults",
+                        *SETTLED_FIELDS)
 
 
 def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
@@ -363,6 +438,18 @@ def load_standings(out: Path) -> list[Standing]:
             r.latency_p50_ms = latency.get(r.bot, {}).get("p50_ms")
             r.latency_p95_ms = latency.get(r.bot, {}).get("p95_ms")
     return rows
+
+
+def load_confidence(out: Path) -> float:
+    """The confidence the tournament in `out` was settled at (its league's
+    ``[stop]``), 0.95 when the folder holds no readable league."""
+    db = out / DB_NAME
+    if db.exists():
+        with contextlib.suppress(Exception), Store(db) as store:
+            text = store.get_meta("league")
+            if text is not None:
+                return float(msgspec.json.decode(text, type=League).stop.confidence)
+    return 0.95
 
 
 def load_h2h(out: Path) -> list[HeadToHead]:

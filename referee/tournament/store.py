@@ -63,6 +63,22 @@ CREATE TABLE IF NOT EXISTS ratings (
 """
 
 
+def outcome_of(index: int, seats: Sequence[str], deal: int, result: dict[str, Any]) -> Outcome:
+    """What the standings need of a finished game: its place in the schedule,
+    its seats, its deal, and its result as JSON (a MatchResult's builtins)."""
+    return Outcome(
+        index=index,
+        seats=list(seats),
+        places=list(result["places"]),
+        disqualified=list(result.get("disqualified", [])),
+        faults=[[f["kind"] for f in fs] for fs in result.get("faults", [])],
+        latencies=result.get("latencies_ms", []),
+        adjudicated=bool(result.get("adjudicated", False)),
+        points=result.get("points", []),
+        deal=deal,
+    )
+
+
 class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -149,22 +165,12 @@ class Store:
             db.execute("ROLLBACK")
             raise
 
-    def outcomes(self) -> Iterator[Outcome]:
-        """Finished games in schedule order, as the standings need them."""
-        for idx, seats, places, dq, result in self.db.execute(
-            "SELECT idx, seats, places, disqualified, result FROM games ORDER BY idx"
+    def outcomes(self, start: int = 0) -> Iterator[Outcome]:
+        """Finished games in schedule order (from index `start`), as the standings need them."""
+        for idx, seats, deal, result in self.db.execute(
+            "SELECT idx, seats, deal_seed, result FROM games WHERE idx >= ? ORDER BY idx", (start,)
         ):
-            res = json.loads(result)
-            yield Outcome(
-                index=idx,
-                seats=json.loads(seats),
-                places=json.loads(places),
-                disqualified=json.loads(dq),
-                faults=[[f["kind"] for f in fs] for fs in res.get("faults", [])],
-                latencies=res.get("latencies_ms", []),
-                adjudicated=bool(res.get("adjudicated", False)),
-                points=res.get("points", []),
-            )
+            yield outcome_of(idx, json.loads(seats), deal, json.loads(result))
 
     def count_games(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0])

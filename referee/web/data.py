@@ -22,7 +22,16 @@ from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from .db import Competition, Run, ServiceDB, Submission, Team
 from .errors import fail
-from .runs import Snapshot, check_league_text, count_games, decode_league, games_list, house_bots, replay_path, snapshot
+from .runs import (
+    RunRatings,
+    Snapshot,
+    check_league_text,
+    count_games,
+    decode_league,
+    games_list,
+    house_bots,
+    replay_path,
+)
 from .schemas import (
     BotData,
     CompetitionSummary,
@@ -59,8 +68,8 @@ class LRU(Generic[K, V]):
 
 class Caches:
     def __init__(self) -> None:
-        #: Ratings of a run, by (run id, games recorded): see :func:`run_snapshot`.
-        self.snapshots: LRU[tuple[int, int], Snapshot] = LRU()
+        #: The live ratings of a run, by run id: see :func:`run_snapshot`.
+        self.ratings: LRU[int, RunRatings] = LRU()
         #: Replay viewer data, by (replay file, modification time).
         self.replays: LRU[tuple[str, float], dict[str, Any]] = LRU()
 
@@ -74,18 +83,15 @@ CACHES: web.AppKey[Caches] = web.AppKey("caches", Caches)
 async def run_snapshot(app: web.Application, run: Run) -> Snapshot:
     """A run's standings and rating history over the games recorded so far.
 
-    The ratings are replayed from game 0, in schedule order, whenever the
-    number of recorded games changed (then cached for that count): every page
-    view, API call and live update of a run comes here.
+    Each run keeps its table (:class:`~referee.web.runs.RunRatings`): a page
+    view, an API call or a live update applies only the games recorded since
+    the last one, never replaying from game 0.
     """
-    games = await asyncio.to_thread(count_games, run.out_dir)
-    key = (run.id, games)
-    snap = app[CACHES].snapshots.get(key)
-    if snap is None:
-        league = decode_league(run.league_json)
-        snap = await asyncio.to_thread(snapshot, run.out_dir, league)
-        app[CACHES].snapshots.put(key, snap)
-    return snap
+    ratings = app[CACHES].ratings.get(run.id)
+    if ratings is None:
+        ratings = RunRatings(decode_league(run.league_json))
+        app[CACHES].ratings.put(run.id, ratings)
+    return await asyncio.to_thread(ratings.update, run.out_dir)
 
 
 # ----------------------------------------------------------------- shapes

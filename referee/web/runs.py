@@ -182,19 +182,44 @@ def count_games(out_dir: str | Path) -> int:
         return store.count_games()
 
 
+class RunRatings:
+    """A run's live table, kept between page views: each :meth:`update`
+    applies only the games recorded since the last one (in schedule order,
+    up to the first game still in flight), so a new game costs the same at
+    game 100,000 as at game 10. Thread-safe: updates run off the loop."""
+
+    def __init__(self, league: League) -> None:
+        self.league = league
+        self.table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
+        #: The index of the next game to apply.
+        self.next = 0
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+
+    def update(self, out_dir: str | Path) -> Snapshot:
+        """The standings over every game applied so far, after applying the new ones."""
+        with self._lock:
+            path = Path(out_dir) / DB_NAME
+            before = self.next
+            if path.exists():
+                with Store(path) as store:
+                    for o in store.outcomes(self.next):
+                        if o.index != self.next:
+                            break  # a game before it is still being played
+                        self.table.add(o)
+                        self.next += 1
+            if self._snapshot is None or self.next != before:
+                self._snapshot = Snapshot(
+                    games=self.next, standings=self.table.standings(self.league.stop.confidence),
+                    history=self.table.history[:],
+                )
+            return self._snapshot
+
+
 def snapshot(out_dir: str | Path, league: League) -> Snapshot:
-    """Standings and rating history of the games recorded so far, the
-    ratings applied from game 0 in schedule order (the service caches it per
-    number of games: :func:`referee.web.data.run_snapshot`)."""
-    table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
-    path = Path(out_dir) / DB_NAME
-    games = 0
-    if path.exists():
-        with Store(path) as store:
-            for o in store.outcomes():
-                table.add(o)
-                games += 1
-    return Snapshot(games=games, standings=table.standings(), history=table.history)
+    """Standings and rating history of the games recorded so far (from
+    scratch: the service keeps a :class:`RunRatings` per run instead)."""
+    return RunRatings(league).update(out_dir)
 
 
 def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = None) -> list[GameRow]:
@@ -260,7 +285,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
     teams' latest bots, or (``resume``) the last run again. The run and the
     league to play; :class:`StartError` when it cannot start."""
-    from ..tournament.schedule import schedule_size
+    from ..tournament.schedule import make_scheduler
 
     comp = db.competition(cid)
     if comp is None:
@@ -286,8 +311,8 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
         league = build_league(comp.league_toml, pairs, league_filename(db, cid))
     except LeagueError as e:
         raise StartError(409, f"cannot start: {e}") from None
-    t = league.tournament
-    total = schedule_size(len(league.bots), t.table_size, t.rounds)
+    scheduler = make_scheduler(league)
+    total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
     run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total)
     if isinstance(run, str):
         raise StartError(409, run)

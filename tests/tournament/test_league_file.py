@@ -151,3 +151,76 @@ def test_schedule_size_counts_the_schedule(bots: int, size: int, rounds: int) ->
 
     names = [f"b{i}" for i in range(bots)]
     assert schedule_size(bots, size, rounds) == len(make_schedule(names, size, rounds, True, 1))
+
+
+# ------------------------------------------------- schedules (issue 13)
+
+
+def many_bots(n: int) -> str:
+    return "".join(f'[[bots]]\nname = "b{i}"\nurl = "http://127.0.0.1:{9000 + i}"\n\n' for i in range(n))
+
+
+def test_schedule_defaults_to_round_robin_with_the_stop_defaults() -> None:
+    league = parse_league(GOOD, "l.toml")
+    assert league.tournament.schedule == "round-robin"
+    assert league.stop.confidence == 0.95 and league.stop.top is None and league.stop.max_games is None
+    assert league.stop.game_limit(10, 4) == 800
+
+
+def test_adaptive_league_with_its_stop_table() -> None:
+    text = GOOD.replace("rounds = 2", 'rounds = 2\nschedule = "adaptive"') + textwrap.dedent("""
+        [stop]
+        confidence = 0.9
+        top = 2
+        max_games = 300
+        """)
+    league = parse_league(text, "l.toml")
+    assert league.tournament.schedule == "adaptive"
+    assert (league.stop.confidence, league.stop.top, league.stop.max_games) == (0.9, 2, 300)
+    from referee.tournament.schedule import AdaptiveScheduler, make_scheduler
+
+    s = make_scheduler(league)
+    assert isinstance(s, AdaptiveScheduler) and s.limit == 300 and s.top == 2 and s.total is None
+
+
+@pytest.mark.parametrize(
+    "schedule, stop, message",
+    [
+        ('"swiss"', "", r"l.toml:6: \[tournament\] 'schedule': expected one of 'round-robin', "
+                        r"'balanced', 'adaptive', got 'swiss'"),
+        ("3", "", r"l.toml:6: \[tournament\] 'schedule': expected a string, got a whole number"),
+        ('"adaptive"', "confidence = 1.0", r"l.toml:\d+: \[stop\] 'confidence': must be between 0.5 and 1"),
+        ('"adaptive"', "confidence = 0.5", r"\[stop\] 'confidence': must be between 0.5 and 1"),
+        ('"adaptive"', "top = 0", r"\[stop\] 'top': must be at least 1, got 0"),
+        ('"adaptive"', "max_games = 2", r"\[stop\] 'max_games': must be at least table_size \(3\)"),
+        ('"adaptive"', "max_games = 1.5", r"\[stop\] 'max_games': expected a whole number"),
+        ('"adaptive"', "confidnce = 0.9", r"l.toml:\d+: \[stop\] unknown key 'confidnce' "
+                                          r"\(expected one of: confidence, max_games, top\)"),
+        ('"balanced"', "max_games = 100", r"\[stop\] 'max_games': only an adaptive league stops early"),
+        ('"round-robin"', "top = 3", r"\[stop\] 'top': only an adaptive league stops early"),
+    ],
+)
+def test_bad_schedules_and_stops(schedule: str, stop: str, message: str) -> None:
+    text = GOOD.replace("rounds = 2", f"rounds = 2\nschedule = {schedule}")
+    if stop:
+        text += f"\n[stop]\n{stop}\n"
+    with pytest.raises(LeagueError, match=message):
+        parse_league(text, "l.toml")
+
+
+def test_a_round_robin_too_big_to_play_is_refused_at_load_time() -> None:
+    head = "[tournament]\nseed = 1\ntable_size = 6\n"
+    with pytest.raises(LeagueError, match=r"^league.toml:3: \[tournament\] 'table_size': round-robin of 30 bots "
+                       r"at 6-seat tables is 3,562,650 games; use schedule = \"balanced\" or \"adaptive\"$"):
+        parse_league(head + many_bots(30), "league.toml")
+    with pytest.raises(LeagueError, match=r"^league.toml:4: \[tournament\] 'schedule': round-robin of 30 bots"):
+        parse_league(head + 'schedule = "round-robin"\n' + many_bots(30), "league.toml")
+    with pytest.raises(LeagueError, match=r"round-robin of 20 bots at 4-seat tables x 300 rounds is 5,814,000 games"):
+        parse_league("[tournament]\ntable_size = 4\nrounds = 300\n" + many_bots(20), "league.toml")
+    # just under the limit, or another schedule: fine
+    assert parse_league("[tournament]\ntable_size = 6\n" + many_bots(20), "l.toml").tournament.table_size == 6
+    league = parse_league(head + 'schedule = "balanced"\nrounds = 10\n' + many_bots(1000), "l.toml")
+    from referee.tournament.schedule import BalancedScheduler, make_scheduler
+
+    s = make_scheduler(league)
+    assert isinstance(s, BalancedScheduler) and s.total == 10 * 996

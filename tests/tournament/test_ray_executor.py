@@ -76,3 +76,19 @@ async def test_killed_ray_worker_games_are_played_again(tmp_path: Path) -> None:
     assert executor.retried >= 1
     rows = json.loads((out / "standings.json").read_text())
     assert sum(r["games"] for r in rows) == 36
+
+
+def test_ray_adaptive_standings_equal_local(tmp_path: Path) -> None:
+    """An adaptive league chooses the same games on Ray workers as here."""
+    from test_adaptive_run import adaptive_text
+
+    league = write_league(tmp_path, adaptive_text(40, concurrency=4))
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    r = run_cli("tournament", str(league), "--out", str(local), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("tournament", str(league), "--out", str(remote), "--no-progress", "--executor", "ray")
+    assert r.returncode == 0, r.stderr
+    assert (local / "standings.json").read_text() == (remote / "standings.json").read_text()
+    games = [sqlite3.connect(o / "tournament.sqlite").execute(
+        "SELECT idx, seats, deal_seed FROM games ORDER BY idx").fetchall() for o in (local, remote)]
+    assert games[0] == games[1]

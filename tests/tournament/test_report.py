@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from referee.report import Progress, format_h2h, format_table
+from referee.report import Progress, format_h2h, format_settled, format_table
 from referee.tournament.ratings import HeadToHead, Standing
 
 
@@ -20,7 +20,7 @@ def test_tables_are_aligned_plain_text() -> None:
     text = format_table(rows)
     lines = text.splitlines()
     assert lines[0].split() == ["#", "bot", "mu", "sigma", "mu-3s", "games", "wins", "avg", "pl",
-                                "faults", "p50", "ms", "p95", "ms"]
+                                "faults", "p>next", "rank", "95%", "p50", "ms", "p95", "ms"]
     assert "\x1b" not in text  # no colour codes
     # Right-aligned numbers end in the same column on every row.
     assert len({len(line) for line in (lines[2], lines[3])}) == 1
@@ -51,3 +51,24 @@ def test_no_progress_prints_nothing() -> None:
         progress.update(5, force=True)
         progress.update(10)
     assert stream.getvalue() == ""
+
+
+def test_settledness_in_the_table_and_the_summary() -> None:
+    rows = [
+        _standing(1, "top", p_above_next=0.99, rank_low=1, rank_high=1, separated_above=True,
+                  separated_below=True),
+        _standing(2, "twin-a", p_above_next=0.52, rank_low=2, rank_high=3, separated_above=True),
+        _standing(3, "twin-b", p_above_next=0.80, rank_low=2, rank_high=4, games=40),
+        _standing(4, "last", rank_low=3, rank_high=4, separated_below=True),
+    ]
+    lines = format_table(rows).splitlines()
+    assert lines[2].split()[9:12] == ["0.99", "1", "|"]
+    assert lines[3].split()[9:11] == ["0.52", "2-3"]
+    assert "|" not in lines[3] and lines[5].split()[9:11] == ["-", "3-4"]
+    summary = format_settled(rows, 0.95)
+    assert summary.splitlines()[0] == "not settled at 95%: ranks 2-4 (twin-a, twin-b, last)"
+    assert "twin-a and twin-b look equal (p = 0.52)" in summary
+    # twin-b over last at p = 0.80 (z = 0.84) after 10 games: (1.64/0.84)^2 - 1 = 2.8 times more.
+    assert "about 29 more games per bot" in summary
+    settled = [rows[0], _standing(2, "b", separated_above=True, separated_below=True)]
+    assert format_settled(settled, 0.9) == "settled: every rank is separated from the next at 90%"

