@@ -11,7 +11,7 @@
    no ``top``, one with ``top = 3``), ``balanced`` and ``round-robin`` (in its
    lexicographic order, chunks of one balanced round's size). A run gives up
    at ``--cap`` games per bot (shown ``>N``). ``wrong`` counts the bots not in
-   their true place when the whole order is declared settled.
+   their true place when the whole order (/ the top 3) is declared settled.
 
    TrueSkill's τ (``--tau``, 0 by default) puts a floor under σ (about 0.7 with
    the league default of 0.083): pairs closer than that floor allows are never
@@ -19,9 +19,10 @@
    matter of luck. With τ = 0 the figures measure information alone.
 
 2. **Scale.** 1,000 bots at 6 seats over 100,000 games (``--scale-games``):
-   the time to plan every block (balanced; adaptive with standings each
-   block) and to rate every game, and the memory (tracemalloc peak of the
-   scheduler; the process's peak RSS).
+   the time to plan every block (balanced; adaptive from standings each
+   block) and to rate every game in order, the memory (the scheduler's own
+   state; the process's peak RSS after planning and at the end), and how often
+   pairs met.
 
     python benchmarks/schedule.py [--sizes 8,32,100] [--seats 2,4,6] [--cap 1500]
                                   [--gap 2.0] [--tau 0] [--skip-settle] [--skip-scale] [--json]
@@ -35,7 +36,6 @@ import random
 import resource
 import sys
 import time
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +78,7 @@ def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: f
     first_all: int | None = None
     first_top: int | None = None
     wrong: int | None = None
+    top_wrong: int | None = None
     t0 = time.perf_counter()
     for k in range(10**9):
         rows = None
@@ -90,6 +91,7 @@ def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: f
             rows = table.standings(confidence)
             if first_top is None and settled(rows, confidence, 3):
                 first_top = played
+                top_wrong = sum(1 for r, b in zip(rows[:3], truth) if r.bot != b)
             if first_all is None and settled(rows, confidence):
                 first_all = played
                 wrong = sum(1 for r, b in zip(rows, truth) if r.bot != b)
@@ -107,12 +109,13 @@ def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: f
             rows = table.standings(confidence)
             if first_top is None and settled(rows, confidence, 3):
                 first_top = played
+                top_wrong = sum(1 for r, b in zip(rows[:3], truth) if r.bot != b)
             if first_all is None and settled(rows, confidence):
                 first_all = played
                 wrong = sum(1 for r, b in zip(rows, truth) if r.bot != b)
             break
         blocks.append(block)
-    return {"all": first_all, "top3": first_top, "wrong": wrong, "played": played,
+    return {"all": first_all, "top3": first_top, "wrong": wrong, "top3_wrong": top_wrong, "played": played,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -146,7 +149,7 @@ def settle_table(sizes: list[int], seats: list[int], args: argparse.Namespace) -
                 r = drive(s, strength, confidence=args.confidence, tau=args.tau, cap=cap)
                 row[name] = r
                 print(f"  {n:>3} bots {t} seats {name:<15} all {fmt(r['all'], r['played'], cap):>8}  top3 "
-                      f"{fmt(r['top3'], r['played'], cap):>8}  wrong {r['wrong']}  ({r['seconds']} s)",
+                      f"{fmt(r['top3'], r['played'], cap):>8}  wrong {r['wrong']}/{r['top3_wrong']}  ({r['seconds']} s)",
                       file=sys.stderr, flush=True)
             rows.append(row)
     return rows
@@ -159,13 +162,20 @@ def fmt(x: int | None, played: int, cap: int) -> str:
     return f">{cap}" if played >= cap else "-"
 
 
+def state_bytes(s: BalancedScheduler) -> int:
+    """The scheduler's own memory: its pair counts and per-bot lists."""
+    size = sum(sys.getsizeof(d) for d in s.met) + sys.getsizeof(s.met)
+    for part in (s.names, s.ids, s.active, s.games):
+        size += sys.getsizeof(part)
+    return size
+
+
 def scale(games: int, n: int = 1000, t: int = 6) -> dict[str, Any]:
     names = [f"bot{i:04d}" for i in range(n)]
     out: dict[str, Any] = {"bots": n, "seats": t, "games": games}
-    # planning alone, balanced: every block, memory traced
+    # planning alone, balanced: every block
     per_round = n // t * t
     rounds = -(-games // per_round)
-    tracemalloc.start()
     t0 = time.perf_counter()
     s = BalancedScheduler(names, t, rounds, True, 1)
     first = s.block(0, None)
@@ -176,8 +186,10 @@ def scale(games: int, n: int = 1000, t: int = 6) -> dict[str, Any]:
         blocks.append(s.block(k, None))
         k += 1
     out["balanced_plan_s"] = round(time.perf_counter() - t0, 2)
-    out["balanced_plan_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
-    tracemalloc.stop()
+    out["balanced_state_mb"] = round(state_bytes(s) / 2**20, 1)
+    out["rss_after_plan_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    pairs = [c for met in s.met for c in met.values()]
+    out["pair_meetings"] = {str(c): pairs.count(c) // 2 for c in sorted(set(pairs))}
     specs = [g for b in blocks for g in b][:games]
     # rating every game in order
     strength = {b: 25.0 + random.Random(i).gauss(0, 4) for i, b in enumerate(names)}

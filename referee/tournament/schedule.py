@@ -268,6 +268,8 @@ FULL_SEARCH = 160
 RESTARTS = 4
 #: ... for leagues of up to this many bots.
 RESTART_UP_TO = 64
+#: Above FULL_SEARCH bots, the tables a bot is tried against (drawn at random).
+SWAP_TABLES = 48
 #: Passes of the swap search per round.
 PASSES = 8
 #: The steepness of a pair's cost in its distance to the mean (see BalancedScheduler._w).
@@ -459,7 +461,7 @@ class BalancedScheduler:
             if attempt:
                 rng.shuffle(seated)
             tables, out = self._greedy(list(seated)), list(byes)
-            self._improve(tables, out, math.ceil(self._mean - 1e-9))
+            self._improve(tables, out, math.ceil(self._mean - 1e-9), rng)
             cost = self._cost_of(tables)
             if best is None or cost < best[0]:
                 best = (cost, tables, out)
@@ -499,12 +501,13 @@ class BalancedScheduler:
             tables.append(table)
         return tables
 
-    def _improve(self, tables: list[list[int]], byes: list[int], most: int) -> None:
+    def _improve(self, tables: list[list[int]], byes: list[int], most: int, rng: random.Random) -> None:
         """Swap bots between tables (or with a bot sitting out that has as
         many games) while a swap lowers the cost. Up to :data:`FULL_SEARCH`
         bots every bot is tried, in a dense matrix of the round's costs;
         above, only the bots of a pair that would meet more than `most` times
-        (the ceiling of the mean)."""
+        (the ceiling of the mean), each against :data:`SWAP_TABLES` tables
+        drawn with `rng`."""
         groups: list[list[int]] = [*tables, byes] if byes else list(tables)
         bye = len(tables) if byes else -1
         bots = [b for group in groups for b in group]
@@ -518,7 +521,7 @@ class BalancedScheduler:
         if len(bots) <= FULL_SEARCH:
             self._improve_dense(bots, members, where, games, bye)
         else:
-            self._improve_sparse(bots, members, where, games, bye, most)
+            self._improve_sparse(bots, members, where, games, bye, most, rng)
         for group, mem in zip(groups, members):
             group[:] = [bots[i] for i in mem]
 
@@ -567,7 +570,7 @@ class BalancedScheduler:
                 break
 
     def _improve_sparse(self, bots: list[int], members: list[list[int]], where: list[int],
-                        games: list[int], bye: int, most: int) -> None:
+                        games: list[int], bye: int, most: int, rng: random.Random) -> None:
         met, w = self.met, self._w
 
         def cost(i: int, g: int, skip: int) -> int:
@@ -585,7 +588,12 @@ class BalancedScheduler:
                 gx = where[x]
                 met_x = met[bots[x]]
                 best, best_y = 0, -1
-                for gy, mem in enumerate(members):
+                others: Sequence[int] = range(len(members))
+                if len(members) > SWAP_TABLES:
+                    tables = len(members) - (bye >= 0)
+                    others = sorted(rng.sample(range(tables), SWAP_TABLES)) + ([bye] if bye >= 0 else [])
+                for gy in others:
+                    mem = members[gy]
                     if gy == gx:
                         continue
                     x_in = cost(x, gy, -1)
@@ -647,6 +655,9 @@ class AdaptiveScheduler(BalancedScheduler):
         self._check_block(k)
         limit = self.limit
         assert limit is not None
+        if self.active_count() < self.table_size:
+            self._stopped = "bots"
+            return []
         if self.next_index + self.table_size > limit:
             self._stopped = "max_games"
             return []

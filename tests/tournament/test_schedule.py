@@ -446,3 +446,9 @@ def test_adaptive_seats_a_new_bot_the_standings_do_not_show_yet() -> None:
     assert block and "late" in block[0].seats
     assert {x for g in block for x in g.seats} >= {"late", "b03", "b04"}
     assert s.stopped is None
+
+
+@pytest.mark.parametrize("make", [BalancedScheduler, AdaptiveScheduler])
+def test_too_few_bots_for_a_table_end_the_league(make: type[BalancedScheduler]) -> None:
+    s = make(["a"], 2, 3, True, 1)
+    assert s.block(0, None) == [] and s.stopped == "bots"
