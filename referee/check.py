@@ -179,16 +179,17 @@ def _act_request(
 
 
 async def run_checks(
-    url: str, *, secret: str | None = None, timeouts: Timeouts | None = None
+    url: str, *, secret: str | None = None, timeouts: Timeouts | None = None, address: str | None = None
 ) -> list[CheckLine]:
-    """Run the compliance checks against the bot at `url`; one line per check."""
+    """Run the compliance checks against the bot at `url` (connecting to
+    `address` when it is pinned: see :mod:`referee.bots.netpolicy`); one line per check."""
     timeouts = timeouts if timeouts is not None else Timeouts()
     clock = Clock(timeouts)  # no bank here: every reply gets the move time
     move_s = clock.move().limit_s
     lines: list[CheckLine] = []
     game_id = "check-" + random.randbytes(6).hex()
     latencies: list[float] = []
-    async with HttpBot(url, secret=secret) as bot:
+    async with HttpBot(url, secret=secret, address=address) as bot:
         # GET /
         try:
             info = await bot.handshake(HANDSHAKE_S)
@@ -265,7 +266,7 @@ async def run_checks(
 
         # A forged signature must be refused.
         if secret is not None:
-            async with HttpBot(url, secret="not-" + secret) as impostor:
+            async with HttpBot(url, secret="not-" + secret, address=address) as impostor:
                 forged = _act_request(plain.state, 0, game_id, f"{game_id}.forged", timeouts)
                 outcome = await impostor.act(forged, move_s)
             refused = outcome.fault is not None and outcome.fault.kind == "http_status"

@@ -51,6 +51,11 @@ class BotSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: image, `command` (optional) replaces the image's CMD and ``{unix}`` in
     #: it is replaced by the socket path.
     image: str | None = None
+    #: URL bots: the IP address to connect to for the whole run, whatever the
+    #: URL's host resolves to then (the address admitted with the URL, see
+    #: :func:`~referee.bots.netpolicy.admit_url`; the service pins team
+    #: bots). None: the host is resolved on each new connection.
+    address: str | None = None
     #: Shared secret: every request carries its HMAC signature.
     secret: str | None = None
     #: Command and image bots: start a fresh process for every game (no memory
@@ -143,8 +148,11 @@ class BotFactory:
 
     def make(self, spec: BotSpec) -> Bot:
         """The transport for `spec` (not started: the first handshake starts
-        a command or image bot). Raises ``ValueError`` for a bad URL."""
+        a command or image bot). Raises ``ValueError`` for a bad URL or an
+        address pinned for a bot that is not a URL bot."""
         name = spec.name or None
+        if spec.address is not None and (spec.url is None or spec.image is not None):
+            raise ValueError(f"bot {spec.name!r}: an address is pinned for URL bots only")
         if spec.image is not None:
             from .container import ContainerBot
 
@@ -154,9 +162,10 @@ class BotFactory:
                 env=spec.env or None, labels=self.labels or None,
             )
         if spec.url is not None:
-            unix = spec.url.startswith("unix:")
+            # unix-socket and pinned bots own their sessions (see HttpBot)
+            own = spec.url.startswith("unix:") or spec.address is not None
             return HttpBot(spec.url, name=name, secret=spec.secret,
-                           session=None if unix else self.session)
+                           session=None if own else self.session, address=spec.address)
         assert spec.command is not None
         base = self.base_dir if self.base_dir is not None else Path.cwd()
         return CommandBot(

@@ -19,10 +19,14 @@ pass the size cap, so a 10 MB reply costs at most the cap in memory.
 from __future__ import annotations
 
 import errno
+import ipaddress
+import socket
 import time
+from collections.abc import Mapping
 from typing import Final
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from protocol.codec import ENCODER, ProtocolError, decode_bot_info, decode_reply
@@ -33,11 +37,13 @@ from referee import version
 from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, Endpoint, display_name
 from .clock import HANDSHAKE_S
 from .deadline import deadline
+from .netpolicy import canonical
 
 __all__ = [
     "DEFAULT_CONNECTIONS",
     "DEFAULT_MAX_BODY",
     "HttpBot",
+    "PinnedResolver",
     "make_session",
 ]
 
@@ -62,25 +68,78 @@ def _user_agent() -> str:
     return f"referee/{version()} (3UP 3DOWN bot protocol {APIVERSION})"
 
 
+class PinnedResolver(AbstractResolver):
+    """A resolver that never asks DNS: it answers the pinned ``(host, port)``
+    pairs with their address and refuses every other host (``OSError``, a
+    ``connection`` fault), so a name that resolves elsewhere later is not
+    followed (DNS rebinding). `pins` maps (host as in the URL, port) to an
+    IP address."""
+
+    def __init__(self, pins: Mapping[tuple[str, int], str]) -> None:
+        self._pins = {(host.lower(), port): canonical(address) for (host, port), address in pins.items()}
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        ip = self._pins.get((host.lower(), port))
+        if ip is None:
+            raise OSError(
+                errno.EHOSTUNREACH,
+                f"{host}:{port} is not the host and port this bot was admitted with "
+                "(the referee connects to the bot's pinned address only)",
+            )
+        ip_family = socket.AF_INET if isinstance(ip, ipaddress.IPv4Address) else socket.AF_INET6
+        if family not in (socket.AF_UNSPEC, ip_family):
+            raise OSError(errno.EAFNOSUPPORT, f"the pinned address {ip} is not of the family asked for")
+        return [
+            {
+                "hostname": host,
+                "host": str(ip),
+                "port": port,
+                "family": ip_family,
+                "proto": socket.IPPROTO_TCP,
+                "flags": socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+            }
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
 def make_session(
-    connections_per_bot: int = DEFAULT_CONNECTIONS, *, unix_socket: str | None = None
+    connections_per_bot: int = DEFAULT_CONNECTIONS,
+    *,
+    unix_socket: str | None = None,
+    pins: Mapping[tuple[str, int], str] | None = None,
 ) -> aiohttp.ClientSession:
     """A client session fit for talking to bots; call it inside a running event loop.
 
     Keep-alive connections, at most `connections_per_bot` to each bot, no
     aiohttp timeouts (the transports cancel calls themselves), no redirects
     followed and no compressed replies accepted (``Accept-Encoding:
-    identity``; a compressed body could expand past the size cap).
+    identity``; a compressed body could expand past the size cap), no proxy
+    from the environment. With `pins` (``{(host, port): address}``) the
+    session connects to those hosts at those addresses only and to no other
+    host (:class:`PinnedResolver`); the ``Host`` header, TLS SNI and the
+    certificate check still use the URL's host.
     """
     connector: aiohttp.BaseConnector
     if unix_socket is not None:
+        if pins is not None:
+            raise ValueError("a unix-socket session has no addresses to pin")
         connector = aiohttp.UnixConnector(path=unix_socket, limit=connections_per_bot)
+    elif pins is not None:
+        connector = aiohttp.TCPConnector(
+            limit=0, limit_per_host=connections_per_bot, resolver=PinnedResolver(pins),
+            use_dns_cache=False,
+        )
     else:
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=connections_per_bot)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=aiohttp.ClientTimeout(),
         auto_decompress=False,
+        trust_env=False,
         headers={"Accept-Encoding": "identity", "User-Agent": _user_agent()},
     )
 
@@ -151,9 +210,15 @@ class HttpBot(ActsOnBytes):
     shared session (see :func:`make_session`); when None the bot opens one of
     its own on first use and closes it in :meth:`close`. `unix_socket` is the
     path of a unix socket to talk over instead of TCP (the host in `url` is
-    then only a name); such a bot always owns its session. `secret` signs
-    every request (``X-Referee-Signature``). `max_body` caps the reply size.
-    Usable as an async context manager.
+    then only a name); such a bot always owns its session. `address` pins the
+    bot to an IP address (a team's bot, admitted by
+    :func:`~referee.bots.netpolicy.admit_url`): every connection goes to that
+    address whatever the URL's host resolves to, while the ``Host`` header,
+    TLS SNI and the certificate check use the URL's host; such a bot owns its
+    session too (pools are per host and port, so a shared session could mix
+    two teams' bots at one name), which connects to no other host. `secret`
+    signs every request (``X-Referee-Signature``). `max_body` caps the reply
+    size. Usable as an async context manager.
     """
 
     def __init__(
@@ -166,6 +231,7 @@ class HttpBot(ActsOnBytes):
         unix_socket: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         connections: int = DEFAULT_CONNECTIONS,
+        address: str | None = None,
     ) -> None:
         if url.startswith("unix:"):
             if unix_socket is not None:
@@ -178,6 +244,13 @@ class HttpBot(ActsOnBytes):
         if unix_socket is not None and session is not None:
             raise ValueError("a unix-socket bot owns its session: do not pass one")
         self.url = str(base)
+        #: The pinned IP address (canonical), or None: the host is resolved
+        #: on every new connection.
+        self.address: str | None = None
+        self._pins: dict[tuple[str, int], str] | None = None
+        if address is not None:
+            self.address = self._pin(base, address, unix_socket, session)
+            self._pins = {(base.raw_host or "", base.port or 0): self.address}
         self.secret = secret
         self.unix_socket = unix_socket
         self.max_body = max_body
@@ -191,6 +264,29 @@ class HttpBot(ActsOnBytes):
         self._paths = {p: URL(self.url + "/" + p) for p in ("start", "act", "end")}
         self._plain = {"Content-Type": "application/json"}
 
+    @staticmethod
+    def _pin(
+        base: URL, address: str, unix_socket: str | None, session: aiohttp.ClientSession | None
+    ) -> str:
+        if unix_socket is not None:
+            raise ValueError("a bot on a unix socket has no address to pin")
+        if session is not None:
+            raise ValueError("a bot pinned to an address owns its session: do not pass one")
+        try:
+            ip = canonical(address)
+        except ValueError:
+            raise ValueError(f"the pinned address of {base} is not an IP address: {address!r}") from None
+        host = base.raw_host or ""
+        if ":" not in host and not host.replace(".", "").isdigit():
+            return str(ip)  # a name: the resolver answers it with `ip`
+        try:  # aiohttp connects to an IP address in the URL without a resolver
+            literal = canonical(host)
+        except ValueError:
+            raise ValueError(f"{base} cannot be pinned: its host is not a plain IP address") from None
+        if literal != ip:
+            raise ValueError(f"{base} is at {literal}: it cannot be pinned to {ip}")
+        return str(ip)
+
     # ---------------------------------------------------------------- basics
 
     @property
@@ -201,6 +297,8 @@ class HttpBot(ActsOnBytes):
 
     def __repr__(self) -> str:
         where = f" via {self.unix_socket}" if self.unix_socket else ""
+        if self.address is not None:
+            where = f" at {self.address}"
         return f"HttpBot({self.url!r}{where})"
 
     async def __aenter__(self) -> HttpBot:
@@ -218,7 +316,9 @@ class HttpBot(ActsOnBytes):
         if self._session is None or self._session.closed:
             if not self._own_session:
                 raise RuntimeError("the shared client session has been closed")
-            self._session = make_session(self.connections, unix_socket=self.unix_socket)
+            self._session = make_session(
+                self.connections, unix_socket=self.unix_socket, pins=self._pins
+            )
         return self._session
 
     def _headers(self, body: bytes) -> dict[str, str]:
@@ -332,6 +432,13 @@ class HttpBot(ActsOnBytes):
         return await self._notify("end", ENCODER.encode(message), timeout_s, turn)
 
     async def endpoint(self) -> Endpoint:
+        if self.address is not None:
+            # An Endpoint has no room for the address: another process would
+            # resolve the name again, which is what pinning prevents.
+            raise BotError(
+                f"{self.name} is pinned to {self.address}: it can only be played by the "
+                "local executor (workers in other processes cannot be given its address)"
+            )
         return Endpoint(f"unix:{self.unix_socket}" if self.unix_socket else self.url,
                         self.secret.decode() if isinstance(self.secret, bytes) else self.secret)
 
