@@ -8,13 +8,37 @@ dropped, ``no-new-privileges``, an init process (so it stops at once) and
 **no network at all** (``--network none``).
 
 The referee talks to the bot over a unix socket in a host folder mounted
-into the container: ``OUT/sockets/<bot>/`` on the host is ``/run/bot`` in the
+into the container: ``OUT/sockets/<key>/`` on the host is ``/run/bot`` in the
 container, and the bot must serve HTTP on ``/run/bot/bot.sock``. The
 container gets ``BOT_UNIX=/run/bot/bot.sock`` in its environment (the SDK in
 ``sample_bots/sdk.py`` listens there by itself) and, when a `command` is
 given, ``{unix}`` in it is replaced by that path. A league secret arrives as
-``BOT_SECRET``. The container runs as the referee's own uid:gid unless the
-limits name a ``user``, so the socket it creates is the referee's to use.
+``BOT_SECRET``.
+
+The socket folder is the one place the container can write on the host, so
+it is guarded (:func:`file_key`, :class:`SocketGuard`):
+
+- its name (and the log's) is the bot's `key` (a team's id) or name, kept as
+  it is when it is a plain lowercase file name and otherwise made safe *plus
+  a hash of the exact text*, so ``"team a"`` and ``"team_a"`` never share
+  one;
+- it is a tmpfs of ``limits.socket_folder`` bytes (1 MiB) mounted by the
+  referee when it runs as root, so a bot cannot fill the host's disk
+  through it (ENOSPC for the bot); without root, a watchdog measures it
+  twice a second and stops a container over the cap; either way it is
+  emptied before each container starts;
+- every connection the referee makes opens the socket with
+  ``O_PATH|O_NOFOLLOW``, checks that what it got is a socket owned by the
+  bot's uid (not a symbolic link, a FIFO or a file the bot put there to
+  redirect the referee, e.g. to the Docker daemon's socket), and connects
+  through ``/proc/self/fd/N``, i.e. to that very inode: a swap between the
+  check and the connection is not followed. A refusal is a ``connection``
+  fault saying what was found.
+
+A container never runs as root: it runs as the referee's own uid:gid (so the
+socket it creates is the referee's to use), as ``65534:65534`` (nobody) when
+the referee is root, or as the limits' ``user`` (uid or gid 0 refused); a
+root referee hands the folder (mode 0700) to that uid.
 
 Readiness is ``GET /`` over the socket; the container's output is streamed
 to ``OUT/logs/<bot>.container.log`` (capped); the container is removed by
@@ -38,24 +62,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import errno
+import hashlib
 import os
 import re
 import secrets
 import shutil
 import socket
+import stat
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+import aiohttp
 import msgspec
+from aiohttp.client_exceptions import UnixClientConnectorError
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.helpers import ceil_timeout
+from aiohttp.tracing import Trace
 
 from protocol.messages import BotInfo, Fault
 
 from .base import BotError
-from .http import DEFAULT_MAX_BODY, HttpBot
+from .http import DEFAULT_MAX_BODY, HttpBot, _user_agent
 from .managed import ManagedBot
 from .process import pid_alive, tail_of
 
@@ -69,10 +103,16 @@ __all__ = [
     "ContainerBot",
     "ContainerLimits",
     "DockerUnavailable",
+    "NOBODY",
+    "SocketGuard",
+    "SocketRefused",
+    "bot_user",
     "check_limits",
     "cleanup_containers",
     "docker_client",
+    "file_key",
     "find_containers",
+    "log_file_of",
     "image_exists",
     "not_found",
     "parse_size",
@@ -85,6 +125,11 @@ CONTAINER_SOCKET_DIR: Final = "/run/bot"
 MANAGED_LABEL: Final = "referee.managed"
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+#: A key used as a file name as it is: lowercase (no clash on a case-blind
+#: file system), no "+" (what marks a hashed one), not starting with a dot.
+_PLAIN_KEY: Final = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,59}$")
+#: uid and gid a container runs as when the referee is root (nobody:nogroup).
+NOBODY: Final = 65534
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmg]?)b?\s*$", re.IGNORECASE)
 _UNITS: Final = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 #: Longest unix socket path (sun_path is 108 bytes on Linux, NUL included).
@@ -112,11 +157,15 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     network: str = "none"
     #: How long the container may take to answer ``GET /`` on its socket.
     ready_timeout_s: float = 15.0
-    #: ``uid:gid`` the bot runs as; default the referee's own, so the socket
-    #: the bot creates is usable by the referee.
+    #: ``uid:gid`` (or ``uid``, then gid = uid) the bot runs as; default the
+    #: referee's own, so the socket the bot creates is usable by the referee,
+    #: or 65534:65534 (nobody) when the referee is root. Never 0.
     user: str | None = None
     #: Cap of ``OUT/logs/<bot>.container.log`` (and of Docker's own log).
     log_limit: str = "10m"
+    #: Cap of the socket folder, the container's only writable place on the
+    #: host (a tmpfs of that size when the referee is root, else watched).
+    socket_folder: str = "1m"
 
 
 def parse_size(text: str) -> int:
@@ -130,7 +179,8 @@ def parse_size(text: str) -> int:
 def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
     """What is wrong with `limits`: [(field, message)], empty when usable."""
     problems: list[tuple[str, str]] = []
-    for key, minimum in (("memory", 6 * 1024**2), ("tmpfs", 4096), ("log_limit", 1024)):
+    for key, minimum in (("memory", 6 * 1024**2), ("tmpfs", 4096), ("log_limit", 1024),
+                         ("socket_folder", 4096)):
         value = getattr(limits, key)
         try:
             size = parse_size(value)
@@ -153,9 +203,265 @@ def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
             "bridge address would let it reach the host as well; container bots talk over a "
             "unix socket",
         ))
-    if limits.user is not None and not re.match(r"^\d+(:\d+)?$", limits.user):
-        problems.append(("user", f"expected a numeric uid or uid:gid, got {limits.user!r}"))
+    if limits.user is not None:
+        if not re.match(r"^\d+(:\d+)?$", limits.user):
+            problems.append(("user", f"expected a numeric uid or uid:gid, got {limits.user!r}"))
+        elif 0 in _ids(limits.user):
+            problems.append((
+                "user",
+                f"{limits.user!r} names uid or gid 0 (root): a bot never runs as root; leave "
+                f"`user` unset (the referee's uid, or {NOBODY} when the referee is root) or name "
+                "an unprivileged uid:gid",
+            ))
     return problems
+
+
+def _ids(user: str) -> tuple[int, int]:
+    uid, _, gid = user.partition(":")
+    return int(uid), int(gid or uid)
+
+
+def bot_user(limits: ContainerLimits) -> tuple[int, int]:
+    """(uid, gid) a container with `limits` runs as: never 0 (see :attr:`ContainerLimits.user`)."""
+    if limits.user is not None:
+        uid, gid = _ids(limits.user)
+    else:
+        uid, gid = os.getuid(), os.getgid()
+    if uid == 0:
+        uid = gid = NOBODY
+    return uid, (NOBODY if gid == 0 else gid)
+
+
+def file_key(text: str) -> str:
+    """The file name of a bot's socket folder and logs, from its key (a team's
+    id) or name: `text` itself when it is a plain lowercase name (``greedy``,
+    ``team-7``), else it made safe plus a hash of the exact text
+    (``"team a"`` -> ``team_a+5d3f…``), so two different texts never share one."""
+    if _PLAIN_KEY.match(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{_UNSAFE.sub('_', text).strip('_.')[:40] or 'bot'}+{digest}"
+
+
+def log_file_of(out_dir: str | os.PathLike[str], key: str) -> Path:
+    """Where the container bot keyed `key` (its `key`, else its name) logs in
+    the output folder `out_dir` (:func:`file_key`: no other bot's text maps there)."""
+    return Path(out_dir) / "logs" / f"{file_key(key)}.container.log"
+
+
+# ------------------------------------------------------------ the socket
+
+
+class SocketRefused(aiohttp.ClientConnectionError):
+    """What is at a bot's socket path is not a socket the referee will talk to."""
+
+
+_WHAT: Final = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFREG: "a regular file",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+#: Connect through the O_PATH descriptor (Linux): the kernel connects to the
+#: inode that was checked, whatever is at the path by then.
+_BY_FD: Final = hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd")
+
+
+class SocketGuard:
+    """Checks a bot's socket before each connection: `path` must be a socket
+    (not a symbolic link, not a FIFO or a file), owned by `uid` when given.
+
+    :meth:`open` gives a descriptor of it (``O_PATH|O_NOFOLLOW``: never
+    followed, never opened for I/O, so a FIFO cannot block) and
+    :meth:`address` the path that connects to exactly that inode
+    (``/proc/self/fd/N``), so a bot that swaps its socket after the check
+    is not followed either. One ``open`` + ``fstat`` + ``close``: a few µs,
+    paid per new connection (kept-alive ones are reused)."""
+
+    def __init__(self, path: str | os.PathLike[str], uid: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.uid = uid
+
+    def refusal(self, st: os.stat_result) -> str | None:
+        """Why the file `st` describes is refused (None: it is fine)."""
+        kind = stat.S_IFMT(st.st_mode)
+        if kind != stat.S_IFSOCK:
+            what = _WHAT.get(kind, f"a file of type {kind:o}")
+            return f"the bot's socket was replaced by {what}: refused"
+        if self.uid is not None and st.st_uid != self.uid:
+            return (f"the bot's socket belongs to uid {st.st_uid}, not to the bot's uid "
+                    f"{self.uid}: refused")
+        return None
+
+    def check(self) -> str | None:
+        """Why what is at the path now is refused; None when it is fine or absent."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return None
+        return self.refusal(st)
+
+    def open(self) -> int:
+        """A descriptor of the checked socket (close it after connecting).
+
+        Raises :class:`SocketRefused`, or ``OSError`` (``FileNotFoundError``
+        before the bot listens)."""
+        if not _BY_FD:  # no O_PATH: check, then connect by path (a window remains)
+            why = self.refusal(os.lstat(self.path))
+            if why is not None:
+                raise SocketRefused(why)
+            return -1
+        fd = os.open(self.path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            why = self.refusal(os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        if why is not None:
+            os.close(fd)
+            raise SocketRefused(why)
+        return fd
+
+    def address(self, fd: int) -> str:
+        """Where to connect to reach the socket `fd` (from :meth:`open`) is."""
+        return f"/proc/self/fd/{fd}" if fd >= 0 else self.path
+
+    @staticmethod
+    def release(fd: int) -> None:
+        if fd >= 0:
+            os.close(fd)
+
+
+class _GuardedConnector(aiohttp.UnixConnector):
+    """A unix connector whose every connection goes through a :class:`SocketGuard`."""
+
+    def __init__(self, guard: SocketGuard, limit: int) -> None:
+        super().__init__(path=guard.path, limit=limit)
+        self.guard = guard
+
+    async def _create_connection(
+        self, req: aiohttp.ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> ResponseHandler:
+        try:
+            fd = self.guard.open()
+        except SocketRefused:
+            raise
+        except OSError as exc:
+            raise UnixClientConnectorError(self.path, req.connection_key, exc) from exc
+        try:
+            async with ceil_timeout(timeout.sock_connect, ceil_threshold=timeout.ceil_threshold):
+                _, proto = await self._loop.create_unix_connection(self._factory, self.guard.address(fd))
+        except OSError as exc:
+            if exc.errno is None and isinstance(exc, asyncio.TimeoutError):
+                raise
+            raise UnixClientConnectorError(self.path, req.connection_key, exc) from exc
+        finally:
+            self.guard.release(fd)
+        return proto
+
+
+class _GuardedHttpBot(HttpBot):
+    """An :class:`HttpBot` on a unix socket whose connections are guarded."""
+
+    def __init__(self, guard: SocketGuard, **kwargs: Any) -> None:
+        super().__init__(f"unix:{guard.path}", **kwargs)
+        self.guard = guard
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # make_session(unix_socket=...) with the guarded connector
+            self._session = aiohttp.ClientSession(
+                connector=_GuardedConnector(self.guard, self.connections),
+                timeout=aiohttp.ClientTimeout(),
+                auto_decompress=False,
+                trust_env=False,
+                headers={"Accept-Encoding": "identity", "User-Agent": _user_agent()},
+            )
+        return self._session
+
+
+# ------------------------------------------------------- the socket folder
+
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
+#: Files (inodes) the socket folder's tmpfs holds: the socket and a few more.
+_FOLDER_INODES: Final = 64
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _mount_tmpfs(folder: Path, size: int, uid: int, gid: int) -> None:
+    """Mount a tmpfs of `size` bytes on `folder`, owned by uid:gid, mode 0700
+    (root, Linux); OSError when that cannot be done."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        raise OSError(errno.EPERM, "only root can mount a tmpfs")
+    options = f"size={size},nr_inodes={_FOLDER_INODES},mode=0700,uid={uid},gid={gid}"
+    if _libc().mount(b"tmpfs", os.fsencode(folder), b"tmpfs",
+                     _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def _unmount(folder: Path) -> None:
+    if _libc().umount2(os.fsencode(folder), _MNT_DETACH) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def _empty(folder: Path) -> None:
+    """Remove what is in `folder` (never following a link); blocking."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _usage(folder: Path, cap: int) -> int:
+    """Bytes `folder` holds on disk (4 KiB at least per file), counted until
+    past `cap`; blocking."""
+    total = 0
+    stack = [os.fspath(folder)]
+    while stack and total <= cap:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += max(st.st_blocks * 512, 4096)
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    if total > cap:
+                        break
+        except OSError:
+            continue
+    return total
+
+
+class _FolderWatch(threading.Thread):
+    """Without a tmpfs: measures the socket folder every `every_s` and calls
+    `over(used)` once when it holds more than `cap` bytes."""
+
+    def __init__(self, folder: Path, cap: int, over: Callable[[int], None], every_s: float = 0.5) -> None:
+        super().__init__(name=f"watch-{folder.name}", daemon=True)
+        self.folder, self.cap, self.over, self.every_s = folder, cap, over, every_s
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every_s):
+            used = _usage(self.folder, self.cap)
+            if used > self.cap:
+                self.over(used)
+                return
 
 
 # ------------------------------------------------------------ the daemon
@@ -323,9 +629,11 @@ class ContainerBot(ManagedBot):
     `out_dir` is the tournament's output folder: the socket folder is
     ``out_dir/sockets/<label>/`` (a short folder under the temp dir when that
     path is too long for a unix socket) and the log
-    ``out_dir/logs/<label>.container.log``, `label` being `name` made safe
-    for a file name. `limits` confine it (:class:`ContainerLimits`); `command`
-    overrides the image's CMD (``{unix}`` is replaced by the socket path);
+    ``out_dir/logs/<label>.container.log``, `label` being :func:`file_key`
+    of `key` (a stable id, e.g. the team's; give one to every bot of a run or
+    to none) or else of `name` (or the image). `limits` confine it
+    (:class:`ContainerLimits`); `command` overrides the image's CMD
+    (``{unix}`` is replaced by the socket path);
     `env` adds environment variables; `labels` add Docker labels (on top of
     the ``referee.*`` ones). `secret` signs requests and is given to the
     container as ``BOT_SECRET``. Use ``async with ContainerBot(...) as bot``
@@ -345,6 +653,7 @@ class ContainerBot(ManagedBot):
         labels: Mapping[str, str] | None = None,
         client: DockerClient | None = None,
         max_body: int = DEFAULT_MAX_BODY,
+        key: str | None = None,
     ) -> None:
         self.image = image
         self.out_dir = Path(out_dir).resolve()
@@ -359,7 +668,18 @@ class ContainerBot(ManagedBot):
         self.max_body = max_body
         self._client = client
         super().__init__(name)
-        self._label = _UNSAFE.sub("_", name or image).strip("_.")[:60] or "bot"
+        self._label = file_key(key if key is not None else (name or image))
+        #: uid and gid the container runs as (never 0).
+        self.uid, self.gid = bot_user(self.limits)
+        #: How the socket folder is bounded: "tmpfs" (a mount of the cap's size,
+        #: root only) or "watchdog" (measured twice a second); None before the
+        #: first start.
+        self.folder_bound: Literal["tmpfs", "watchdog"] | None = None
+        #: Why no tmpfs could be mounted (with "watchdog").
+        self.folder_mount_error: str | None = None
+        self._guard: SocketGuard | None = None
+        self._watch: _FolderWatch | None = None
+        self._stopped_why: str | None = None
         #: How many containers were started.
         self.launches = 0
         #: Seconds from creating the last container to its first answer to ``GET /``.
@@ -427,7 +747,9 @@ class ContainerBot(ManagedBot):
         if st.get("Running"):
             return None
         code = st.get("ExitCode")
-        if st.get("OOMKilled"):
+        if self._stopped_why is not None:
+            why = self._stopped_why
+        elif st.get("OOMKilled"):
             why = (f"the container was killed for using more than its memory limit of "
                    f"{self.limits.memory} (exit code {code})")
         else:
@@ -459,6 +781,59 @@ class ContainerBot(ManagedBot):
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
+    def _prepare_folder(self) -> None:
+        """Before a container starts: bound the socket folder (once), empty it
+        and hand it to the bot's uid (blocking)."""
+        folder = self._socket_dir
+        assert folder is not None
+        if self.folder_bound is None:
+            try:
+                if os.path.ismount(folder):  # left mounted by a referee that crashed
+                    _unmount(folder)
+                _mount_tmpfs(folder, parse_size(self.limits.socket_folder), self.uid, self.gid)
+                self.folder_bound = "tmpfs"
+            except OSError as e:
+                self.folder_bound = "watchdog"
+                self.folder_mount_error = f"no tmpfs on the socket folder ({e.strerror or e})"
+        _empty(folder)
+        try:
+            if os.geteuid() == 0:
+                os.chown(folder, self.uid, self.gid)
+                os.chmod(folder, 0o700)
+            elif self.uid == os.getuid():
+                os.chmod(folder, 0o700)
+            else:
+                # Not root: no way to hand the folder to another uid but to open
+                # it to all; the guard still refuses a socket not owned by the bot.
+                os.chmod(folder, 0o777)
+        except OSError as e:
+            raise BotError(f"the socket folder {folder} cannot be handed to uid {self.uid}: "
+                           f"{e.strerror or e}") from None
+
+    def _release_folder(self) -> None:
+        """After the last container: empty the folder and unmount it (blocking)."""
+        folder = self._socket_dir
+        if folder is None:
+            return
+        _empty(folder)
+        if self.folder_bound == "tmpfs":
+            with contextlib.suppress(OSError):
+                _unmount(folder)
+            self.folder_bound = None
+
+    def _over_cap(self, used: int) -> None:
+        """The watchdog's verdict: stop the container, empty the folder (its thread)."""
+        why = (f"the container was stopped for writing more than {self.limits.socket_folder} "
+               f"into its socket folder ({used} bytes or more)")
+        self._stopped_why = why  # what _state says from now on
+        container, folder = self._container, self._socket_dir
+        if container is not None:
+            with contextlib.suppress(Exception):
+                container.kill()
+        if folder is not None:
+            _empty(folder)
+        self._exited = why
+
     def _create(self) -> Container:
         """Create and start the container (blocking)."""
         docker_mod = _docker_module()
@@ -466,9 +841,7 @@ class ContainerBot(ManagedBot):
         client = self._docker()
         lim = self.limits
         assert self._socket_dir is not None
-        user = lim.user or f"{os.getuid()}:{os.getgid()}"
-        uid = int(user.split(":")[0])
-        os.chmod(self._socket_dir, 0o700 if uid == os.getuid() else 0o777)
+        user = f"{self.uid}:{self.gid}"
         env = {"BOT_UNIX": CONTAINER_SOCKET, "HOME": "/tmp", **self.env}
         if self.secret is not None:
             env["BOT_SECRET"] = self.secret.decode() if isinstance(self.secret, bytes) else self.secret
@@ -487,7 +860,7 @@ class ContainerBot(ManagedBot):
             container = client.containers.create(
                 self.image,
                 command=command,
-                name=f"referee-{self._label[:40]}-{secrets.token_hex(4)}",
+                name=f"referee-{self._label[:40].replace('+', '-')}-{secrets.token_hex(4)}",
                 detach=True,
                 environment=env,
                 labels=labels,
@@ -529,28 +902,37 @@ class ContainerBot(ManagedBot):
         await self._stop(final=False)
         if self._socket_dir is None:
             self._socket_dir = self._socket_folder()
-        with contextlib.suppress(FileNotFoundError):
-            (self._socket_dir / "bot.sock").unlink()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             log.write(f"--- {stamp} start of a container from {self.image!r}\n".encode())
         t0 = time.perf_counter()
-        self._exited = None
+        self._exited = self._stopped_why = None
         await asyncio.to_thread(self._docker)  # DockerUnavailable before anything else
-        self._container = await asyncio.to_thread(self._create)
+        try:
+            await asyncio.to_thread(self._prepare_folder)
+            self._container = await asyncio.to_thread(self._create)
+        except BaseException:
+            await asyncio.to_thread(self._release_folder)  # no mount left behind
+            raise
         self.launches += 1
         self._pump = _LogPump(self._container, self.log_path, parse_size(self.limits.log_limit))
         self._pump.start()
+        if self.folder_bound == "watchdog":
+            self._watch = _FolderWatch(self._socket_dir, parse_size(self.limits.socket_folder),
+                                       self._over_cap)
+            self._watch.start()
         if self._http is None:
             # One HTTP client for the bot's life: the socket path stays the same
-            # when a container is started again.
-            self._http = HttpBot(f"unix:{self.socket_path}", name=self._name, secret=self.secret,
-                                 max_body=self.max_body)
+            # when a container is started again. Every connection is guarded.
+            self._guard = SocketGuard(self._socket_dir / "bot.sock", self.uid)
+            self._http = _GuardedHttpBot(self._guard, name=self._name, secret=self.secret,
+                                         max_body=self.max_body)
         try:
             self.info = await self._wait_ready()
         except BaseException:
             await self._stop(final=False)
+            await asyncio.to_thread(self._release_folder)
             raise
         self.ready_seconds = time.perf_counter() - t0
         return self.info
@@ -565,11 +947,14 @@ class ContainerBot(ManagedBot):
         )
 
     async def _died(self) -> str | None:
+        refused = self._guard.check() if self._guard is not None else None
+        if refused is not None:
+            return f"put something else than its socket at {self.socket_path}: {refused}"
         why = await asyncio.to_thread(self._state)
         return None if why is None else f"stopped before answering GET /: {why}"
 
     def _may_answer(self) -> bool:
-        return self.socket_path is not None and self.socket_path.exists()
+        return self.socket_path is not None and os.path.lexists(self.socket_path)
 
     async def _why(self, what: str) -> str:
         # Give the log pump a moment to catch the container's last words.
@@ -584,21 +969,27 @@ class ContainerBot(ManagedBot):
 
     async def _stop(self, final: bool = True) -> None:
         """Remove the container; `final`: also close the HTTP client and the socket folder."""
-        container, pump = self._container, self._pump
-        self._container = self._pump = None
+        container, pump, watch = self._container, self._pump, self._watch
+        self._container = self._pump = self._watch = None
         self.info = None
+        if watch is not None:
+            watch.done.set()
         if container is not None:
             await asyncio.to_thread(self._remove, container)
         if pump is not None:
             await asyncio.to_thread(pump.join, 2.0)
+        if watch is not None:
+            await asyncio.to_thread(watch.join, 2.0)
         if self._socket_dir is not None:
             with contextlib.suppress(OSError):
                 (self._socket_dir / "bot.sock").unlink()
         if not final:
             return
         http, self._http = self._http, None
+        self._guard = None
         if http is not None:
             await http.close()
+        await asyncio.to_thread(self._release_folder)
         if self._socket_dir is not None and self._tmp_socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._tmp_socket_dir = False

@@ -8,6 +8,14 @@ that misbehaves as $HOSTILE says. Runs only inside a sandboxed container.
   privileges) and prints one ``PROBE {json}`` line with what happened;
 - ``never_ready``: never listens (sleeps);
 - ``crash``: prints a message and exits with code 3.
+- ``swap``: not the SDK but a bare HTTP/1.0 server (one connection per
+  request), which answers ``GET /`` and ``POST /start`` and, just before
+  answering ``/start``, replaces its socket (``/run/bot/bot.sock``) by what
+  ``$SWAP_TO`` says: ``symlink`` (to ``$SWAP_TARGET``, a path on the host),
+  ``fifo`` or ``file``; it prints ``SWAPPED <what>``;
+- ``fill``: once its socket is there, writes ``$FILL_MB`` MiB (100) into
+  files in its socket folder, 1 MiB at a time, and prints ``FILL {json}``
+  (bytes written, the error that stopped it).
 
 No probe sends traffic anywhere real: with ``--network none`` the container
 has no interface but loopback, so no packet can leave it.
@@ -100,6 +108,79 @@ def probe() -> None:
     print("PROBE " + json.dumps(out), flush=True)
 
 
+def swap_socket() -> None:
+    """Replace /run/bot/bot.sock by what $SWAP_TO says (atomically: rename)."""
+    what = os.environ.get("SWAP_TO", "symlink")
+    spare = "/run/bot/.swap"
+    if what == "symlink":
+        os.symlink(os.environ.get("SWAP_TARGET", "/var/run/docker.sock"), spare)
+    elif what == "fifo":
+        os.mkfifo(spare)
+    else:
+        with open(spare, "w") as f:
+            f.write("not a socket")
+    os.rename(spare, "/run/bot/bot.sock")
+    print(f"SWAPPED {what}", flush=True)
+
+
+def serve_then_swap() -> None:
+    import http.server
+    import socketserver
+
+    from protocol import APIVERSION
+
+    info = json.dumps({"apiversion": APIVERSION, "name": "hostile-swap", "author": "tests",
+                       "version": "1"}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def reply(self, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.reply(info)
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            print(f"REQUEST {self.path}", flush=True)
+            if self.path == "/start":
+                swap_socket()  # before answering: the next request needs a new connection
+            self.reply(b"{}")
+
+        def address_string(self) -> str:
+            return "referee"
+
+    class Server(socketserver.UnixStreamServer):
+        pass
+
+    path = os.environ.get("BOT_UNIX", "/run/bot/bot.sock")
+    with Server(path, Handler) as server:
+        print("hostile bot: serving, HTTP/1.0", flush=True)
+        server.serve_forever()
+
+
+def fill() -> None:
+    import threading
+
+    def writer() -> None:
+        while not os.path.exists("/run/bot/bot.sock"):
+            time.sleep(0.02)
+        total, error, chunk = 0, None, b"\x02" * (1 << 20)
+        try:
+            for i in range(int(os.environ.get("FILL_MB", "100"))):
+                with open(f"/run/bot/junk-{i}", "wb") as f:
+                    f.write(chunk)
+                total += len(chunk)
+        except OSError as e:
+            error = errno.errorcode.get(e.errno or 0, str(e))
+        print("FILL " + json.dumps({"bytes": total, "error": error}), flush=True)
+
+    threading.Thread(target=writer, daemon=True).start()
+
+
 def main() -> None:
     if MODE == "crash":
         print("hostile bot: crashing on purpose", file=sys.stderr, flush=True)
@@ -109,6 +190,11 @@ def main() -> None:
         time.sleep(10**6)
     if MODE == "probe":
         probe()
+    if MODE == "swap":
+        serve_then_swap()
+        return
+    if MODE == "fill":
+        fill()
     if MODE == "forkbomb":
         if os.fork() == 0:
             bomb()
