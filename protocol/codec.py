@@ -77,9 +77,16 @@ def encode(obj: Any) -> bytes:
     return ENCODER.encode(obj)
 
 
+#: msgspec refuses JSON nested deeper than this with a RecursionError; a
+#: hostile bot's reply or handshake nested that deep is a bad_json fault.
+_TOO_DEEP: Final = "is nested too deeply to be a protocol message (JSON arrays or objects nested ~1000 levels)"
+
+
 def _decode(decoder: msgspec.json.Decoder[T], data: bytes | str, what: str) -> T:
     try:
         return decoder.decode(data)
+    except RecursionError:
+        raise ProtocolError("bad_json", f"{what} {_TOO_DEEP}") from None
     except msgspec.ValidationError as e:
         raise ProtocolError("bad_json", f"{what} does not match the protocol: {e}") from None
     except msgspec.DecodeError as e:
@@ -112,11 +119,13 @@ def decode_reply(data: bytes | str, request_id: str | None = None) -> ActReply:
     """
     try:
         reply = REPLY_DECODER.decode(data)
+    except RecursionError:
+        raise ProtocolError("bad_json", f"reply {_TOO_DEEP}") from None
     except msgspec.ValidationError as e:
         message = f"reply does not match the protocol: {e}"
         try:
             raw = _RAW_DECODER.decode(data)
-        except msgspec.DecodeError:  # pragma: no cover - it parsed once already
+        except (msgspec.DecodeError, RecursionError):  # typed decoding stops earlier
             raw = None
         if isinstance(raw, dict):
             better = _explain_action(raw.get("action"), "'action'")
@@ -160,11 +169,13 @@ def decode_action(data: bytes | str) -> Action:
     """Decode one action object. Raises ``ProtocolError`` ("bad_json")."""
     try:
         return ACTION_DECODER.decode(data)
+    except RecursionError:
+        raise ProtocolError("bad_json", f"action {_TOO_DEEP}") from None
     except msgspec.ValidationError as e:
         message = f"action does not match the protocol: {e}"
         try:
             better = _explain_action(_RAW_DECODER.decode(data), "action")
-        except msgspec.DecodeError:  # pragma: no cover
+        except (msgspec.DecodeError, RecursionError):  # typed decoding stops earlier
             better = None
         raise ProtocolError("bad_json", better or message) from None
     except msgspec.DecodeError as e:

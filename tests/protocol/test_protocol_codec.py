@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -183,3 +184,30 @@ def test_game_end_without_apiversion() -> None:
 def test_encode_is_compact_json() -> None:
     assert encode(ActReply(request_id="r", index=0)) == b'{"request_id":"r","index":0,"action":null}'
     assert encode({"a": [1]}) == b'{"a":[1]}'
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize("data", [
+    b'{"request_id":"r1","index":0,"x":' + b"[" * DEEP + b"]" * DEEP + b"}",
+    b'{"request_id":"r1","action":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}",
+])
+def test_a_reply_nested_too_deeply_is_bad_json_not_a_crash(data: bytes) -> None:
+    """A hostile bot's deeply nested reply (msgspec stops at ~1000 levels
+    with a RecursionError) is the bot's bad_json fault (issue 14)."""
+    error = _fails(data)
+    assert error.kind == "bad_json" and "nested too deeply" in str(error)
+
+
+def test_a_deep_reply_of_the_wrong_shape_is_bad_json() -> None:
+    """Refused by type at once; the lenient second look that words the
+    message must not recurse into it either."""
+    assert _fails(b"[" * DEEP + b"]" * DEEP).kind == "bad_json"
+
+
+@pytest.mark.parametrize("decode", [decode_bot_info, decode_action])
+def test_a_handshake_or_action_nested_too_deeply_is_bad_json(decode: Any) -> None:
+    with pytest.raises(ProtocolError, match="nested too deeply") as info:
+        decode(b'{"type":"pickup","name":"x","x":' + b"[" * DEEP + b"]" * DEEP + b"}")
+    assert info.value.kind == "bad_json"
