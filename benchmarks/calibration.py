@@ -12,7 +12,7 @@ deal's rotations are correlated as real ones are:
 
 Each method reports, for each pair of neighbours in the standings, the
 probability that the upper one is truly stronger; a pair is "separated at
-95%" when that is at least 0.95. The table prints, per scenario and method,
+95%" when that is at least 0.95 (``settle``: when the table says so). The table prints, per scenario and method,
 how many such reports were in the wrong true order (at most about 5% is
 honest; "expected" is Σ(1 − p) over them, the number the method itself
 predicts), how many neighbour pairs were separated (power), "obs/claim":
@@ -26,10 +26,13 @@ are taken half-way through each league and at its end. Methods:
   merged into one game ranked by total place;
 * ``bt-bootstrap``: Bradley–Terry on the pairwise results, 95% from a
   bootstrap over deals (slow: a reference, not something to run every block);
+* ``per-pair``: ``settle``'s probabilities, each pair separated on its own
+  when p ≥ 0.95 (what the table did before it held the false discovery rate);
 * ``settle``: what ``Table.standings()`` reports (``referee/tournament/settle.py``):
   TrueSkill's posteriors with the games' share of the precision divided by
   the design effect measured from the data (clustered by deal), and an
-  empirical-Bayes prior in place of the league's wide σ₀;
+  empirical-Bayes prior in place of the league's wide σ₀, a pair separated
+  when it clears the Benjamini–Hochberg rung over the table's pairs;
 * its variants, to show what each part does: ``dispersion`` (scaled by
   Σ(cluster sum)²/Σ Fisher information, which also counts TrueSkill's misfit
   of single games), ``design-only`` (no empirical prior), ``prior-only`` (no
@@ -339,14 +342,14 @@ class Calibration:
     tallies: dict[str, Tally] = field(default_factory=dict)
 
 
-def _count(t: Tally, p: float, upper_truly_above: bool, confidence: float) -> None:
+def _count(t: Tally, p: float, upper_truly_above: bool, separated: bool) -> None:
     t.reports += 1
     t.lean_expected += 1.0 - max(p, 1.0 - p)
     if p == 0.5:
         t.lean_wrong += 0.5
     elif (p > 0.5) != upper_truly_above:
         t.lean_wrong += 1.0
-    if p >= confidence:
+    if separated:
         t.separated += 1
         t.wrong += not upper_truly_above
         t.expected += 1.0 - p
@@ -384,7 +387,11 @@ def calibrate(
                 for m in methods:
                     if m == "bt-bootstrap" and boot is None:
                         continue
+                    separated: bool | None = None
                     if m == "settle":
+                        assert a.p_above_next is not None
+                        p, separated = a.p_above_next, a.separated_below
+                    elif m == "per-pair":
                         assert a.p_above_next is not None
                         p = a.p_above_next
                     elif m == "naive":
@@ -400,7 +407,7 @@ def calibrate(
                         p = boot(a.bot, b.bot)
                     else:
                         raise ValueError(m)
-                    _count(cal.tallies[m], p, above, confidence)
+                    _count(cal.tallies[m], p, above, p >= confidence if separated is None else separated)
             if "settle" in methods:
                 t = cal.tallies["settle"]
                 for r in rows:
@@ -483,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     methods = (["naive", "deal-as-game"] + (["bt-bootstrap"] if args.bootstrap else [])
-               + list(VARIANTS) + ["settle"])
+               + list(VARIANTS) + ["per-pair", "settle"])
     results = []
     t0 = time.perf_counter()
     for scn in SCENARIOS:

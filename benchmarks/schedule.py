@@ -63,8 +63,11 @@ def play(g: GameSpec, strength: dict[str, float]) -> Outcome:
 
 
 def settled(rows: list[Standing], confidence: float, top: int | None = None) -> bool:
+    """The standings say the order (or the first `top` ranks) is settled: the
+    pairs are separated as the table reports it (the false-discovery rule
+    over every adjacent pair, as the adaptive stop uses)."""
     links = rows[:-1] if top is None else rows[: min(top, len(rows) - 1)]
-    return all(r.p_above_next is not None and r.p_above_next >= confidence for r in links)
+    return all(r.separated_below for r in links)
 
 
 def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: float, cap: int,

@@ -66,9 +66,11 @@ class Standing(msgspec.Struct, kw_only=True):
     #: always contains `rank`).
     rank_low: int = 0
     rank_high: int = 0
-    #: Separated from the bot above / below at the standings' confidence
-    #: (p_above_next ≥ confidence). By convention the first bot is separated
-    #: above and the last below.
+    #: Separated from the bot above / below at the standings' confidence:
+    #: p_above_next clears the Benjamini–Hochberg threshold over the table's
+    #: adjacent pairs (:func:`~referee.tournament.settle.separations`), so at
+    #: most about 1 − confidence of the separations shown are wrong. By
+    #: convention the first bot is separated above and the last below.
     separated_above: bool = False
     separated_below: bool = False
     #: Retired from the league: kept in the standings, never proposed for more games.
@@ -205,11 +207,13 @@ class Table:
         order = self._order()
         mus, var = self._posterior(order)
         intervals = settle.rank_intervals(mus, var, confidence)
+        probs = [settle.p_above(mus[i], var[i], mus[i + 1], var[i + 1]) for i in range(len(order) - 1)]
+        separated = settle.separations(probs, confidence)
         rows: list[Standing] = []
         for i, bot in enumerate(order):
             r = self.ratings[bot]
             lat = sorted(self.latencies[bot])
-            p = settle.p_above(mus[i], var[i], mus[i + 1], var[i + 1]) if i + 1 < len(order) else None
+            p = probs[i] if i < len(probs) else None
             low, high = intervals[i]
             rows.append(
                 Standing(
@@ -228,7 +232,7 @@ class Table:
                     p_above_next=None if p is None else round(p, 4),
                     rank_low=min(low, i + 1),
                     rank_high=max(high, i + 1),
-                    separated_below=p is None or p >= confidence,
+                    separated_below=p is None or separated[i],
                     separated_above=i == 0 or rows[i - 1].separated_below,
                     retired=bot in self.retired,
                 )
@@ -243,12 +247,10 @@ class Table:
         order = self._order()
         mus, var = self._posterior(order)
         active = [i for i, b in enumerate(order) if b not in self.retired]
-        out = []
-        for i, j in zip(active, active[1:]):
-            p = settle.p_above(mus[i], var[i], mus[j], var[j])
-            if p < confidence:
-                out.append((order[i], order[j], round(p, 4)))
-        return out
+        pairs = list(zip(active, active[1:]))
+        probs = [settle.p_above(mus[i], var[i], mus[j], var[j]) for i, j in pairs]
+        separated = settle.separations(probs, confidence)
+        return [(order[i], order[j], round(p, 4)) for (i, j), p, sep in zip(pairs, probs, separated) if not sep]
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:

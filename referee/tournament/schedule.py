@@ -31,9 +31,9 @@ workers play block k-1 while block k is decided (one block of look-ahead).
 ``adaptive`` (:class:`AdaptiveScheduler`)
     Balanced rounds first (``rounds`` of them, and at least the first two
     blocks, which have no standings to go by), then each block seats the
-    neighbours of the standings whose order is not settled (probability
-    ``p_above_next`` below ``[stop] confidence`` that the upper one is truly
-    stronger): windows of ``table_size`` consecutive places around the least
+    neighbours of the standings whose order is not settled (not separated at
+    ``[stop] confidence``: see :func:`~referee.tournament.settle.separations`):
+    windows of ``table_size`` consecutive places around the least
     settled pairs, a pair's need halving with each table that seats it, at
     most about one round's worth of tables per block and two tables per bot.
     With ``top = N`` only the pairs of the first N places count, and a bot
@@ -62,6 +62,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
+
+from .settle import separations
 
 if TYPE_CHECKING:
     from .league import League
@@ -703,7 +705,8 @@ class AdaptiveScheduler(BalancedScheduler):
         """The adjacent pairs (by the upper one's position) that the stop
         condition needs and that are not settled yet."""
         last = len(probs) if self.top is None else min(self.top, len(probs))
-        return [i for i in range(last) if probs[i] < self.confidence]
+        separated = separations(probs, self.confidence)
+        return [i for i in range(last) if not separated[i]]
 
     def contenders(self, standings: Sequence[Standing], order: Sequence[int]) -> list[int]:
         """With `top`: the bots below the first `top` whose rank interval

@@ -97,9 +97,12 @@ def _free_port() -> int:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @pytest.mark.xfail(strict=False, reason=(
-    "issue 13, open: the order comes out right, but with 36 pairs of identical entries a per-pair "
-    "95% test separates one or two of them by chance (seen: random-12 over random-04); the report "
-    "needs a family-wise correction"))
+    "issue 13, open: the order by bot comes out right, and the table's false-discovery rule keeps "
+    "most equal entries apart, but now and then two groups of one bot's entries are separated (seen: "
+    "tactician-06 over tactician-03 at p = 0.998). The adaptive windows stop seating a pair once it "
+    "looks separated, so the groups' gap, made by chance early, is never tested again, and p_above "
+    "treats the two posteriors as independent although little data links the groups (the comparison "
+    "graph's effective resistance puts 1.57 times the variance on that pair)"))
 def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> None:
     """40 league entries served by 3 sample-bot processes (a service plays
     many games at once), 4-seat tables, adaptive: the league ends by itself;
