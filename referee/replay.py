@@ -43,6 +43,7 @@ from .record import (
     ReplayRecord,
     RequestLine,
     ResultLine,
+    public_detail,
     steps,
 )
 from .report import describe
@@ -179,11 +180,15 @@ def _frame(state: GameState, cache: ViewCache, since: int, label: str, seat: int
     }
 
 
-def frames(record: ReplayRecord) -> dict[str, Any]:
+def frames(record: ReplayRecord, *, public: bool = False) -> dict[str, Any]:
     """The replay viewer's data for a record: the game's header, its result
     and one frame per step (the deal first): the full state, what each seat
     could see, and the step's public events. Raises :class:`ReplayMismatch`
-    when the record does not re-run."""
+    when the record does not re-run.
+
+    `public`: every fault's detail is the public text of its kind
+    (:func:`referee.record.public_detail`), never what the bot answered:
+    that is its team's to see (the service's pages)."""
     header = record.header
     names = header.names
     deal = new_game(header.rules, names, random.Random(header.seed))
@@ -200,13 +205,26 @@ def frames(record: ReplayRecord) -> dict[str, Any]:
             label = f"{who}: {describe(line.action)}"
             if line.by == "default":
                 label += " (default move)"
-        fault = f"{line.fault.kind}: {line.fault.detail}" if line.fault is not None else None
+        fault = None
+        if line.fault is not None:
+            detail = public_detail(line.fault) if public else line.fault.detail
+            fault = f"{line.fault.kind}: {detail}"
         out.append(_frame(step.state, cache, step.since, label, line.seat, line.by, fault))
     return {
         "game_id": header.game_id,
         "seed": header.seed,
         "names": names,
         "rules": msgspec.to_builtins(header.rules),
-        "result": msgspec.to_builtins(record.result) if record.result is not None else None,
+        "result": _result(record.result, public),
         "frames": out,
     }
+
+
+def _result(result: MatchResult | None, public: bool) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    if public:
+        result = msgspec.structs.replace(result, faults=[
+            [msgspec.structs.replace(f, detail=public_detail(f)) for f in seat] for seat in result.faults])
+    out: dict[str, Any] = msgspec.to_builtins(result)
+    return out

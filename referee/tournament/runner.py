@@ -26,6 +26,7 @@ from typing import IO, Any
 import msgspec
 
 from ..bots.base import Bot, BotError
+from ..bots.dropped import DroppedBot
 from ..bots.factory import BotFactory, BotSpec
 from ..bots.http import make_session
 from ..record import MatchResult
@@ -56,6 +57,17 @@ def league_fingerprint(league: League) -> str:
     return hashlib.sha256(msgspec.json.encode(data, order="deterministic")).hexdigest()
 
 
+#: Games in a row lost to connection faults and timeouts alone that drop a bot.
+DEAD_GAMES = 2
+
+
+def redacted(league: League) -> League:
+    """The league without its bots' secrets, as the tournament database
+    keeps it (a secret lives in the league file or the service database only)."""
+    bots = [msgspec.structs.replace(b, secret=None) if b.secret is not None else b for b in league.bots]
+    return msgspec.structs.replace(league, bots=bots)
+
+
 class Tournament:
     def __init__(
         self,
@@ -68,8 +80,18 @@ class Tournament:
         replays: bool = True,
         log: Callable[[str], None] | None = None,
         executor: Executor | None = None,
+        drop_unreachable: bool = False,
     ) -> None:
         self.league = league
+        #: A bot that cannot be reached when the run starts, or that loses
+        #: DEAD_GAMES games in a row to connection faults and timeouts, is
+        #: dropped from the rest of the run (its games recorded as its
+        #: faults) instead of stopping the run (the classroom service), or
+        #: (False, the CLI's default) stops the run at the start with its name.
+        self.drop_unreachable = drop_unreachable
+        #: The bots dropped from this run, and why.
+        self.dropped: dict[str, str] = {}
+        self._dead_games: dict[str, int] = {}
         self.out = (out or league.output_dir()).resolve()
         self.concurrency = concurrency or league.tournament.concurrency
         self.resume = resume
@@ -127,7 +149,7 @@ class Tournament:
                     "started with, or choose another --out"
                 )
         store.set_meta("fingerprint", fingerprint)
-        store.set_meta("league", msgspec.json.encode(self.league).decode())
+        store.set_meta("league", msgspec.json.encode(redacted(self.league)).decode())
         store.set_meta("name", self.league.tournament.name)
         total = self.scheduler.total
         store.set_meta("total_games", str(total if total is not None else self.scheduler.limit))
@@ -153,7 +175,11 @@ class Tournament:
                 info = await bot.handshake()
             except BotError as e:
                 await bot.close()
-                raise LeagueError(f"{where}: {e}") from None
+                if not self.drop_unreachable:
+                    raise LeagueError(f"{where}: {e}") from None
+                self._drop(entry.name, "it could not be reached when the run started", str(e))
+                store.put_bot(entry.name, entry.kind, entry.target, None)
+                return
             if entry.fresh_process:
                 await bot.close()  # each game starts its own
             self.bots[entry.name] = bot
@@ -166,6 +192,33 @@ class Tournament:
         if errors:
             await self._close_bots()
             raise errors[0]
+
+    def _drop(self, name: str, why: str, detail: str = "") -> None:
+        """Play the rest of the run without asking `name` anything."""
+        self.dropped[name] = why
+        old = self.bots.get(name)
+        self.bots[name] = DroppedBot(name, why, nowhere=self.out / "dropped.sock")
+        self.log(f"bot {name!r} is dropped from the rest of this run: {why}" + (f" ({detail})" if detail else ""))
+        if old is not None:
+            task = asyncio.ensure_future(old.close())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _judge(self, seats: list[str], result: MatchResult) -> None:
+        """Count the games a bot lost to connection faults and timeouts alone;
+        DEAD_GAMES in a row drop it (with `drop_unreachable`)."""
+        if not self.drop_unreachable:
+            return
+        for seat, name in enumerate(seats):
+            if name in self.dropped:
+                continue
+            faults = [f for f in result.faults[seat] if not f.detail.startswith(("/start", "/end"))]
+            dead = seat in result.disqualified and bool(faults) and all(
+                f.kind in ("connection", "timeout") for f in faults)
+            self._dead_games[name] = self._dead_games.get(name, 0) + 1 if dead else 0
+            if self._dead_games[name] >= DEAD_GAMES:
+                self._drop(name, f"it stopped answering ({DEAD_GAMES} games in a row lost to "
+                                 f"{'timeouts' if faults[-1].kind == 'timeout' else 'connection faults'})")
 
     async def _close_bots(self) -> None:
         await asyncio.gather(*(b.close() for b in self.bots.values()), return_exceptions=True)
@@ -303,7 +356,9 @@ class Tournament:
             bots: list[Bot] = []
             for name in spec.seats:
                 entry = self._entries[name]
-                if entry.fresh_process and entry.started_here:
+                if name in self.dropped:
+                    bot = self.bots[name]
+                elif entry.fresh_process and entry.started_here:
                     assert self._factory is not None
                     bot = self._factory.make(entry)
                     fresh.append(bot)
@@ -316,6 +371,7 @@ class Tournament:
                 replay = self.out / "replays" / f"game-{spec.index:06d}.jsonl.gz"
                 await asyncio.to_thread(replay.write_bytes, done.replay)
             self._record(spec, done.result, store, replay)
+            self._judge(list(spec.seats), done.result)
             self._finished[spec.index] = outcome_of(
                 spec.index, spec.seats, spec.deal_seed, msgspec.to_builtins(done.result))
             self._apply_ready()

@@ -17,9 +17,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 from aiohttp import web
 
 from . import pages
+from .admissions import default_policy, pipeline_ctx
 from .data import CACHES, Caches
 from .db import AsyncServiceDB, ServiceDB
 from .live import HUB, Hub, poller
@@ -65,6 +67,8 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     """The service over the database at ``db_path`` (created if missing).
     The admin token is made by :meth:`ServiceDB.ensure_admin_token` (``referee serve`` does)."""
     settings = settings or Settings()
+    if settings.bot_policy is None:
+        settings = msgspec.structs.replace(settings, bot_policy=default_policy())
     app = web.Application(middlewares=[errors_middleware], client_max_size=settings.max_body)
     app[SETTINGS] = settings
     app[DB] = AsyncServiceDB(db_path)
@@ -75,6 +79,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     setup_routes(app)
     # Order: the database outlives the runs (they record their end in it).
     app.cleanup_ctx.append(_db_ctx)
+    app.cleanup_ctx.append(pipeline_ctx)
     app.cleanup_ctx.append(_runs_ctx)
     app.cleanup_ctx.append(_live_ctx)
     app.on_shutdown.append(_end_streams)

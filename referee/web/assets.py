@@ -139,6 +139,8 @@ JS = r"""
     o.value = String(s);
     select.appendChild(o);
   });
+  var asked = new URLSearchParams(window.location.search).get("seat");
+  if (asked !== null && names[Number(asked)] !== undefined) { select.value = String(Number(asked)); mode = select.value; }
 
   var describeEvent = function (e) {
     var who = (e.seat !== undefined && e.seat !== null && names[e.seat] !== undefined)

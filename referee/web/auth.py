@@ -40,6 +40,12 @@ def identify(db: ServiceDB, token: str) -> Identity:
     return Identity(admin=db.is_admin(token), team=db.team_by_token(token))
 
 
+async def is_admin(request: web.Request) -> bool:
+    """Whether the request carries the admin token (no error either way)."""
+    token = bearer(request)
+    return token is not None and bool(await request.app[DB].call(ServiceDB.is_admin, token))
+
+
 async def require_admin(request: web.Request) -> None:
     """Let the admin through; 401 or 403 for anyone else."""
     token = bearer(request)
@@ -53,18 +59,21 @@ async def require_admin(request: web.Request) -> None:
     fail(401, "unknown token", headers=_CHALLENGE)
 
 
-async def require_team(request: web.Request, team: Team) -> None:
-    """Let ``team`` through with its own token; 401 or 403 for anyone else
-    (another team, and the admin too: a team submits its own bot)."""
+async def require_team(request: web.Request, team: Team, *, admin_too: bool = False) -> bool:
+    """Let ``team`` through with its own token (False), or the admin when
+    `admin_too` (True); 401 or 403 for anyone else (another team; the admin
+    otherwise: a team's own diagnostics and uploads are the team's)."""
     token = bearer(request)
     if token is None:
         fail(401, "missing token: send 'Authorization: Bearer <team token>'", headers=_CHALLENGE)
     db = request.app[DB]
     if await db.call(ServiceDB.team_token_matches, team.id, token):
-        return
+        return False
     who = await db.call(identify, token)
     if who.team is not None:
         fail(403, f"this token belongs to another team, not to team {team.id}")
     if who.admin:
+        if admin_too:
+            return True
         fail(403, "bots are submitted with the team's own token, not the admin token")
     fail(401, "unknown token", headers=_CHALLENGE)

@@ -25,8 +25,19 @@ import click
               help="Submissions a team may make per --window seconds.")
 @click.option("--window", default=60.0, show_default=True, type=click.FloatRange(min=1),
               help="The submission rate limit's window, in seconds.")
+@click.option("--bot-networks", default="", metavar="CIDR,...",
+              help="Networks where teams' URL bots may be although not public (a class LAN: "
+                   "192.168.1.0/24). Loopback, link-local and this server's own addresses are refused "
+                   "unless listed here.")
+@click.option("--allow-house-commands", is_flag=True,
+              help="Let league files sent through the web start commands and open unix sockets on this "
+                   "server (house bots). Off: only URL and image house bots.")
+@click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
+              help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
+@click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
-          window: float) -> None:
+          window: float, bot_networks: str, allow_house_commands: bool, max_upload: str,
+          secure_cookies: bool) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -34,9 +45,21 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     """
     from aiohttp import web
 
+    from ..bots.container import parse_size
+    from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
     from .db import ServiceDB
     from .state import Settings
+
+    try:
+        networks = parse_networks(bot_networks) if bot_networks.strip() else ()
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--bot-networks") from None
+    try:
+        upload_cap = parse_size(max_upload)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--max-upload") from None
+    policy = AddressPolicy.for_service(networks, listen=[(host, port)])
 
     db = ServiceDB(db_path)
     try:
@@ -45,7 +68,9 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         db.close()
     if token is not None:
         click.echo(f"admin token (shown once, keep it): {token}")
-    app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window))
+    app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
+                                     allow_house_commands=allow_house_commands, max_upload=upload_cap,
+                                     secure_cookies=secure_cookies))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)
 

@@ -14,8 +14,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import msgspec
 from aiohttp import web
 
+from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
 from ..tournament.league import League, LeagueError
@@ -30,6 +32,7 @@ from .runs import (
     decode_league,
     games_list,
     house_bots,
+    deal_progress,
     replay_path,
 )
 from .schemas import (
@@ -39,6 +42,7 @@ from .schemas import (
     RatingPoint,
     RunInfo,
     SubmissionBrief,
+    SubmissionDetail,
     SubmissionInfo,
 )
 from .state import DB
@@ -97,8 +101,17 @@ async def run_snapshot(app: web.Application, run: Run) -> Snapshot:
 # ----------------------------------------------------------------- shapes
 
 
-def run_info(run: Run) -> RunInfo:
-    return RunInfo(id=run.id, status=run.status, total_games=run.total_games, error=run.error,
+#: What a failed run says in public: its error may quote what a team's bot
+#: answered, which is that team's to see (and the admin's).
+PUBLIC_FAILURE = "the run failed: the admin sees why (GET /api/competitions/{cid}/runs with the admin token)"
+
+
+def run_info(run: Run, *, private: bool = False) -> RunInfo:
+    """A run as the pages and the API show it; its error in full only when `private` (the admin)."""
+    error = run.error
+    if error is not None and run.status == "failed" and not private:
+        error = PUBLIC_FAILURE.format(cid=run.competition_id)
+    return RunInfo(id=run.id, status=run.status, total_games=run.total_games, error=error,
                    started_at=run.started_at, finished_at=run.finished_at)
 
 
@@ -106,7 +119,15 @@ def submission_info(sub: Submission | None) -> SubmissionInfo | None:
     if sub is None:
         return None
     return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
-                          note=sub.note, created_at=sub.created_at)
+                          note=sub.note, created_at=sub.created_at, status=sub.status, reason=sub.reason,
+                          image_id=sub.image_id, address=sub.address)
+
+
+def submission_detail(sub: Submission) -> SubmissionDetail:
+    info = submission_info(sub)
+    assert info is not None
+    report = msgspec.json.decode(sub.report, type=AdmissionReport) if sub.report else None
+    return SubmissionDetail(submission=info, report=report, log=sub.log)
 
 
 def house_of(comp: Competition) -> list[str]:
@@ -142,7 +163,7 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
 def _board_rows(db: ServiceDB, cid: int, prospective: bool) -> tuple[list[Team], list[Run], list[str]]:
     """The teams, the runs, and (``prospective``) the teams that submitted a bot."""
     teams = db.teams(cid)
-    playing = [t.name for t in teams if db.latest_submission(t.id) is not None] if prospective else []
+    playing = [t.name for t in teams if db.playing_submission(t.id) is not None] if prospective else []
     return teams, db.runs(cid), playing
 
 
@@ -181,7 +202,7 @@ async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
 
 def _team_and_bot(db: ServiceDB, cid: int, name: str) -> tuple[Team | None, Submission | None]:
     team = db.team_named(cid, name)
-    return team, db.latest_submission(team.id) if team else None
+    return team, db.playing_submission(team.id) if team else None
 
 
 async def bot(app: web.Application, comp: Competition, run: Run | None, name: str) -> BotData:
@@ -218,11 +239,23 @@ def _replay_file(out_dir: str, idx: int) -> tuple[Path, float] | None:
 
 
 def _frames(path: Path) -> dict[str, Any]:
-    return frames(read_replay(path))
+    """What everyone may see: faults by their kind only (a team sees its
+    bot's own fault texts on its diagnostics page)."""
+    return frames(read_replay(path), public=True)
 
 
 async def replay(app: web.Application, run: Run, idx: int) -> dict[str, Any]:
-    """The replay viewer's data for game ``idx`` of ``run`` (:func:`referee.replay.frames`)."""
+    """The replay viewer's data for game ``idx`` of ``run`` (:func:`referee.replay.frames`).
+
+    Fair play: until the run is finished, a game is shown only once every
+    seat rotation of its deal has been played (else a bot could read the
+    cards of a deal it is still to be dealt, now or when the run resumes):
+    403 until then."""
+    if run.status != "finished":
+        progress = await asyncio.to_thread(deal_progress, run.out_dir, idx)
+        if progress is not None and progress[0] < progress[1]:
+            fail(403, f"game {idx} is not public yet: {progress[0]} of the {progress[1]} seat rotations of its "
+                      "deal are played, and its cards stay hidden until all are")
     found = await asyncio.to_thread(_replay_file, run.out_dir, idx)
     if found is None:
         fail(404, f"no replay of game {idx} in run {run.id}")

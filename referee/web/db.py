@@ -77,7 +77,46 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS runs_competition ON runs(competition_id, id);
+CREATE TABLE IF NOT EXISTS sessions (
+    id_sha256 TEXT PRIMARY KEY,    -- the cookie's value is never stored, only its hash
+    team_id INTEGER NOT NULL REFERENCES teams(id),
+    csrf TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
 """
+
+#: Columns added since the first schema, with their definitions: an older
+#: database gets them at open (its submissions, unchecked then, stay in play
+#: as 'accepted').
+MIGRATIONS = {
+    "submissions": {
+        "status": "TEXT NOT NULL DEFAULT 'accepted'",
+        "reason": "TEXT",
+        "report": "TEXT",
+        "log": "TEXT",
+        "image_id": "TEXT",
+        "address": "TEXT",
+        "upload": "TEXT",
+        "updated_at": "REAL",
+    },
+    "runs": {
+        "secrets_from": "TEXT",
+    },
+}
+
+#: A submission's life: queued, then building (an upload made into an
+#: image), checking (the admission check), then accepted or refused.
+STATUSES = ("queued", "building", "checking", "accepted", "refused")
+PENDING = ("queued", "building", "checking")
+
+#: How long a signed-in team's session lasts.
+SESSION_S = 12 * 3600.0
+
+
+def data_dir_of(db_path: Path) -> Path:
+    """Where the runs' output folders and the teams' folders go: ``<db stem>-data/`` beside the database."""
+    return db_path.parent / f"{db_path.stem}-data"
 
 
 def hash_token(token: str) -> str:
@@ -105,12 +144,47 @@ class Team(msgspec.Struct, kw_only=True):
 class Submission(msgspec.Struct, kw_only=True):
     id: int
     team_id: int
+    #: 'url', 'image' (an image on the server: the admin's right), 'archive'
+    #: (a ``docker save`` upload) or 'source' (a .zip or .tar.gz to build).
     kind: str
     url: str | None
     image: str | None
     secret: str | None
     note: str
     created_at: float
+    status: str = "accepted"
+    #: Why it was refused (one line; the team's own pages only).
+    reason: str | None = None
+    #: The admission report (JSON of :class:`referee.admission.AdmissionReport`).
+    report: str | None = None
+    #: The build or load log (capped).
+    log: str | None = None
+    #: The image id an upload was pinned to.
+    image_id: str | None = None
+    #: The address a URL bot was pinned to at admission.
+    address: str | None = None
+    #: The uploaded file waiting to be built.
+    upload: str | None = None
+    updated_at: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.status in PENDING
+
+
+_SUB_COLUMNS = ("id, team_id, kind, url, image, secret, note, created_at, status, reason, report, log,"
+                " image_id, address, upload, updated_at")
+_SUB_NAMES = _SUB_COLUMNS.replace(" ", "").split(",")
+
+
+def _submission(row: tuple[object, ...] | None) -> Submission | None:
+    return None if row is None else msgspec.convert(dict(zip(_SUB_NAMES, row, strict=True)), Submission)
+
+
+class Session(msgspec.Struct, kw_only=True):
+    team_id: int
+    csrf: str
+    expires_at: float
 
 
 class Run(msgspec.Struct, kw_only=True):
@@ -124,6 +198,9 @@ class Run(msgspec.Struct, kw_only=True):
     pid: int | None
     started_at: float
     finished_at: float | None
+    #: JSON {bot name: submission id}: where the run's bots' secrets are read
+    #: from when it starts (they are never copied into league_json).
+    secrets_from: str | None = None
 
 
 class ServiceDB:
@@ -138,6 +215,24 @@ class ServiceDB:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        self._migrate()
+        self._private()
+
+    def _migrate(self) -> None:
+        for table, columns in MIGRATIONS.items():
+            have = {str(r[1]) for r in self.db.execute(f"PRAGMA table_info({table})")}
+            for name, definition in columns.items():
+                if name not in have:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+
+    def _private(self) -> None:
+        """The database, its WAL files and the data folder: the service's user only."""
+        for path in (self.path, self.path.with_name(self.path.name + "-wal"),
+                     self.path.with_name(self.path.name + "-shm")):
+            if path.exists():
+                os.chmod(path, 0o600)
+        self.data_dir.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)
 
     def close(self) -> None:
         self.db.close()
@@ -154,8 +249,7 @@ class ServiceDB:
 
     @property
     def data_dir(self) -> Path:
-        """Where the runs' output folders go: ``<db stem>-data/`` beside the database."""
-        return self.path.parent / f"{self.path.stem}-data"
+        return data_dir_of(self.path)
 
     # ------------------------------------------------------------ admin token
 
@@ -251,10 +345,12 @@ class ServiceDB:
 
     def add_submission(
         self, tid: int, *, kind: str, url: str | None, image: str | None, secret: str | None, note: str,
-        rate_limit: tuple[int, float] | None = None,
+        rate_limit: tuple[int, float] | None = None, status: str = "queued", upload: str | None = None,
     ) -> Submission | None:
-        """Record a submission; None (and nothing stored) when the team made
+        """Record a submission (queued for its admission check unless
+        `status` says otherwise); None (and nothing stored) when the team made
         ``rate_limit[0]`` submissions in the last ``rate_limit[1]`` seconds."""
+        assert status in STATUSES
         now = time.time()
         with self.transaction() as db:
             if rate_limit is not None:
@@ -265,13 +361,29 @@ class ServiceDB:
                 if recent >= count:
                     return None
             cur = db.execute(
-                "INSERT INTO submissions (team_id, kind, url, image, secret, note, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (tid, kind, url, image, secret, note, now),
+                "INSERT INTO submissions (team_id, kind, url, image, secret, note, created_at, status, upload,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (tid, kind, url, image, secret, note, now, status, upload, now),
             )
             assert cur.lastrowid is not None
-            return Submission(id=cur.lastrowid, team_id=tid, kind=kind, url=url, image=image, secret=secret,
-                              note=note, created_at=now)
+            sub = self.submission(cur.lastrowid)
+            assert sub is not None
+            return sub
+
+    def submission(self, sid: int) -> Submission | None:
+        return _submission(self.db.execute(f"SELECT {_SUB_COLUMNS} FROM submissions WHERE id = ?",
+                                           (sid,)).fetchone())
+
+    def update_submission(self, sid: int, /, **fields: str | None) -> None:
+        """Set some of status, reason, report, log, image_id, address, upload."""
+        allowed = {"status", "reason", "report", "log", "image_id", "address", "upload"}
+        unknown = set(fields) - allowed
+        assert not unknown, unknown
+        assert fields.get("status", "queued") in STATUSES
+        names = sorted(fields)
+        sets = ", ".join(f"{n} = ?" for n in names)
+        self.db.execute(f"UPDATE submissions SET {sets}, updated_at = ? WHERE id = ?",
+                        (*[fields[n] for n in names], time.time(), sid))
 
     def retry_after(self, tid: int, window: float) -> float:
         """Seconds until the oldest submission in the window leaves it."""
@@ -282,23 +394,65 @@ class ServiceDB:
         return 1.0 if row[0] is None else max(1.0, float(row[0]) + window - time.time())
 
     def latest_submission(self, tid: int) -> Submission | None:
-        row = self.db.execute(
-            "SELECT id, team_id, kind, url, image, secret, note, created_at FROM submissions"
-            " WHERE team_id = ? ORDER BY id DESC LIMIT 1",
-            (tid,),
-        ).fetchone()
-        return None if row is None else Submission(
-            id=row[0], team_id=row[1], kind=row[2], url=row[3], image=row[4], secret=row[5], note=row[6],
-            created_at=row[7],
-        )
+        """The team's newest submission, whatever its status."""
+        return _submission(self.db.execute(
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT 1", (tid,)
+        ).fetchone())
+
+    def playing_submission(self, tid: int) -> Submission | None:
+        """The version in play: the team's newest accepted submission (a
+        refused or pending one leaves the previous version playing)."""
+        return _submission(self.db.execute(
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? AND status = 'accepted'"
+            " ORDER BY id DESC LIMIT 1", (tid,)
+        ).fetchone())
+
+    def submissions(self, tid: int, limit: int = 50) -> list[Submission]:
+        """The team's submissions, newest first."""
+        rows = self.db.execute(
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT ?", (tid, limit)
+        ).fetchall()
+        return [s for s in map(_submission, rows) if s is not None]
+
+    def pending_submissions(self) -> list[Submission]:
+        """Submissions still to check, oldest first (after a restart: all of
+        them again, from the start of their pipeline)."""
+        marks = ", ".join("?" * len(PENDING))
+        rows = self.db.execute(
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE status IN ({marks}) ORDER BY id", PENDING
+        ).fetchall()
+        return [s for s in map(_submission, rows) if s is not None]
 
     def count_submissions(self, tid: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0])
 
+    # --------------------------------------------------------------- sessions
+
+    def new_session(self, tid: int, lifetime_s: float = SESSION_S) -> tuple[str, str]:
+        """A signed-in session for team `tid`: (cookie value, CSRF token).
+        Only the cookie's hash is stored; expired sessions are swept here."""
+        sid, csrf = new_token(), new_token()
+        now = time.time()
+        with self.transaction() as db:
+            db.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
+            db.execute("INSERT INTO sessions (id_sha256, team_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                       (hash_token(sid), tid, csrf, now, now + lifetime_s))
+        return sid, csrf
+
+    def session(self, sid: str) -> Session | None:
+        row = self.db.execute("SELECT team_id, csrf, expires_at FROM sessions WHERE id_sha256 = ?",
+                              (hash_token(sid),)).fetchone()
+        if row is None or float(row[2]) < time.time():
+            return None
+        return Session(team_id=int(row[0]), csrf=str(row[1]), expires_at=float(row[2]))
+
+    def end_session(self, sid: str) -> None:
+        self.db.execute("DELETE FROM sessions WHERE id_sha256 = ?", (hash_token(sid),))
+
     # ------------------------------------------------------------------- runs
 
     _RUN_COLUMNS = ("id, competition_id, out_dir, league_json, total_games, status, error, pid, started_at,"
-                    " finished_at")
+                    " finished_at, secrets_from")
 
     def _run(self, row: tuple[object, ...] | None) -> Run | None:
         if row is None:
@@ -306,7 +460,7 @@ class ServiceDB:
         return msgspec.convert(dict(zip(self._RUN_COLUMNS.replace(" ", "").split(","), row, strict=True)), Run)
 
     def begin_run(self, cid: int, *, out_dir: str, league_json: str, total_games: int,
-                  resume_run: int | None = None) -> Run | str:
+                  resume_run: int | None = None, secrets_from: str | None = None) -> Run | str:
         """Mark a run of competition ``cid`` as running (a new one, or
         ``resume_run`` again); a message instead when one is running already."""
         now = time.time()
@@ -327,9 +481,9 @@ class ServiceDB:
                 rid = resume_run
             else:
                 cur = db.execute(
-                    "INSERT INTO runs (competition_id, out_dir, league_json, total_games, status, pid, started_at)"
-                    " VALUES (?, ?, ?, ?, 'running', ?, ?)",
-                    (cid, out_dir, league_json, total_games, os.getpid(), now),
+                    "INSERT INTO runs (competition_id, out_dir, league_json, total_games, status, pid, started_at,"
+                    " secrets_from) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+                    (cid, out_dir, league_json, total_games, os.getpid(), now, secrets_from),
                 )
                 assert cur.lastrowid is not None
                 rid = cur.lastrowid
@@ -392,6 +546,7 @@ class AsyncServiceDB:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.data_dir = data_dir_of(self.path)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="service-db")
         self._db: ServiceDB | None = None
 

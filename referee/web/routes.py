@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from . import live
-from .handlers import bots, competitions, runs, static, teams
+from .handlers import bots, competitions, diagnostics, runs, static, team_pages, teams
 
 
 def setup_routes(app: web.Application) -> None:
@@ -16,6 +16,13 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/c/{cid}/live", competitions.live_fragment)
     r.add_get("/c/{cid}/bots/{bot}", bots.bot_page)
     r.add_get("/c/{cid}/runs/{rid}/games/{idx}", runs.replay_page)
+    r.add_get("/login", team_pages.login_page)
+    r.add_post("/login", team_pages.login)
+    r.add_post("/logout", team_pages.logout)
+    r.add_get("/team", team_pages.team_page)
+    r.add_post("/team/submit", team_pages.submit)
+    r.add_get("/team/submissions/{sid}", team_pages.submission_page)
+    r.add_get("/team/diagnostics", diagnostics.diagnostics_page)
     r.add_get("/static/style.css", static.stylesheet)
     r.add_get("/static/app.js", static.script)
     # API
@@ -27,6 +34,10 @@ def setup_routes(app: web.Application) -> None:
     r.add_post("/api/competitions/{cid}/teams", teams.new_team)
     r.add_get("/api/competitions/{cid}/teams/{tid}/bot", teams.own_bot)
     r.add_put("/api/competitions/{cid}/teams/{tid}/bot", teams.submit_bot)
+    r.add_post("/api/competitions/{cid}/teams/{tid}/uploads", teams.upload_bot)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/submissions", teams.list_submissions)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/submissions/{sid}", teams.get_submission)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/diagnostics", diagnostics.team_diagnostics)
     r.add_get("/api/competitions/{cid}/bots/{bot}", bots.get_bot)
     r.add_get("/api/competitions/{cid}/runs", runs.list_runs)
     r.add_post("/api/competitions/{cid}/runs", runs.start_run)

@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 
 from ..bots.factory import BotSpec
+from ..bots.netpolicy import AddressPolicy, BotURLError, check_url
 from ..tournament.league import (
     League,
     LeagueError,
@@ -53,9 +54,16 @@ def house_bots(text: str) -> list[str]:
 
 
 def team_entry(team: Team, sub: Submission) -> BotSpec:
+    """A team's bot as a league entry: an uploaded image by the id it was
+    pinned to, a URL with the address it was pinned to at admission. No
+    secret: it is read from the submission when the run starts
+    (:func:`with_secrets`), so it is stored once."""
+    if sub.kind in ("archive", "source"):
+        assert sub.image_id is not None, f"submission {sub.id} has no image"
+        return BotSpec(name=team.name, image=sub.image_id)
     if sub.kind == "image":
-        return BotSpec(name=team.name, image=sub.image, secret=sub.secret)
-    return BotSpec(name=team.name, url=sub.url, secret=sub.secret)
+        return BotSpec(name=team.name, image=sub.image_id or sub.image)
+    return BotSpec(name=team.name, url=sub.url, address=sub.address)
 
 
 def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str) -> League:
@@ -64,6 +72,19 @@ def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str)
     league.bots += [team_entry(t, s) for t, s in teams]
     check_league(league, filename, TomlLines(text))
     return league
+
+
+def with_secrets(db: ServiceDB, league: League, secrets_from: str | None) -> League:
+    """The league with each team bot's secret read from its submission."""
+    if not secrets_from:
+        return league
+    ids = msgspec.json.decode(secrets_from, type=dict[str, int])
+    bots = []
+    for b in league.bots:
+        sid = ids.get(b.name)
+        sub = db.submission(sid) if sid is not None else None
+        bots.append(msgspec.structs.replace(b, secret=sub.secret) if sub is not None and sub.secret else b)
+    return msgspec.structs.replace(league, bots=bots)
 
 
 def encode_league(league: League) -> str:
@@ -105,7 +126,7 @@ class RunThread:
         log: list[str] = []
         try:
             self.tournament = Tournament(self.league, Path(self.run.out_dir), resume=self.resume,
-                                         progress=False, log=log.append)
+                                         progress=False, log=log.append, drop_unreachable=True)
             self._ready.set()
             loop.run_until_complete(self.tournament.run())
             self.status = "finished"
@@ -142,7 +163,7 @@ class RunThread:
 
 def play_run(db: ServiceDB, run: Run, league: League, *, resume: bool) -> str:
     """Play a run in this thread (the CLI): its final status."""
-    t = Tournament(league, Path(run.out_dir), resume=resume, progress=True)
+    t = Tournament(league, Path(run.out_dir), resume=resume, progress=True, drop_unreachable=True)
     status, error = "finished", None
     try:
         asyncio.run(t.run())
@@ -252,6 +273,25 @@ def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = N
     return out
 
 
+def deal_progress(out_dir: str | Path, index: int) -> tuple[int, int] | None:
+    """(rotations recorded, rotations in all) of the duplicate deal game
+    `index` belongs to; None when there is no such game."""
+    path = Path(out_dir) / DB_NAME
+    if not path.exists():
+        return None
+    with Store(path) as store:
+        row = store.db.execute("SELECT deal_seed, seats FROM games WHERE idx = ?", (index,)).fetchone()
+        if row is None:
+            return None
+        played = int(store.db.execute("SELECT COUNT(*) FROM games WHERE deal_seed = ?", (row[0],)).fetchone()[0])
+        text = store.get_meta("league")
+    duplicate = True
+    if text is not None:
+        duplicate = msgspec.json.decode(text, type=League).tournament.duplicate
+    rotations = len(msgspec.json.decode(row[1], type=list[str])) if duplicate else 1
+    return played, rotations
+
+
 def replay_path(out_dir: str | Path, index: int) -> Path | None:
     path = Path(out_dir) / DB_NAME
     if not path.exists():
@@ -281,10 +321,28 @@ def league_filename(db: ServiceDB, cid: int) -> str:
     return str(db.data_dir / f"competition-{cid}" / "league.toml")
 
 
-def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
+def still_allowed(sub: Submission, policy: AddressPolicy | None) -> bool:
+    """A URL bot's pinned address is still one the policy allows (the admin
+    may have narrowed --bot-networks since). A URL never pinned (submitted
+    before admission checks) counts only when its host is an IP address."""
+    if policy is None or sub.kind != "url":
+        return True
+    if sub.url is None:
+        return False
+    try:
+        parsed = check_url(sub.url)
+    except BotURLError:
+        return False
+    address = sub.address or parsed.literal  # an IP address in the URL is its own pin
+    return address is not None and policy.refusal(address, parsed.port) is None
+
+
+def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
+                policy: AddressPolicy | None = None) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
-    teams' latest bots, or (``resume``) the last run again. The run and the
-    league to play; :class:`StartError` when it cannot start."""
+    teams' latest accepted bots (a URL bot only while its pinned address is
+    one `policy` allows), or (``resume``) the last run again. The run and
+    the league to play; :class:`StartError` when it cannot start."""
     from ..tournament.schedule import make_scheduler
 
     comp = db.competition(cid)
@@ -296,7 +354,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
             raise StartError(409, "nothing to resume: this competition has no run yet")
         if last.status == "finished":
             raise StartError(409, f"run {last.id} is finished: start a new run instead")
-        league = decode_league(last.league_json)
+        league = with_secrets(db, decode_league(last.league_json), last.secrets_from)
         run = db.begin_run(cid, out_dir=last.out_dir, league_json=last.league_json,
                            total_games=last.total_games, resume_run=last.id)
         if isinstance(run, str):
@@ -304,8 +362,8 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
         return run, league
     pairs = []
     for team in db.teams(cid):
-        sub = db.latest_submission(team.id)
-        if sub is not None:
+        sub = db.playing_submission(team.id)
+        if sub is not None and still_allowed(sub, policy):
             pairs.append((team, sub))
     try:
         league = build_league(comp.league_toml, pairs, league_filename(db, cid))
@@ -313,10 +371,12 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool) -> tuple[Run, League]:
         raise StartError(409, f"cannot start: {e}") from None
     scheduler = make_scheduler(league)
     total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
-    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total)
+    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
+    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total,
+                       secrets_from=secrets_from)
     if isinstance(run, str):
         raise StartError(409, run)
     out = db.data_dir / f"competition-{cid}" / f"run-{run.id}"
     db.set_out_dir(run.id, str(out))
     run.out_dir = str(out)
-    return run, league
+    return run, with_secrets(db, league, secrets_from)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ..admission import AdmissionReport
+
 from ..tournament.ratings import Standing
 
 # ------------------------------------------------------------ request bodies
@@ -152,6 +154,23 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     has_secret: bool
     note: str
     created_at: float
+    #: queued, building, checking, accepted or refused.
+    status: str = "accepted"
+    #: Why it was refused (one line).
+    reason: str | None = None
+    #: The image an upload was made into, pinned by id.
+    image_id: str | None = None
+    #: The address a URL bot was pinned to at admission.
+    address: str | None = None
+
+
+class SubmissionDetail(msgspec.Struct, kw_only=True):
+    """A submission as its own team sees it: the admission report, line by
+    line, and the build log."""
+
+    submission: SubmissionInfo
+    report: AdmissionReport | None
+    log: str | None
 
 
 class TeamInfo(msgspec.Struct, kw_only=True):
@@ -188,10 +207,14 @@ class Submitted(msgspec.Struct, kw_only=True):
     has_secret: bool
     note: str
     created_at: float
+    status: str = "queued"
 
 
 class OwnBot(msgspec.Struct, kw_only=True):
     team: int
     name: str
     submissions: int
+    #: The newest submission, whatever its status.
     bot: SubmissionInfo | None
+    #: The version in play: the newest accepted one.
+    playing: SubmissionInfo | None = None

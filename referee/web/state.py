@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
+from ..bots.netpolicy import AddressPolicy
 from .db import AsyncServiceDB
 from .runs import RunThread
 
@@ -24,6 +25,22 @@ class Settings(msgspec.Struct, kw_only=True):
     poll_s: float = 0.25
     #: A comment line on idle event streams, so proxies keep them open.
     heartbeat_s: float = 15.0
+    #: Uploads (``docker save`` archives, source archives) above this are refused with 413.
+    max_upload: int = 1 << 30
+    #: Where a team's URL bot may be (``--bot-networks``); None: public
+    #: addresses only, none of this server's (made when the app starts).
+    bot_policy: AddressPolicy | None = None
+    #: League files sent through the web may start commands and open unix
+    #: sockets on the server (``--allow-house-commands``).
+    allow_house_commands: bool = False
+    #: Submissions checked at the same time.
+    admission_workers: int = 1
+    #: Validation games of the admission check.
+    validation_games: int = 4
+    #: A source build or an image load longer than this is refused.
+    build_timeout_s: float = 300.0
+    #: Cookies only over HTTPS (``referee serve --secure-cookies``, behind TLS).
+    secure_cookies: bool = False
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

@@ -10,6 +10,7 @@ from typing import TypeVar
 import msgspec
 from aiohttp import web
 
+from ..bots.netpolicy import MalformedURL, check_url
 from .errors import fail
 from .runs import containers_enabled
 from .schemas import BotSubmission
@@ -36,6 +37,8 @@ async def read_body(request: web.Request, typ: type[T]) -> T:
         fail(422, "the request body is empty: send a JSON object")
     try:
         return msgspec.json.decode(raw, type=typ)
+    except RecursionError:
+        fail(422, "the body is nested too deeply (JSON arrays or objects ~1000 levels deep)")
     except msgspec.ValidationError as e:
         text = str(e)
         m = _MSGSPEC_PATH.search(text)
@@ -65,9 +68,12 @@ async def has_body(request: web.Request) -> bool:
 def path_int(request: web.Request, key: str) -> int:
     """A number in the path (``{cid}``, ``{rid}``...): 404 when it is not one."""
     try:
-        return int(request.match_info[key])
+        value = int(request.match_info[key])
     except ValueError:
         raise web.HTTPNotFound() from None
+    if not 0 <= value < 2**63:  # SQLite's integers: a bigger id exists nowhere
+        raise web.HTTPNotFound()
+    return value
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -87,28 +93,42 @@ def check_name(value: str, field: str, max_len: int, *, slash: bool = False) -> 
     return value
 
 
-_URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?(/[^\s]*)?$")
 _IMAGE = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
 
 
-def check_submission(sub: BotSubmission) -> tuple[str, str | None, str | None]:
-    """(kind, url, image) of a valid submission; 422 otherwise."""
+def check_extras(secret: str | None, note: str) -> None:
+    """A submission's secret and note."""
+    if secret is not None:
+        if not secret or len(secret) > 200 or _CONTROL.search(secret):
+            fail(422, "'secret' must be 1 to 200 printable characters", "secret")
+    if len(note) > 500:
+        fail(422, f"'note' is too long: {len(note)} characters, at most 500", "note")
+    if _CONTROL.search(note.replace("\n", " ")):
+        fail(422, "'note' must not contain control characters", "note")
+
+
+def check_url_field(url: str) -> str:
+    """A team's URL, as the transport will use it; 422 saying what is wrong
+    (userinfo, a query, a fragment, a scheme other than http(s), ...)."""
+    try:
+        return check_url(url).url
+    except MalformedURL as e:
+        fail(422, f"'url': {e}", "url")
+
+
+def check_submission(sub: BotSubmission, *, admin: bool = False) -> tuple[str, str | None, str | None]:
+    """(kind, url, image) of a valid submission; 422 otherwise. Naming an
+    image on the server is the admin's right alone (403 for a team)."""
     if (sub.url is None) == (sub.image is None):
         fail(422, "give exactly one of 'url' (a running bot) and 'image' (a container image)",
              "url" if sub.url is None else "image")
-    if sub.secret is not None:
-        if not sub.secret or len(sub.secret) > 200 or _CONTROL.search(sub.secret):
-            fail(422, "'secret' must be 1 to 200 printable characters", "secret")
-    if len(sub.note) > 500:
-        fail(422, f"'note' is too long: {len(sub.note)} characters, at most 500", "note")
+    check_extras(sub.secret, sub.note)
     if sub.url is not None:
-        if len(sub.url) > 300 or not _URL.match(sub.url):
-            fail(422, f"'url' must be http://host:port or https://host:port (got {sub.url[:300]!r})", "url")
-        port = re.search(r":(\d+)(/|$)", sub.url.split("://", 1)[1])
-        if port and not 0 < int(port.group(1)) < 65536:
-            fail(422, f"'url' has an invalid port: {port.group(1)}", "url")
-        return "url", sub.url.rstrip("/"), None
+        return "url", check_url_field(sub.url), None
     assert sub.image is not None
+    if not admin:
+        fail(403, "a team can run only images it uploaded: send the output of 'docker save' to "
+                  "POST .../uploads?kind=archive (or your source to ?kind=source)", "image")
     if not containers_enabled():
         fail(422, "image submissions are not enabled on this server (container bots are not available "
                   "here): submit the 'url' of a running bot instead", "image")

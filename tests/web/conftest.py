@@ -18,7 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers_web import sample_bot_app, serve  # noqa: E402
 
+from referee.bots.netpolicy import AddressPolicy, parse_networks  # noqa: E402
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
+
+#: The tests' bots run on loopback: the admin allows it (referee serve --bot-networks 127.0.0.0/8).
+LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -53,7 +57,8 @@ def service(
     """``await service(**settings)``: a test client of a new app on the database."""
 
     async def make(**settings: Any) -> Client:
-        return await aiohttp_client(make_app(db_path, Settings(**{"poll_s": 0.05, **settings})))
+        return await aiohttp_client(make_app(db_path, Settings(**{"poll_s": 0.05, "bot_policy": LOOPBACK,
+                                                                   **settings})))
 
     return make
 

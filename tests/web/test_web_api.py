@@ -37,6 +37,42 @@ async def new_team(client: Any, admin: str, cid: int, name: str) -> tuple[int, s
     return int(body["id"]), str(body["token"])
 
 
+async def submit(client: Any, cid: int, tid: int, token: str, body: dict[str, Any], *,
+                 wait: bool = True) -> dict[str, Any]:
+    """PUT the team's bot; with `wait`, until its admission check is over:
+    the submission as the team sees it then (status, reason, report, log)."""
+    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=body, headers=auth(token))
+    assert r.status == 201, await r.text()
+    sid = (await r.json())["id"]
+    return await settled(client, cid, tid, token, sid) if wait else dict(await r.json())
+
+
+async def settled(client: Any, cid: int, tid: int, token: str, sid: int, timeout: float = 120) -> dict[str, Any]:
+    """A submission once it is accepted or refused."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        r = await client.get(f"/api/competitions/{cid}/teams/{tid}/submissions/{sid}", headers=auth(token))
+        assert r.status == 200, await r.text()
+        detail = await r.json()
+        if detail["submission"]["status"] in ("accepted", "refused"):
+            return dict(detail)
+        assert asyncio.get_running_loop().time() < deadline, detail
+        await asyncio.sleep(0.1)
+
+
+async def play_run(client: Any, cid: int, admin: str) -> dict[str, Any]:
+    """Start a run and wait until it is over: the competition's data then (it finished)."""
+    r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin))
+    assert r.status == 202, await r.text()
+    for _ in range(600):
+        data = await (await client.get(f"/api/competitions/{cid}")).json()
+        if data["run"]["status"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert data["run"]["status"] == "finished", data["run"]
+    return dict(data)
+
+
 def stored(db_path: Path, table: str) -> int:
     db = sqlite3.connect(db_path)
     try:
@@ -164,15 +200,30 @@ async def test_image_submissions_depend_on_container_support(
     tid, token = await new_team(client, admin_token, cid, "ada")
     url = f"/api/competitions/{cid}/teams/{tid}/bot"
     monkeypatch.setattr(web_app, "containers_enabled", lambda: False)
-    err = await error_of(await client.put(url, json={"image": "ada-bot:1"}, headers=auth(token)), 422)
+    admin = auth(admin_token)
+    err = await error_of(await client.put(url, json={"image": "ada-bot:1"}, headers=admin), 422)
     assert err["field"] == "image" and "not enabled" in err["error"]
     assert stored(db_path, "submissions") == 0
     monkeypatch.setattr(web_app, "containers_enabled", lambda: True)
-    err = await error_of(await client.put(url, json={"image": "Bad Image!"}, headers=auth(token)), 422)
+    err = await error_of(await client.put(url, json={"image": "Bad Image!"}, headers=admin), 422)
     assert err["field"] == "image"
-    r = await client.put(url, json={"image": "ada-bot:1"}, headers=auth(token))
+    r = await client.put(url, json={"image": "ada-bot:1"}, headers=admin)
     assert r.status == 201 and (await r.json())["kind"] == "image"
     assert stored(db_path, "submissions") == 1
+
+
+async def test_a_team_cannot_name_an_image_on_the_server(service: Service, admin_token: str,
+                                                       db_path: Path) -> None:
+    """Issue 14: an image on the server (another team's, the base image) is
+    the admin's to name; a team runs only what it uploaded."""
+    client = await service()
+    cid = await new_competition(client, admin_token)
+    tid, token = await new_team(client, admin_token, cid, "ada")
+    url = f"/api/competitions/{cid}/teams/{tid}/bot"
+    for image in ("referee-base:local", "referee-team-2:v7", "greedy:latest"):
+        err = await error_of(await client.put(url, json={"image": image}, headers=auth(token)), 403)
+        assert "only images it uploaded" in err["error"] and err["field"] == "image"
+    assert stored(db_path, "submissions") == 0
 
 
 async def test_oversized_bodies_get_413(service: Service, admin_token: str, db_path: Path) -> None:
@@ -248,15 +299,18 @@ async def test_invalid_competitions_and_teams_get_422(service: Service, admin_to
     assert r.status == 404 and "text/html" in r.content_type
 
 
-async def test_names_cannot_inject_html(service: Service, admin_token: str) -> None:
+async def test_names_cannot_inject_html(service: Service, admin_token: str, db_path: Path) -> None:
     client = await service()
     evil = '<script>alert("x")</script>'
     cid = await new_competition(client, admin_token, name=f"<b>{evil}</b>")
     team = '<img src=x onerror="alert(1)">&'
     tid, token = await new_team(client, admin_token, cid, team)
-    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json={"url": "http://127.0.0.1:1"},
-                         headers=auth(token))
-    assert r.status == 201
+    db = ServiceDB(db_path)
+    try:  # an admitted bot (its check is not what this test is about)
+        db.add_submission(tid, kind="url", url="http://127.0.0.1:1", image=None, secret=None, note="",
+                          status="accepted")
+    finally:
+        db.close()
     for path in ("/", f"/c/{cid}", f"/c/{cid}/live"):
         r = await client.get(path)
         text = await r.text()
@@ -310,8 +364,8 @@ async def run_league(client: Any, admin: str, bot_urls: dict[str, str]) -> tuple
         sub: dict[str, Any] = {"url": url}
         if secret:
             sub["secret"] = secret
-        r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=sub, headers=auth(token))
-        assert r.status == 201, await r.text()
+        detail = await submit(client, cid, tid, token, sub)
+        assert detail["submission"]["status"] == "accepted", detail
     events = await client.get(f"/api/competitions/{cid}/events")
     assert events.status == 200 and events.headers["Content-Type"].startswith("text/event-stream")
     first = await read_events(events, lambda d: True)
@@ -397,10 +451,10 @@ async def test_a_run_that_cannot_start_says_why(service: Service, admin_token: s
     client = await service()
     cid = await new_competition(client, admin_token, table_size=3)
     tid, token = await new_team(client, admin_token, cid, "ada")
-    await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json={"url": "http://127.0.0.1:1"},
-                     headers=auth(token))
+    refused = await submit(client, cid, tid, token, {"url": "http://127.0.0.1:1"})
+    assert refused["submission"]["status"] == "refused" and "GET /" in refused["submission"]["reason"]
     err = await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token)), 409)
-    assert "3 seats per table but only 1 bots" in err["error"]
+    assert "no bots" in err["error"]  # a refused bot never enters the league
     err = await error_of(await client.post(f"/api/competitions/{cid}/runs", json={"resume": True},
                                            headers=auth(admin_token)), 409)
     assert "nothing to resume" in err["error"]
@@ -410,22 +464,25 @@ async def test_a_run_that_cannot_start_says_why(service: Service, admin_token: s
     assert stored(db_path, "runs") == 0
 
 
-async def test_an_unreachable_bot_fails_the_run_with_its_name(
+async def test_an_unreachable_bot_is_refused_and_costs_the_others_nothing(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:
+    """Issue 14: an unreachable bot used to fail the whole run with its
+    name; now its admission check refuses it, the team sees why, and the
+    run plays everyone else."""
     client = await service()
     cid = await new_competition(client, admin_token, house={"house": bot_urls["greedy"]})
     tid, token = await new_team(client, admin_token, cid, "ada")
-    await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json={"url": "http://127.0.0.1:9"},
-                     headers=auth(token))
-    r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token))
-    assert r.status == 202
-    for _ in range(200):
-        data = await (await client.get(f"/api/competitions/{cid}")).json()
-        if data["run"]["status"] != "running":
-            break
-        await asyncio.sleep(0.05)
-    assert data["run"]["status"] == "failed" and "ada" in data["run"]["error"]
+    bid, btoken = await new_team(client, admin_token, cid, "bea")
+    refused = await submit(client, cid, tid, token, {"url": "http://127.0.0.1:9"})
+    assert refused["submission"]["status"] == "refused"
+    assert refused["report"]["lines"][0]["what"] == "GET /" and not refused["report"]["ok"]
+    accepted = await submit(client, cid, bid, btoken, {"url": bot_urls["random"]})
+    assert accepted["submission"]["status"] == "accepted", accepted
+    assert all(line["ok"] for line in accepted["report"]["lines"])
+    assert any("validation games" in line["what"] for line in accepted["report"]["lines"])
+    data = await play_run(client, cid, admin_token)
+    assert {s["bot"] for s in data["standings"]} == {"house", "bea"}
 
 
 @pytest.mark.slow

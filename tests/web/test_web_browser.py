@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import LOOPBACK
 from helpers_web import Background, league_text, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
@@ -36,9 +37,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         )
         for name in ("ada", "grace"):
             team, _ = db.add_team(comp.id, name)
-            db.add_submission(team.id, kind="url", url=urls[name], image=None, secret=None, note="")
+            db.add_submission(team.id, kind="url", url=urls[name], image=None, secret=None, note="", status="accepted")
         db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05)))
+        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK)))
         yield {"base": base, "token": token, "cid": comp.id}
     finally:
         bg.close()

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from test_web_api import settled
 
 from referee.replay import frames
 from referee.replay import read as read_replay
@@ -70,7 +71,7 @@ async def test_names_are_escaped_on_every_page(
     db = ServiceDB(db_path)
     comp = db.add_competition(COMPETITION, league(bot_urls["greedy"], HOUSE))
     team, _ = db.add_team(comp.id, TEAM)  # (the API refuses '/' in team names: the database does not)
-    db.add_submission(team.id, kind="url", url=bot_urls["random"], image=None, secret=None, note="")
+    db.add_submission(team.id, kind="url", url=bot_urls["random"], image=None, secret=None, note="", status="accepted")
     db.close()
     client = await service()
     cid = comp.id
@@ -198,6 +199,8 @@ async def test_no_sqlite_query_runs_on_the_event_loop(
     await ok("PUT", bot, 201, json={"url": bot_urls["random"]}, headers=auth(token))
     await ok("PUT", bot, 429, json={"url": bot_urls["random"]}, headers=auth(token))
     await ok("GET", bot, headers=auth(token))
+    assert (await settled(client, cid, tid, token, 2))["submission"]["status"] == "accepted"
+    await ok("GET", f"/api/competitions/{cid}/teams/{tid}/submissions/1", headers=auth(token))
     await ok("GET", f"/api/competitions/{cid}/teams", headers=admin)
     for path in ("/", f"/c/{cid}", f"/c/{cid}/live", f"/c/{cid}/bots/ada", "/api/competitions",
                  f"/api/competitions/{cid}", f"/api/competitions/{cid}/bots/house", f"/api/competitions/{cid}/runs"):

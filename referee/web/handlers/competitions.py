@@ -10,7 +10,7 @@ from ..db import ServiceDB
 from ..errors import fail
 from ..runs import check_league_text
 from ..schemas import CompetitionCreated, NewCompetition
-from ..state import DB
+from ..state import DB, SETTINGS
 from ...tournament.league import LeagueError
 from ..validation import check_name, read_body
 from .common import competition_of, json_response, shown_run
@@ -55,8 +55,18 @@ async def new_competition(request: web.Request) -> web.Response:
     if await db.call(ServiceDB.competition_named, name) is not None:
         fail(422, f"a competition named {name!r} exists already", "name")
     try:
-        check_league_text(body.league, "league")
+        league = check_league_text(body.league, "league")
     except LeagueError as e:
         fail(422, f"'league': {e}", "league")
+    if not request.app[SETTINGS].allow_house_commands:
+        for bot in league.bots:
+            if bot.command is not None and bot.image is None:
+                fail(422, f"'league': house bot {bot.name!r} is a command: a league sent through the web may "
+                          "not start programs on the server (referee serve --allow-house-commands allows it)",
+                     "league")
+            if bot.url is not None and bot.url.startswith("unix:"):
+                fail(422, f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
+                          "may not open sockets on the server (referee serve --allow-house-commands allows it)",
+                     "league")
     comp = await db.call(ServiceDB.add_competition, name, body.league)
     return json_response(CompetitionCreated(id=comp.id, name=comp.name, created_at=comp.created_at), 201)

@@ -7,20 +7,22 @@ import asyncio
 from aiohttp import web
 
 from .. import data, pages
-from ..auth import require_admin
+from ..auth import is_admin, require_admin
 from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
 from ..runs import RunThread, StartError, games_list, prepare_run
 from ..schemas import StartRun
-from ..state import DB, RUNS
+from ..state import DB, RUNS, SETTINGS
 from ..validation import has_body, path_int, read_body
 from .common import competition_of, json_response, run_of
 
 
 async def list_runs(request: web.Request) -> web.Response:
+    """The runs; a failed run's error in full for the admin only."""
     comp = await competition_of(request)
-    return json_response([run_info(r) for r in await request.app[DB].call(ServiceDB.runs, comp.id)])
+    admin = await is_admin(request)
+    return json_response([run_info(r, private=admin) for r in await request.app[DB].call(ServiceDB.runs, comp.id)])
 
 
 async def start_run(request: web.Request) -> web.Response:
@@ -31,7 +33,8 @@ async def start_run(request: web.Request) -> web.Response:
     app = request.app
     db = app[DB]
     try:
-        run, league = await db.call(prepare_run, comp.id, resume=body.resume)
+        run, league = await db.call(prepare_run, comp.id, resume=body.resume,
+                                    policy=app[SETTINGS].bot_policy)
     except StartError as e:
         fail(e.status, e.message)
     thread = RunThread(db.path, run, league, resume=body.resume)
@@ -39,7 +42,7 @@ async def start_run(request: web.Request) -> web.Response:
     await asyncio.to_thread(thread.start)
     fresh = await db.call(ServiceDB.run, run.id)
     assert fresh is not None
-    return json_response(run_info(fresh), 202)
+    return json_response(run_info(fresh, private=True), 202)
 
 
 async def stop_run(request: web.Request) -> web.Response:
@@ -53,7 +56,7 @@ async def stop_run(request: web.Request) -> web.Response:
     await asyncio.to_thread(thread.join, 30)
     fresh = await request.app[DB].call(ServiceDB.run, run.id)
     assert fresh is not None
-    return json_response(run_info(fresh))
+    return json_response(run_info(fresh, private=True))
 
 
 async def list_games(request: web.Request) -> web.Response:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aiohttp import web
 
 from ...tournament.league import LeagueError
+from ..admissions import PIPELINE, team_dir
 from ..auth import require_admin, require_team
-from ..data import submission_info
+from ..data import submission_detail, submission_info
 from ..db import ServiceDB, Submission, Team
 from ..errors import fail
-from ..runs import house_bots
+from ..runs import containers_enabled, house_bots
 from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamCreated, TeamInfo
 from ..state import DB, SETTINGS
-from ..validation import check_name, check_submission, read_body
+from ..uploads import new_upload_path, save_body
+from ..validation import check_extras, check_name, check_submission, path_int, read_body
 from .common import competition_of, json_response, team_of
 
 
@@ -50,37 +54,83 @@ async def new_team(request: web.Request) -> web.Response:
     return json_response(TeamCreated(id=team.id, name=team.name, competition=comp.id, token=token), 201)
 
 
-def _submit(db: ServiceDB, team: Team, body: BotSubmission, kind: str, url: str | None, image: str | None,
-            limit: tuple[int, float]) -> tuple[Submission | None, float]:
-    """The new submission, or None and the seconds to wait (rate limit)."""
-    sub = db.add_submission(team.id, kind=kind, url=url, image=image, secret=body.secret, note=body.note,
-                            rate_limit=limit)
-    return sub, 0.0 if sub is not None else db.retry_after(team.id, limit[1])
-
-
-async def submit_bot(request: web.Request) -> web.Response:
-    comp = await competition_of(request)
-    team = await team_of(request, comp)
-    await require_team(request, team)
-    body = await read_body(request, BotSubmission)
-    kind, url, image = check_submission(body)
+async def make_submission(request: web.Request, team: Team, *, kind: str, url: str | None = None,
+                          image: str | None = None, secret: str | None = None, note: str = "",
+                          upload: Path | None = None) -> Submission:
+    """Record a submission and queue it for its admission check; 429 (and
+    the upload deleted) over the team's rate."""
     settings = request.app[SETTINGS]
     limit = (settings.submissions_per_window, settings.window_s)
-    sub, wait = await request.app[DB].call(_submit, team, body, kind, url, image, limit)
+    db = request.app[DB]
+    sub = await db.call(ServiceDB.add_submission, team.id, kind=kind, url=url, image=image, secret=secret,
+                        note=note, rate_limit=limit, upload=None if upload is None else str(upload))
     if sub is None:
+        if upload is not None:
+            upload.unlink(missing_ok=True)
+        wait = await db.call(ServiceDB.retry_after, team.id, limit[1])
         fail(429, f"too many submissions: at most {settings.submissions_per_window} every "
                   f"{settings.window_s:g} s; try again in {wait:.0f} s",
              headers={"Retry-After": str(int(wait + 0.999))})
+    request.app[PIPELINE].enqueue(sub.id)
+    return sub
+
+
+def _submitted(team: Team, sub: Submission) -> Submitted:
     info = submission_info(sub)
     assert info is not None
-    return json_response(Submitted(team=team.id, bot=team.name, id=info.id, kind=info.kind, url=info.url,
-                                   image=info.image, has_secret=info.has_secret,
-                                   note="the next run plays this bot", created_at=info.created_at), 201)
+    return Submitted(team=team.id, bot=team.name, id=info.id, kind=info.kind, url=info.url, image=info.image,
+                     has_secret=info.has_secret, status=sub.status,
+                     note="queued for its admission check: once accepted, the next run plays it",
+                     created_at=info.created_at)
+
+
+async def submit_bot(request: web.Request) -> web.Response:
+    """A URL (the team) or an image on the server (the admin, for a team)."""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    admin = await require_team(request, team, admin_too=True)
+    body = await read_body(request, BotSubmission)
+    kind, url, image = check_submission(body, admin=admin)
+    if kind == "url" and admin:
+        fail(403, "bots are submitted with the team's own token, not the admin token")
+    sub = await make_submission(request, team, kind=kind, url=url, image=image, secret=body.secret,
+                                note=body.note)
+    return json_response(_submitted(team, sub), 201)
+
+
+UPLOAD_KINDS = {"archive": ".tar", "source": ".archive"}
+
+
+async def upload_bot(request: web.Request) -> web.Response:
+    """``POST .../uploads?kind=archive`` (the output of ``docker save``) or
+    ``?kind=source`` (a .zip or .tar.gz of a Python or Node bot): the body is
+    the file, streamed to disk with the size cap. The bot's secret and a
+    note come as the headers ``X-Bot-Secret`` and ``X-Note`` (a query string
+    would put the secret in the access log)."""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    await require_team(request, team)
+    kind = request.query.get("kind", "")
+    if kind not in UPLOAD_KINDS:
+        fail(422, f"'kind' must be 'archive' (the output of docker save) or 'source' (a .zip or .tar.gz), "
+                  f"got {kind[:40]!r}", "kind")
+    if not containers_enabled():
+        fail(422, "uploads are not enabled on this server (container bots are not available here): "
+                  "submit the 'url' of a running bot instead", "kind")
+    secret = request.headers.get("X-Bot-Secret")
+    note = request.headers.get("X-Note", "")
+    check_extras(secret, note)
+    settings = request.app[SETTINGS]
+    path = new_upload_path(team_dir(request.app[DB].data_dir, team.id) / "uploads", UPLOAD_KINDS[kind])
+    await save_body(request, path, settings.max_upload)
+    sub = await make_submission(request, team, kind=kind, secret=secret, note=note, upload=path)
+    return json_response(_submitted(team, sub), 201)
 
 
 def _own_bot(db: ServiceDB, team: Team) -> OwnBot:
     return OwnBot(team=team.id, name=team.name, submissions=db.count_submissions(team.id),
-                  bot=submission_info(db.latest_submission(team.id)))
+                  bot=submission_info(db.latest_submission(team.id)),
+                  playing=submission_info(db.playing_submission(team.id)))
 
 
 async def own_bot(request: web.Request) -> web.Response:
@@ -88,3 +138,27 @@ async def own_bot(request: web.Request) -> web.Response:
     team = await team_of(request, comp)
     await require_team(request, team)
     return json_response(await request.app[DB].call(_own_bot, team))
+
+
+async def list_submissions(request: web.Request) -> web.Response:
+    """The team's submissions, newest first, with status and reason (its own token)."""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    await require_team(request, team)
+    subs = await request.app[DB].call(ServiceDB.submissions, team.id)
+    return json_response([submission_info(s) for s in subs])
+
+
+async def own_submission(request: web.Request, team: Team) -> Submission:
+    sub = await request.app[DB].call(ServiceDB.submission, path_int(request, "sid"))
+    if sub is None or sub.team_id != team.id:
+        fail(404, f"no submission {request.match_info['sid']} of team {team.id}")
+    return sub
+
+
+async def get_submission(request: web.Request) -> web.Response:
+    """One submission with its admission report and build log (its own token)."""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    await require_team(request, team)
+    return json_response(submission_detail(await own_submission(request, team)))

@@ -1,0 +1,175 @@
+"""A bot's private diagnostics over a tournament's output folder (issue 14).
+
+For one bot of a run, what its authors need to see why it lost or faulted,
+and what nobody else may see:
+
+* every fault, with the exact request that caused it: the ``/act`` body the
+  referee sent (its state rebuilt from the replay and checked against the
+  hash recorded when it was sent);
+* its ``/act`` latency distribution over the run;
+* the tail of its own output (a container's or a command's log, capped);
+* its games, with the seat it held (for the replay viewer's seat view).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from protocol.codec import ENCODER
+from protocol.messages import APIVERSION
+
+from .game import view
+from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
+from .replay import read as read_replay
+from .tournament.runner import DB_NAME
+from .tournament.store import Store
+
+__all__ = ["BotDiagnostics", "FaultReport", "LATENCY_BUCKETS_MS", "diagnose"]
+
+#: Upper bounds of the latency histogram's buckets, in ms (the last is open).
+LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+#: The most faults reported with their requests (the count is always complete).
+MAX_FAULTS = 50
+
+#: The most of a bot's log shown.
+LOG_CAP = 64 * 1024
+
+
+class FaultReport(msgspec.Struct, kw_only=True):
+    game: int
+    seat: int
+    turn: int
+    kind: str
+    detail: str
+    #: The ``/act`` body that was sent, as JSON (None for ``/start`` and
+    #: ``/end`` faults, or when the game has no replay).
+    request: dict[str, Any] | None = None
+    #: The rebuilt state's hash equals the one recorded when it was sent.
+    verified: bool = False
+
+
+class GamePlayed(msgspec.Struct, kw_only=True):
+    game: int
+    seat: int
+    place: int
+    faults: int
+    has_replay: bool
+
+
+class BotDiagnostics(msgspec.Struct, kw_only=True):
+    bot: str
+    games: list[GamePlayed]
+    #: Every fault of the bot in the run.
+    fault_count: int
+    #: The first :data:`MAX_FAULTS` of them, with their requests.
+    faults: list[FaultReport]
+    latency: LatencyStats
+    #: Replies per bucket of :data:`LATENCY_BUCKETS_MS` (the last: slower than all).
+    histogram: list[int]
+    #: The end of the bot's own output (container or command bots), capped.
+    log: str = ""
+
+
+def _histogram(values: Sequence[float]) -> list[int]:
+    counts = [0] * (len(LATENCY_BUCKETS_MS) + 1)
+    for v in values:
+        for i, bound in enumerate(LATENCY_BUCKETS_MS):
+            if v <= bound:
+                counts[i] += 1
+                break
+        else:
+            counts[-1] += 1
+    return counts
+
+
+def _tail(paths: Sequence[Path], cap: int) -> str:
+    out = []
+    for path in paths:
+        with contextlib.suppress(OSError), path.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - cap))
+            out.append(f.read().decode("utf-8", "replace"))
+    return "\n".join(out)[-cap:]
+
+
+def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str], tuple[dict[str, Any], bool]]:
+    """The ``/act`` bodies sent to `seat` at `turns`, by (turn, request id):
+    the body and whether its rebuilt state matches the recorded hash."""
+    record = read_replay(replay)
+    header = record.header
+    last: dict[int, int] = {}
+    found: dict[tuple[int, str], tuple[dict[str, Any], bool]] = {}
+    for step in steps(record, keep_sent=True):
+        line, sent = step.line, step.sent
+        assert sent is not None
+        since = last.get(line.seat, 0)
+        last[line.seat] = len(sent.events)
+        if line.seat != seat or line.turn not in turns:
+            continue
+        state = view(sent, seat, since)
+        body = {
+            "apiversion": APIVERSION, "game_id": header.game_id, "request_id": line.request_id,
+            "seat": seat, "turn": line.turn, "deadline_ms": header.timeouts.move_ms,
+            "state": msgspec.to_builtins(state),
+            "legal": msgspec.to_builtins(sent.legal_actions(seat)),
+        }
+        found[(line.turn, line.request_id)] = (body, state_hash(ENCODER.encode(state)) == line.state_sha256)
+    return found
+
+
+def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_faults: int = MAX_FAULTS,
+             log_cap: int = LOG_CAP) -> BotDiagnostics:
+    """What the run in `out_dir` says about `bot` (blocking: reads its database and replays)."""
+    games: list[GamePlayed] = []
+    latencies: list[float] = []
+    faults: list[FaultReport] = []
+    count = 0
+    db = out_dir / DB_NAME
+    replays: dict[int, Path] = {}
+    if db.exists():
+        with Store(db) as store:
+            rows = store.db.execute("SELECT idx, seats, result, replay FROM games ORDER BY idx").fetchall()
+            fault_rows = store.db.execute(
+                "SELECT game_idx, seat, kind, turn, detail FROM faults WHERE bot = ? ORDER BY game_idx, turn",
+                (bot,)).fetchall()
+        for idx, seats_json, result_json, replay in rows:
+            seats = msgspec.json.decode(seats_json, type=list[str])
+            if bot not in seats:
+                continue
+            seat = seats.index(bot)
+            result = msgspec.json.decode(result_json, type=MatchResult)
+            if seat < len(result.latencies_ms):
+                latencies += result.latencies_ms[seat]
+            games.append(GamePlayed(game=int(idx), seat=seat, place=result.places[seat],
+                                    faults=len(result.faults[seat]), has_replay=replay is not None))
+            if replay is not None:
+                replays[int(idx)] = out_dir / str(replay)
+        count = len(fault_rows)
+        wanted: dict[int, list[tuple[int, str, int, str]]] = {}
+        for game_idx, seat, kind, turn, detail in fault_rows[:max_faults]:
+            wanted.setdefault(int(game_idx), []).append((int(seat), str(kind), int(turn), str(detail)))
+        for game_idx, items in wanted.items():
+            bodies: dict[tuple[int, str], tuple[dict[str, Any], bool]] = {}
+            path = replays.get(game_idx)
+            act_turns = {turn for _, _, turn, detail in items if not detail.startswith(("/start", "/end"))}
+            if path is not None and act_turns:
+                with contextlib.suppress(ReplayError, OSError, ValueError):
+                    bodies = requests_of(path, items[0][0], act_turns)
+            used: set[tuple[int, str]] = set()
+            for seat, kind, turn, detail in items:
+                match = next(((k, v) for k, v in bodies.items() if k[0] == turn and k not in used), None)
+                report = FaultReport(game=game_idx, seat=seat, turn=turn, kind=kind, detail=detail)
+                if match is not None and not detail.startswith(("/start", "/end")):
+                    used.add(match[0])
+                    report.request, report.verified = match[1]
+                faults.append(report)
+    return BotDiagnostics(bot=bot, games=games, fault_count=count, faults=faults,
+                          latency=latency_stats(latencies), histogram=_histogram(latencies),
+                          log=_tail(log_paths, log_cap))

@@ -1,0 +1,74 @@
+"""A team's private diagnostics of its bot in a run (issue 14): every fault
+with the exact request that caused it, its latency distribution, the end of
+its own output, and its games with its seat (for the replay viewer's view
+from that seat). Its own token or its signed-in session only."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp import web
+
+from ...diagnostics import LATENCY_BUCKETS_MS, BotDiagnostics, diagnose
+from .. import pages
+from ..auth import require_team
+from ..db import Competition, Run, ServiceDB, Team
+from ..errors import fail
+from ..state import DB
+from .common import competition_of, json_response, team_of
+
+
+def bot_logs(out_dir: Path, name: str) -> list[Path]:
+    """The team bot's own output in a run's folder: its container's log (a
+    URL bot has none here). Found by the exact name's key, never by a name
+    another team's could share."""
+    from ...bots.container import log_file_of
+
+    path = log_file_of(out_dir, name)
+    return [path] if path.is_file() else []
+
+
+async def _run_for(request: web.Request, comp: Competition) -> Run | None:
+    db = request.app[DB]
+    want = request.query.get("run")
+    if want is None:
+        return await db.call(ServiceDB.latest_run, comp.id)
+    try:
+        run = await db.call(ServiceDB.run, int(want))
+    except (ValueError, OverflowError):
+        run = None
+    if run is None or run.competition_id != comp.id:
+        fail(404, f"no run {want[:20]} in competition {comp.id}")
+    return run
+
+
+async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Run | None, BotDiagnostics]:
+    run = await _run_for(request, comp)
+    if run is None or not run.out_dir:
+        return run, await asyncio.to_thread(diagnose, Path("/nonexistent"), team.name)
+    out = Path(run.out_dir)
+    return run, await asyncio.to_thread(diagnose, out, team.name, log_paths=bot_logs(out, team.name))
+
+
+async def team_diagnostics(request: web.Request) -> web.Response:
+    """``GET /api/competitions/{cid}/teams/{tid}/diagnostics[?run=R]``"""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    await require_team(request, team)
+    _, diag = await diagnostics_of(request, comp, team)
+    return json_response(diag)
+
+
+async def diagnostics_page(request: web.Request) -> web.Response:
+    """``/team/diagnostics[?run=R]``: the signed-in team's."""
+    from .team_pages import signed_in_or_login
+
+    who = await signed_in_or_login(request)
+    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    assert comp is not None
+    run, diag = await diagnostics_of(request, comp, who.team)
+    bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
+    return pages.render(request, "diagnostics.html", {
+        "team": who.team, "comp": comp, "run": run, "diag": diag,
+        "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})

@@ -1,0 +1,172 @@
+"""A team's own pages: sign in with the token, see the submissions and why
+each was accepted or refused, submit a new version (issue 14).
+
+Signed in by the session cookie of :mod:`referee.web.sessions`; every post
+carries the session's CSRF token. The JSON API mirrors all of it with the
+team's bearer token (:mod:`.teams`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import BodyPartReader, web
+
+from .. import pages
+from ..admissions import team_dir
+from ..data import submission_detail, submission_info
+from ..db import ServiceDB, Team
+from ..errors import fail
+from ..runs import containers_enabled
+from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
+from ..state import DB, SETTINGS
+from ..uploads import check_length, new_upload_path, save_part
+from ..validation import check_extras, check_url_field
+from .teams import UPLOAD_KINDS, make_submission, own_submission
+
+#: The longest a form's text field may be.
+FIELD_MAX = 4096
+
+
+async def login_page(request: web.Request) -> web.Response:
+    if await signed_in(request) is not None:
+        raise web.HTTPSeeOther("/team")
+    return pages.render(request, "login.html", {"error": None})
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    same_origin(request)
+    if request.content_length is not None and request.content_length > 4096:
+        fail(413, "the sign-in form is too large")
+    form = await request.post()
+    token = str(form.get("token", "")).strip()
+    team = await request.app[DB].call(ServiceDB.team_by_token, token) if token else None
+    if team is None:
+        response = pages.render(request, "login.html", {"error": "unknown token: check it and try again"})
+        response.set_status(401)
+        return response
+    sid, _ = await request.app[DB].call(ServiceDB.new_session, team.id)
+    response = web.HTTPSeeOther("/team")
+    set_cookie(request, response, sid)
+    raise response
+
+
+async def signed_in_or_login(request: web.Request) -> SignedIn:
+    """The signed-in team; a redirect to the sign-in page otherwise."""
+    who = await signed_in(request)
+    if who is None:
+        raise web.HTTPSeeOther("/login")
+    return who
+
+
+_require = signed_in_or_login
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    same_origin(request)
+    who = await _require(request)
+    form = await request.post()
+    check_csrf(who.session, str(form.get("csrf", "")))
+    await request.app[DB].call(ServiceDB.end_session, who.sid)
+    response = web.HTTPSeeOther("/login")
+    clear_cookie(response)
+    raise response
+
+
+def _team_view(db: ServiceDB, team: Team) -> dict[str, object]:
+    comp = db.competition(team.competition_id)
+    subs = db.submissions(team.id)
+    playing = db.playing_submission(team.id)
+    return {"competition": comp, "submissions": [submission_info(s) for s in subs],
+            "playing": submission_info(playing), "pending": any(s.pending for s in subs)}
+
+
+async def team_page(request: web.Request) -> web.Response:
+    who = await _require(request)
+    view = await request.app[DB].call(_team_view, who.team)
+    return pages.render(request, "team.html", {
+        "team": who.team, "csrf": who.session.csrf, "uploads": containers_enabled(),
+        "max_upload_mb": request.app[SETTINGS].max_upload // 2**20, **view})
+
+
+async def submission_page(request: web.Request) -> web.Response:
+    who = await _require(request)
+    sub = await own_submission(request, who.team)
+    return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub),
+                                                     "pending": sub.pending})
+
+
+async def _text(part: BodyPartReader) -> str:
+    data = await part.read(decode=False)
+    if len(data) > FIELD_MAX:
+        fail(413, f"the form field {part.name!r} is too long")
+    return data.decode("utf-8", "replace")
+
+
+async def submit(request: web.Request) -> web.StreamResponse:
+    """The page's form: a URL, or a file (``docker save`` archive or source archive)."""
+    same_origin(request)
+    who = await _require(request)
+    settings = request.app[SETTINGS]
+    check_length(request, settings.max_upload)
+    fields: dict[str, str] = {}
+    upload: Path | None = None
+    if not request.content_type.startswith("multipart/"):
+        form = await request.post()  # a form without a file (client_max_size bounds it)
+        fields = {k: str(form[k]) for k in ("csrf", "kind", "url", "secret", "note") if k in form}
+        check_csrf(who.session, fields.get("csrf"))
+        if fields.get("kind") != "url":
+            fail(422, "a file upload must be sent as multipart/form-data")
+        url = check_url_field(fields.get("url", "").strip())
+        check_extras(fields.get("secret") or None, fields.get("note", ""))
+        await make_submission(request, who.team, kind="url", url=url, secret=fields.get("secret") or None,
+                              note=fields.get("note", ""))
+        raise web.HTTPSeeOther("/team")
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                fail(422, "nested multipart forms are not accepted")
+            name = part.name or ""
+            if name == "file":
+                if fields.get("csrf") is None:
+                    fail(422, "the form's fields come in the wrong order: the CSRF token must come first")
+                check_csrf(who.session, fields.get("csrf"))
+                kind = fields.get("kind", "")
+                if kind not in UPLOAD_KINDS or not part.filename:
+                    await part.release()
+                    continue
+                upload = new_upload_path(team_dir(request.app[DB].data_dir, who.team.id) / "uploads",
+                                         UPLOAD_KINDS[kind])
+                size = await save_part(part, upload, settings.max_upload)
+                if size == 0:
+                    upload.unlink(missing_ok=True)
+                    upload = None
+            elif name in ("csrf", "kind", "url", "secret", "note"):
+                fields[name] = await _text(part)
+            else:
+                await part.release()
+        check_csrf(who.session, fields.get("csrf"))
+        kind = fields.get("kind", "")
+        secret = fields.get("secret") or None
+        note = fields.get("note", "")
+        check_extras(secret, note)
+        if kind == "url":
+            url = check_url_field(fields.get("url", "").strip())
+            await make_submission(request, who.team, kind="url", url=url, secret=secret, note=note)
+        elif kind in UPLOAD_KINDS:
+            if not containers_enabled():
+                fail(422, "uploads are not enabled on this server: submit the URL of a running bot instead")
+            if upload is None:
+                fail(422, "choose the file to upload")
+            await make_submission(request, who.team, kind=kind, secret=secret, note=note, upload=upload)
+            upload = None
+        else:
+            fail(422, "choose what you submit: a URL, a docker save archive or a source archive", "kind")
+    finally:
+        if upload is not None:
+            upload.unlink(missing_ok=True)
+    raise web.HTTPSeeOther("/team")
+
+
+__all__ = ["login", "login_page", "logout", "submission_page", "submit", "team_page"]

@@ -1,0 +1,74 @@
+"""A team signed in from the browser: a session cookie and CSRF-safe form posts (issue 14).
+
+The team types its token into a form (POSTed: the token is never in a URL,
+so never in a log or a browser's history). The service answers with a
+random session id in a cookie that is HttpOnly (no script reads it),
+SameSite=Strict (no other site's page sends it), Path=/, and Secure with
+``--secure-cookies``; only the id's SHA-256 is stored. Every form the team
+posts carries the session's CSRF token (a hidden field, compared in
+constant time), and a post whose Origin names another site is refused even
+before that.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import NamedTuple
+
+from aiohttp import web
+
+from .db import SESSION_S, ServiceDB, Session, Team
+from .errors import fail
+from .state import DB, SETTINGS
+
+COOKIE = "referee_session"
+
+
+class SignedIn(NamedTuple):
+    team: Team
+    session: Session
+    #: The cookie's value (to end the session).
+    sid: str
+
+
+def _lookup(db: ServiceDB, sid: str) -> tuple[Team, Session] | None:
+    session = db.session(sid)
+    if session is None:
+        return None
+    team = db.team(session.team_id)
+    return None if team is None else (team, session)
+
+
+async def signed_in(request: web.Request) -> SignedIn | None:
+    """The team signed in with this request's cookie, if any."""
+    sid = request.cookies.get(COOKIE)
+    if not sid or len(sid) > 200:
+        return None
+    found = await request.app[DB].call(_lookup, sid)
+    return None if found is None else SignedIn(found[0], found[1], sid)
+
+
+def set_cookie(request: web.Request, response: web.StreamResponse, sid: str) -> None:
+    response.set_cookie(COOKIE, sid, max_age=int(SESSION_S), path="/", httponly=True, samesite="Strict",
+                        secure=request.app[SETTINGS].secure_cookies)
+
+
+def clear_cookie(response: web.StreamResponse) -> None:
+    response.del_cookie(COOKIE, path="/")
+
+
+def same_origin(request: web.Request) -> None:
+    """Refuse a form post from another site's page (403). Browsers send
+    Origin on every POST; a request without one (curl) is left to the CSRF
+    token."""
+    origin = request.headers.get("Origin")
+    if origin is None or origin == "null" and request.headers.get("Sec-Fetch-Site") == "same-origin":
+        return
+    host = request.headers.get("Host", "")
+    if origin.split("://", 1)[-1] != host:
+        fail(403, "this form was sent from another site's page: sign in on this server's own page")
+
+
+def check_csrf(session: Session, given: str | None) -> None:
+    if not given or not hmac.compare_digest(given.encode(), session.csrf.encode()):
+        fail(403, "the form's CSRF token is missing or wrong: reload the page and send it again")

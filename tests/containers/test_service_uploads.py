@@ -1,0 +1,80 @@
+"""Uploads through the classroom service, for real (issue 14): a team's
+Python source zip and a ``docker save`` of the Node sample are built or
+loaded, checked in their sandbox and accepted; a bot that crashes at start
+is refused with its own output, and the previous version stays in play."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+
+from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
+from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+
+from referee.bots.netpolicy import AddressPolicy  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
+from referee.web.db import ServiceDB  # noqa: E402
+from referee.web.state import DB  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)\nsys.exit(3)\n"
+
+
+@pytest.fixture
+async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any) -> Any:
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    token = db.ensure_admin_token()
+    db.close()
+    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
+    c.admin = token
+    return c
+
+
+async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: Path) -> dict[str, Any]:
+    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}", data=path.read_bytes(),
+                          headers={**auth(token), "X-Note": f"{kind} upload"})
+    assert r.status == 201, await r.text()
+    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+
+
+async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refused(
+        client: Any, tmp_path: Path) -> None:
+    cid = await new_competition(client, client.admin)
+    tid, token = await new_team(client, client.admin, cid, "team a")
+    done = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "bot.zip", python_bot_files()))
+    sub = done["submission"]
+    assert sub["status"] == "accepted", done
+    assert sub["image_id"].startswith("sha256:") and done["log"]
+    assert any("validation games" in x["what"] and x["ok"] for x in done["report"]["lines"])
+    crash = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "crash.zip", {"bot.py": CRASH_PY}))
+    assert crash["submission"]["status"] == "refused"
+    start = crash["report"]["lines"][0]
+    assert start["what"] == "start" and not start["ok"]
+    own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
+    assert own["playing"]["id"] == sub["id"]
+    # its folder is keyed by the team's id, not its name
+    data = Path(client.app[DB].data_dir)
+    assert (data / "teams" / str(tid)).is_dir() and not (data / "teams" / "team a").exists()
+    assert not any((data / "teams" / str(tid) / "uploads").iterdir())  # uploads are gone once built
+
+
+async def test_a_docker_save_of_the_node_sample_is_accepted(client: Any, images: dict[str, str],
+                                                          docker_client: Any, tmp_path: Path) -> None:
+    if "node" not in images:
+        pytest.skip("node is not installed: no Node sample image")
+    cid = await new_competition(client, client.admin)
+    tid, token = await new_team(client, client.admin, cid, "node team")
+    archive = save_image(docker_client, images["node"], tmp_path / "node.tar")
+    done = await upload(client, cid, tid, token, "archive", archive)
+    assert done["submission"]["status"] == "accepted", done
+    image_id = done["submission"]["image_id"]
+    tags = docker_client.images.get(image_id).tags
+    assert f"referee-team-{tid}:v{done['submission']['id']}" in tags
