@@ -14,6 +14,7 @@ and what nobody else may see:
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import APIVERSION
 
+from .bots.container import GAME_MARK
 from .game import view
 from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
 from .replay import read as read_replay
@@ -39,6 +41,13 @@ MAX_FAULTS = 50
 
 #: The most of a bot's log shown.
 LOG_CAP = 64 * 1024
+
+#: A game's output is given for this many of the latest games, each capped at GAME_OUTPUT_CAP.
+GAMES_WITH_OUTPUT = 20
+GAME_OUTPUT_CAP = 4096
+
+#: The games in play at once a line of output may name (the latest started).
+RECENT_GAMES = 64
 
 
 class FaultReport(msgspec.Struct, kw_only=True):
@@ -60,6 +69,10 @@ class GamePlayed(msgspec.Struct, kw_only=True):
     place: int
     faults: int
     has_replay: bool
+    #: The bot's output during this game (a container's, capped; the
+    #: latest :data:`GAMES_WITH_OUTPUT` games only). When the bot plays
+    #: several games at once their output is interleaved.
+    output: str = ""
 
 
 class BotDiagnostics(msgspec.Struct, kw_only=True):
@@ -99,6 +112,33 @@ def _tail(paths: Sequence[Path], cap: int) -> str:
     return "\n".join(out)[-cap:]
 
 
+def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
+    """A bot's log split into games, by game id: a line naming a game's id
+    goes to that game; any other line to the game whose ``--- game <id>``
+    line came last. A bot that plays one game at a time (concurrency 1, or
+    ``fresh_process``) is split exactly; one that plays several at once is
+    split exactly only where its lines name their game (the request's
+    ``game_id``): README says so to bot authors."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    recent: deque[str] = deque(maxlen=RECENT_GAMES)
+    for path in paths:
+        with contextlib.suppress(OSError), path.open("rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace")
+                if line.startswith(GAME_MARK):
+                    game_id = line[len(GAME_MARK):].strip()
+                    current = out.setdefault(game_id, [])
+                    if game_id:
+                        recent.append(game_id)
+                    continue
+                named = next((out[k] for k in recent if k in line), None)
+                target = named if named is not None else current
+                if target is not None:
+                    target.append(line)
+    return {k: "".join(v) for k, v in out.items()}
+
+
 def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str], tuple[dict[str, Any], bool]]:
     """The ``/act`` bodies sent to `seat` at `turns`, by (turn, request id):
     the body and whether its rebuilt state matches the recorded hash."""
@@ -135,11 +175,12 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
     replays: dict[int, Path] = {}
     if db.exists():
         with Store(db) as store:
-            rows = store.db.execute("SELECT idx, seats, result, replay FROM games ORDER BY idx").fetchall()
+            rows = store.db.execute("SELECT idx, seats, result, replay, game_id FROM games ORDER BY idx").fetchall()
             fault_rows = store.db.execute(
                 "SELECT game_idx, seat, kind, turn, detail FROM faults WHERE bot = ? ORDER BY game_idx, turn",
                 (bot,)).fetchall()
-        for idx, seats_json, result_json, replay in rows:
+        ids: dict[int, str] = {}
+        for idx, seats_json, result_json, replay, game_id in rows:
             seats = msgspec.json.decode(seats_json, type=list[str])
             if bot not in seats:
                 continue
@@ -149,6 +190,7 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
                 latencies += result.latencies_ms[seat]
             games.append(GamePlayed(game=int(idx), seat=seat, place=result.places[seat],
                                     faults=len(result.faults[seat]), has_replay=replay is not None))
+            ids[int(idx)] = str(game_id)
             if replay is not None:
                 replays[int(idx)] = out_dir / str(replay)
         count = len(fault_rows)
@@ -170,6 +212,10 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
                     used.add(match[0])
                     report.request, report.verified = match[1]
                 faults.append(report)
+    by_game = output_by_game(log_paths)
+    for g in games[-GAMES_WITH_OUTPUT:]:
+        text = by_game.get(ids.get(g.game, ""), "")
+        g.output = text if len(text) <= GAME_OUTPUT_CAP else "…" + text[-GAME_OUTPUT_CAP:]
     return BotDiagnostics(bot=bot, games=games, fault_count=count, faults=faults,
                           latency=latency_stats(latencies), histogram=_histogram(latencies),
                           log=_tail(log_paths, log_cap))

@@ -86,7 +86,7 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.helpers import ceil_timeout
 from aiohttp.tracing import Trace
 
-from protocol.messages import BotInfo, Fault
+from protocol.messages import BotInfo, Fault, GameStart
 
 from .base import BotError
 from .http import DEFAULT_MAX_BODY, HttpBot, _user_agent
@@ -595,6 +595,10 @@ def cleanup_containers(label_filter: Mapping[str, str] | Sequence[str] | str | N
 # ------------------------------------------------------------- the bot
 
 
+#: The line that starts each game's part of a container's log (then the game id).
+GAME_MARK: Final = "--- game "
+
+
 class _LogPump(threading.Thread):
     """Copies a container's output into a file, up to a cap (blocking stream)."""
 
@@ -691,6 +695,15 @@ class ContainerBot(ManagedBot):
         self._tmp_socket_dir = False
 
     # ---------------------------------------------------------------- basics
+
+    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
+        """``POST /start``, after a line ``--- game <game_id>`` in the bot's log,
+        so that its output can be read game by game (its team's diagnostics)."""
+        with contextlib.suppress(OSError):
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("ab") as log:
+                log.write(f"{GAME_MARK}{message.game_id}\n".encode())
+        return await super().start(message, timeout_s)
 
     def _fallback_name(self) -> str:
         return self.image

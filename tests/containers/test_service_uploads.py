@@ -78,3 +78,48 @@ async def test_a_docker_save_of_the_node_sample_is_accepted(client: Any, images:
     image_id = done["submission"]["image_id"]
     tags = docker_client.images.get(image_id).tags
     assert f"referee-team-{tid}:v{done['submission']['id']}" in tags
+
+
+CHATTY_PY = PY_BOT_TEMPLATE = '''\
+"""A team's bot that says what it does on stderr."""
+import sys
+
+from protocol import APIVERSION, ActRequest, BotInfo
+from sample_bots.sdk import run_bot
+from sample_bots.strategy import lowest_play_index
+
+INFO = BotInfo(apiversion=APIVERSION, name="chatty", author="team", version="1")
+
+
+def decide(request: ActRequest) -> int:
+    print(f"chatty: turn {request.turn} of {request.game_id}", file=sys.stderr, flush=True)
+    return lowest_play_index(request.legal)
+
+
+if __name__ == "__main__":
+    run_bot(decide, INFO)
+'''
+
+
+async def test_a_team_reads_its_containers_output_game_by_game(client: Any, tmp_path: Path) -> None:
+    from helpers_web import sample_bot_app, serve
+    from test_web_api import play_run
+
+    runner, house = await serve(sample_bot_app("greedy"))
+    try:
+        cid = await new_competition(client, client.admin, house={"house": house})
+        tid, token = await new_team(client, client.admin, cid, "chatty team")
+        done = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "c.zip", {"bot.py": CHATTY_PY}))
+        assert done["submission"]["status"] == "accepted", done
+        await play_run(client, cid, client.admin)
+    finally:
+        await runner.cleanup()
+    diag = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/diagnostics", headers=auth(token))).json()
+    assert diag["games"] and diag["fault_count"] == 0
+    for g in diag["games"]:
+        assert "chatty: turn" in g["output"], g
+    # each game's part holds that game's lines only
+    games = await (await client.get(f"/api/competitions/{cid}/runs/1/games")).json()
+    ids = {g["index"]: g["game_id"] for g in games}
+    for g in diag["games"]:
+        assert all(ids[g["game"]] in line for line in g["output"].splitlines() if line.startswith("chatty:"))
