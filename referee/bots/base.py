@@ -45,10 +45,12 @@ class ActOutcome(msgspec.Struct, kw_only=True):
 
 
 class Endpoint(NamedTuple):
-    """A bot's address for another process: its URL and its secret."""
+    """A bot's address for another process: its URL, its secret, and the
+    address its URL is pinned to (:mod:`referee.bots.netpolicy`), if any."""
 
     url: str
     secret: str | None
+    address: str | None = None
 
 
 @runtime_checkable

@@ -432,15 +432,11 @@ class HttpBot(ActsOnBytes):
         return await self._notify("end", ENCODER.encode(message), timeout_s, turn)
 
     async def endpoint(self) -> Endpoint:
-        if self.address is not None:
-            # An Endpoint has no room for the address: another process would
-            # resolve the name again, which is what pinning prevents.
-            raise BotError(
-                f"{self.name} is pinned to {self.address}: it can only be played by the "
-                "local executor (workers in other processes cannot be given its address)"
-            )
+        """The URL, secret and pinned address: a worker in another process
+        connects to that address too, never resolving the name again."""
         return Endpoint(f"unix:{self.unix_socket}" if self.unix_socket else self.url,
-                        self.secret.decode() if isinstance(self.secret, bytes) else self.secret)
+                        self.secret.decode() if isinstance(self.secret, bytes) else self.secret,
+                        self.address)
 
     async def act_bytes(
         self, body: bytes, request_id: str, turn: int, deadline_s: float

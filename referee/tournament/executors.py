@@ -40,6 +40,8 @@ class GameJob(msgspec.Struct, kw_only=True):
     #: Base URL and secret of each seat's bot.
     urls: list[str]
     secrets: list[str | None]
+    #: The address each seat's URL is pinned to (None: resolve the name).
+    addresses: list[str | None] = msgspec.field(default_factory=list)
     rules: Rules
     timeouts: Timeouts
     policy: FaultPolicy
@@ -105,15 +107,18 @@ class _Worker:
         if self._session is None:
             self._session = make_session(connections_per_bot=64)
         job = _JOB.decode(job_bytes)
+        addresses = job.addresses or [None] * len(job.urls)
+        # unix-socket and pinned bots own their sessions (see HttpBot), closed after the game
+        own = [url.startswith("unix:") or address is not None for url, address in zip(job.urls, addresses)]
         bots = [
-            HttpBot(url, name=name, secret=secret, session=None if url.startswith("unix:") else self._session)
-            for name, url, secret in zip(job.names, job.urls, job.secrets)
+            HttpBot(url, name=name, secret=secret, session=None if mine else self._session, address=address)
+            for name, url, secret, address, mine in zip(job.names, job.urls, job.secrets, addresses, own)
         ]
         try:
             done = await LocalExecutor().play(job, bots)
         finally:
-            for b, url in zip(bots, job.urls):
-                if url.startswith("unix:"):
+            for b, mine in zip(bots, own):
+                if mine:
                     await b.close()
         return _ENCODER.encode(done)
 

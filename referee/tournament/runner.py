@@ -395,13 +395,15 @@ class Tournament:
         bots by URL: bots the referee starts are (re)started here first."""
         urls: list[str] = []
         secrets: list[str | None] = []
+        addresses: list[str | None] = []
         if self.executor.name != "local":
             for bot in bots:
-                url, secret = await bot.endpoint()
-                urls.append(url)
-                secrets.append(secret)
+                where = await bot.endpoint()
+                urls.append(where.url)
+                secrets.append(where.secret)
+                addresses.append(where.address)
         league = self.league
-        return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets,
+        return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets, addresses=addresses,
                        rules=league.rules, timeouts=league.timeouts, policy=league.faults,
                        replay=self.replays)
 

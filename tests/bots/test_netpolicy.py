@@ -480,8 +480,29 @@ async def test_http_bot_pin_owns_its_session() -> None:
         with pytest.raises(ValueError, match="owns its session"):
             HttpBot("http://bot.test:8001", address="10.0.0.5", session=session)
     bot = HttpBot("http://bot.test:8001", address="10.0.0.5")
-    with pytest.raises(BotError, match="local executor"):
-        await bot.endpoint()
+    assert await bot.endpoint() == ("http://bot.test:8001", None, "10.0.0.5")  # a worker pins it too
+    await bot.close()
+
+
+async def test_a_worker_in_another_process_connects_to_the_pinned_address() -> None:
+    """The Ray worker's body gets the address with the URL: the name (which
+    does not even resolve here) is never looked up."""
+    import sys
+    from pathlib import Path as P
+
+    sys.path.insert(0, str(P(__file__).resolve().parents[1] / "match"))
+    from zoo import good_app, serve
+
+    from protocol.messages import Rules, Timeouts
+    from referee.record import FaultPolicy
+    from referee.tournament.executors import _DONE, _ENCODER, GameJob, _Worker
+
+    async with serve(good_app("a")) as a, serve(good_app("b")) as b:
+        urls = [u.replace("127.0.0.1", "bot.invalid") for u in (a, b)]
+        job = GameJob(seed=3, names=["a", "b"], urls=urls, secrets=[None, None], rules=Rules(),
+                      timeouts=Timeouts(), policy=FaultPolicy(), addresses=["127.0.0.1", "127.0.0.1"])
+        done = _DONE.decode(await _Worker().play(_ENCODER.encode(job)))
+    assert done.result.faults == [[], []] and sorted(done.result.places) == [1, 2]
 
 
 def test_bot_spec_address() -> None:

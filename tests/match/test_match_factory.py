@@ -59,8 +59,8 @@ async def test_each_kind_gets_its_transport(tmp_path: Path) -> None:
         assert isinstance(tcp, HttpBot) and tcp._session is session and tcp.name == "a"
         unix = factory.make(BotSpec(name="", url="unix:/tmp/x.sock"))
         assert isinstance(unix, HttpBot) and unix._own_session and unix.name == "unix:/tmp/x.sock"
-        assert await unix.endpoint() == ("unix:/tmp/x.sock", None)
-        assert await tcp.endpoint() == ("http://127.0.0.1:9", "k")
+        assert await unix.endpoint() == ("unix:/tmp/x.sock", None, None)
+        assert await tcp.endpoint() == ("http://127.0.0.1:9", "k", None)
         cmd = factory.make(BotSpec(name="c", command=["./bot", "--port", "{port}"], cwd="sub"))
         assert isinstance(cmd, CommandBot) and cmd.cwd == tmp_path / "sub"
         box = factory.make(BotSpec(name="b", image="bot:1"))
@@ -86,7 +86,7 @@ async def test_python_is_the_referees_interpreter_wherever_the_command_comes_fro
     try:
         info = await bot.handshake()
         assert info.name == "pathless"
-        url, secret = await bot.endpoint()
+        url, secret, _ = await bot.endpoint()
         assert url.startswith("http://127.0.0.1:") and secret is None
     finally:
         await bot.close()
