@@ -84,6 +84,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at REAL NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS admin_sessions (
+    id_sha256 TEXT PRIMARY KEY,
+    csrf TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
 """
 
 #: Columns added since the first schema, with their definitions: an older
@@ -448,6 +454,39 @@ class ServiceDB:
 
     def end_session(self, sid: str) -> None:
         self.db.execute("DELETE FROM sessions WHERE id_sha256 = ?", (hash_token(sid),))
+
+    def new_admin_session(self, lifetime_s: float = SESSION_S) -> tuple[str, str]:
+        """A signed-in admin session: (cookie value, CSRF token)."""
+        sid, csrf = new_token(), new_token()
+        now = time.time()
+        with self.transaction() as db:
+            db.execute("DELETE FROM admin_sessions WHERE expires_at < ?", (now,))
+            db.execute("INSERT INTO admin_sessions (id_sha256, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                       (hash_token(sid), csrf, now, now + lifetime_s))
+        return sid, csrf
+
+    def admin_session(self, sid: str) -> str | None:
+        """The session's CSRF token, or None when there is no such live session."""
+        row = self.db.execute("SELECT csrf, expires_at FROM admin_sessions WHERE id_sha256 = ?",
+                              (hash_token(sid),)).fetchone()
+        return None if row is None or float(row[1]) < time.time() else str(row[0])
+
+    def end_admin_session(self, sid: str) -> None:
+        self.db.execute("DELETE FROM admin_sessions WHERE id_sha256 = ?", (hash_token(sid),))
+
+    def add_teams(self, cid: int, names: list[str]) -> list[tuple[Team, str]]:
+        """Several teams at once, all or none (a name taken refuses them all): each with its token."""
+        out = []
+        now = time.time()
+        with self.transaction() as db:
+            for name in names:
+                token = new_token()
+                cur = db.execute(
+                    "INSERT INTO teams (competition_id, name, token_sha256, created_at) VALUES (?, ?, ?, ?)",
+                    (cid, name, hash_token(token), now))
+                assert cur.lastrowid is not None
+                out.append((Team(id=cur.lastrowid, competition_id=cid, name=name, created_at=now), token))
+        return out
 
     # ------------------------------------------------------------------- runs
 

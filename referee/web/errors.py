@@ -33,3 +33,11 @@ def http_error(status: int, message: str, field: str | None = None,
             max_size=0, actual_size=0, text=text, content_type="application/json", headers=headers
         )
     return cls(text=text, content_type="application/json", headers=headers)
+
+
+def message_of(error: web.HTTPException) -> str:
+    """The message of an error made by :func:`fail` (for a page that shows it inline)."""
+    try:
+        return str(json.loads(error.text or "")["error"])
+    except (ValueError, KeyError, TypeError):
+        return error.reason

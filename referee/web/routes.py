@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from . import live
-from .handlers import bots, competitions, diagnostics, runs, static, team_pages, teams
+from .handlers import admin_pages, bots, competitions, diagnostics, runs, static, team_pages, teams
 
 
 def setup_routes(app: web.Application) -> None:
@@ -16,6 +16,13 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/c/{cid}/live", competitions.live_fragment)
     r.add_get("/c/{cid}/bots/{bot}", bots.bot_page)
     r.add_get("/c/{cid}/runs/{rid}/games/{idx}", runs.replay_page)
+    r.add_get("/admin/login", admin_pages.login_page)
+    r.add_post("/admin/login", admin_pages.login)
+    r.add_post("/admin/logout", admin_pages.logout)
+    r.add_get("/admin", admin_pages.home)
+    r.add_post("/admin/competitions", admin_pages.new_competition)
+    r.add_get("/admin/c/{cid}", admin_pages.competition_page)
+    r.add_post("/admin/c/{cid}/teams", admin_pages.add_teams)
     r.add_get("/login", team_pages.login_page)
     r.add_post("/login", team_pages.login)
     r.add_post("/logout", team_pages.logout)

@@ -72,3 +72,32 @@ def same_origin(request: web.Request) -> None:
 def check_csrf(session: Session, given: str | None) -> None:
     if not given or not hmac.compare_digest(given.encode(), session.csrf.encode()):
         fail(403, "the form's CSRF token is missing or wrong: reload the page and send it again")
+
+
+# ------------------------------------------------------------------ the admin
+
+ADMIN_COOKIE = "referee_admin"
+
+
+class AdminSignedIn(NamedTuple):
+    sid: str
+    csrf: str
+
+
+async def admin_signed_in(request: web.Request) -> AdminSignedIn | None:
+    """The admin's signed-in session of this request, if any (same rules as a team's)."""
+    sid = request.cookies.get(ADMIN_COOKIE)
+    if not sid or len(sid) > 200:
+        return None
+    csrf = await request.app[DB].call(ServiceDB.admin_session, sid)
+    return None if csrf is None else AdminSignedIn(sid, csrf)
+
+
+def set_admin_cookie(request: web.Request, response: web.StreamResponse, sid: str) -> None:
+    response.set_cookie(ADMIN_COOKIE, sid, max_age=int(SESSION_S), path="/", httponly=True, samesite="Strict",
+                        secure=request.app[SETTINGS].secure_cookies)
+
+
+def check_admin_csrf(who: AdminSignedIn, given: str | None) -> None:
+    if not given or not hmac.compare_digest(given.encode(), who.csrf.encode()):
+        fail(403, "the form's CSRF token is missing or wrong: reload the page and send it again")

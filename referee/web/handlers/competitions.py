@@ -6,7 +6,7 @@ from aiohttp import web
 
 from .. import data, pages
 from ..auth import require_admin
-from ..db import ServiceDB
+from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..runs import check_league_text
 from ..schemas import CompetitionCreated, NewCompetition
@@ -47,15 +47,14 @@ async def get_competition(request: web.Request) -> web.Response:
     return json_response(await data.leaderboard(request.app, comp, run, pinned))
 
 
-async def new_competition(request: web.Request) -> web.Response:
-    await require_admin(request)
-    body = await read_body(request, NewCompetition)
+async def create_competition(request: web.Request, name: str, league_text: str) -> Competition:
+    """A new competition, checked as the API checks it (422 naming the field and the league's line)."""
     db = request.app[DB]
-    name = check_name(body.name, "name", 80, slash=True)
+    name = check_name(name, "name", 80, slash=True)
     if await db.call(ServiceDB.competition_named, name) is not None:
         fail(422, f"a competition named {name!r} exists already", "name")
     try:
-        league = check_league_text(body.league, "league")
+        league = check_league_text(league_text, "league")
     except LeagueError as e:
         fail(422, f"'league': {e}", "league")
     if not request.app[SETTINGS].allow_house_commands:
@@ -68,5 +67,11 @@ async def new_competition(request: web.Request) -> web.Response:
                 fail(422, f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
                           "may not open sockets on the server (referee serve --allow-house-commands allows it)",
                      "league")
-    comp = await db.call(ServiceDB.add_competition, name, body.league)
+    return await db.call(ServiceDB.add_competition, name, league_text)
+
+
+async def new_competition(request: web.Request) -> web.Response:
+    await require_admin(request)
+    body = await read_body(request, NewCompetition)
+    comp = await create_competition(request, body.name, body.league)
     return json_response(CompetitionCreated(id=comp.id, name=comp.name, created_at=comp.created_at), 201)

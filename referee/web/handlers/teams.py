@@ -10,7 +10,7 @@ from ...tournament.league import LeagueError
 from ..admissions import PIPELINE, team_dir
 from ..auth import require_admin, require_team
 from ..data import submission_detail, submission_info
-from ..db import ServiceDB, Submission, Team
+from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
 from ..runs import containers_enabled, house_bots
 from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamCreated, TeamInfo
@@ -34,12 +34,10 @@ async def list_teams(request: web.Request) -> web.Response:
     return json_response(await request.app[DB].call(_teams_with_bots, comp.id))
 
 
-async def new_team(request: web.Request) -> web.Response:
-    await require_admin(request)
-    comp = await competition_of(request)
-    body = await read_body(request, NewTeam)
+async def check_team_name(request: web.Request, comp: Competition, name: str) -> str:
+    """A new team's name in `comp`, or 422 saying what is wrong with it."""
     db = request.app[DB]
-    name = check_name(body.name, "name", 40)
+    name = check_name(name, "name", 40)
     if name.startswith("__team_slot_"):
         fail(422, "'name': names starting with '__team_slot_' are reserved", "name")
     if await db.call(ServiceDB.team_named, comp.id, name) is not None:
@@ -50,7 +48,15 @@ async def new_team(request: web.Request) -> web.Response:
         house = []
     if name in house:
         fail(422, f"{name!r} is the name of a house bot of this competition", "name")
-    team, token = await db.call(ServiceDB.add_team, comp.id, name)
+    return name
+
+
+async def new_team(request: web.Request) -> web.Response:
+    await require_admin(request)
+    comp = await competition_of(request)
+    body = await read_body(request, NewTeam)
+    name = await check_team_name(request, comp, body.name)
+    team, token = await request.app[DB].call(ServiceDB.add_team, comp.id, name)
     return json_response(TeamCreated(id=team.id, name=team.name, competition=comp.id, token=token), 201)
 
 
