@@ -72,7 +72,8 @@ class AdmissionReport(msgspec.Struct, kw_only=True):
         """The first failing line, one line: why the bot was refused."""
         for line in self.lines:
             if not line.ok:
-                return f"{line.what}: {line.detail}"
+                first = line.detail.splitlines()[0] if line.detail else ""
+                return f"{line.what}: {first}"
         return None
 
 
@@ -128,8 +129,13 @@ async def admit(
                 endpoint = await bot.endpoint()
                 took = (time.perf_counter() - t0) * 1000
             except BotError as e:
-                log = _tail(_log_of(bot))
-                detail = str(e) + (f"\n--- the bot's output ---\n{log}" if log else "")
+                path = _log_of(bot)
+                log = _tail(path)
+                detail = str(e)
+                if log and log not in detail:
+                    detail += f"\n--- the bot's output ---\n{log}"
+                if path is not None:  # the team need not see the server's folders
+                    detail = detail.replace(str(path), path.name)
                 lines.append(AdmissionLine(ok=False, what="start", detail=detail,
                                            fix="run the bot on your machine and read its errors: it must "
                                                "serve HTTP on $BOT_UNIX (the SDK's run_bot does)"))

@@ -16,13 +16,9 @@ from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers_web import sample_bot_app, serve  # noqa: E402
+from helpers_web import LOOPBACK, sample_bot_app, serve  # noqa: E402
 
-from referee.bots.netpolicy import AddressPolicy, parse_networks  # noqa: E402
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
-
-#: The tests' bots run on loopback: the admin allows it (referee serve --bot-networks 127.0.0.0/8).
-LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [

@@ -11,6 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
+from referee.bots.netpolicy import AddressPolicy, parse_networks
+
+#: The tests' bots run on loopback: the admin allows it (referee serve --bot-networks 127.0.0.0/8).
+LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
+
 
 def league_text(*, name: str = "class", table_size: int = 2, rounds: int = 1, house: dict[str, str] | None = None,
                 concurrency: int = 4) -> str:

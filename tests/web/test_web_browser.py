@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOOPBACK
-from helpers_web import Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOOPBACK, Client
-from helpers_web import league_text
+from helpers_web import LOOPBACK, league_text
 from test_web_api import auth, error_of, new_competition, new_team, play_run, settled, submit
 
 from referee.bots.netpolicy import AddressPolicy, host_addresses, parse_networks
@@ -47,7 +46,7 @@ async def test_a_loopback_bot_is_refused_unless_the_admin_allows_it(
 
 async def test_the_service_itself_is_refused_even_inside_allowed_networks(
         service: Service, admin_token: str) -> None:
-    client: Client = await service()
+    client = await service()
     port = client.port
     assert port is not None
     # the policy referee serve makes, listening where this test server listens

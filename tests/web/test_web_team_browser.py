@@ -1,0 +1,394 @@
+"""A team's own pages in a real browser (Debian's Chromium through
+Playwright), against a real service on loopback (issue 14, "How it is
+checked"): sign in with the token, upload a Python source bot and watch it
+be built, checked and accepted; a bot that crashes at start and a URL bot
+that plays illegal moves are refused with their reasons while the accepted
+version stays in play; a ``docker save`` of the Node sample is accepted; after
+a run, a team sees its own faults with the requests that caused them, and no
+other team (nor the public leaderboard) sees them. Screenshots go to
+/tmp/referee-screens/.
+
+Needs a Docker daemon (builds and container bots): without one the test
+skips, unless ``CI=true``, when it fails (as the container tests do).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+
+from referee.web import ServiceDB, Settings, make_app
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.append(str(TESTS / "containers"))
+sys.path.append(str(TESTS / "match"))
+
+from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
+from zoo import zoo_app  # noqa: E402
+
+if os.environ.get("CI") != "true":
+    pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
+
+SCREENS = Path("/tmp/referee-screens")
+PENDING = ("queued", "building", "checking")
+CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)\nsys.exit(3)\n"
+#: How long one submission may take from the form to accepted or refused.
+SETTLE_S = 120.0
+#: Playwright's waits (ms): generous, as builds and other suites may load the machine.
+EXPECT_MS = 15_000
+ACTION_MS = 30_000
+#: The statuses seen on the team page, by submission (printed at the end).
+WATCHED: dict[int, list[str]] = {}
+
+
+def docker_or_skip() -> Any:
+    from referee.bots import container as C
+
+    try:
+        return C.docker_client()
+    except C.DockerUnavailable as e:
+        reason = f"the team-page browser test needs a Docker daemon (source builds, image bots): {e}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true, so this test must run, but: {reason}", pytrace=False)
+        print(f"\nSKIP: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The service on loopback with one competition: team "ada" (no bot yet)
+    and team "bea", whose accepted bot (a URL on loopback, admitted earlier)
+    has since gone wrong: it answers every /act with an illegal move. A house
+    bot (greedy) plays too."""
+    docker = docker_or_skip()
+    bg = Background()
+    try:
+        house = bg.serve(lambda: sample_bot_app("greedy"))
+        bad = bg.serve(lambda: zoo_app("illegal", after=2, name="bea-bot"))
+        illegal = bg.serve(lambda: zoo_app("illegal", name="ada-v3"))
+        db_path = tmp_path / "service.sqlite"
+        db = ServiceDB(db_path)
+        try:
+            admin = db.ensure_admin_token()
+            comp = db.add_competition("Class", league_text(name="class", rounds=1, concurrency=2,
+                                                           house={"house-greedy": house}))
+            ada, ada_token = db.add_team(comp.id, "ada")
+            bea, bea_token = db.add_team(comp.id, "bea")
+            db.add_submission(bea.id, kind="url", url=bad, image=None, secret=None, note="admitted earlier",
+                              status="accepted")
+        finally:
+            db.close()
+        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK,
+                                                           validation_games=2)))
+        yield {"base": base, "admin": admin, "cid": comp.id, "ada": ada_token, "bea": bea_token,
+               "illegal_url": illegal, "docker": docker, "tmp": tmp_path}
+    finally:
+        bg.close()
+
+
+@pytest.fixture
+def patient_expect() -> Iterator[None]:
+    """expect() waits EXPECT_MS for this test (a global of Playwright's: put back after)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=EXPECT_MS)
+    try:
+        yield
+    finally:
+        expect.set_options(timeout=None)  # Playwright's default (5 s)
+
+
+# ------------------------------------------------------------ browser steps
+
+
+def sign_in(page: Any, base: str, token: str, team: str) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/team")  # not signed in: sent to the form
+    expect(page).to_have_url(f"{base}/login")
+    page.fill("input[type=password][name=token]", token)
+    page.click("form[action='/login'] button[type=submit]")
+    expect(page).to_have_url(f"{base}/team")
+    expect(page.locator("h1")).to_have_text(team)
+    assert token not in page.url
+
+
+def newest_id(page: Any) -> int:
+    """The id of the newest submission in the table (its first row)."""
+    return int(page.locator("#submissions tr[class^='status-'] td a").first.inner_text())
+
+
+def submit_form(page: Any, *, kind: str, note: str, file: Path | None = None, url: str | None = None) -> int:
+    """Fill the page's form, send it, and return the new submission's id."""
+    from playwright.sync_api import expect
+
+    before = newest_id(page) if page.locator("#submissions").count() else 0
+    form = page.locator("form#submit")
+    form.locator(f"input[type=radio][name=kind][value={kind}]").check()
+    if file is not None:
+        form.locator("input[type=file][name=file]").set_input_files(str(file))
+    if url is not None:
+        form.locator("input[name=url]").fill(url)
+    form.locator("input[name=note]").fill(note)
+    form.locator("button[type=submit]").click()
+    page.wait_for_url("**/team")
+    expect(page.locator("#submissions")).to_be_visible()
+    sid = newest_id(page)
+    assert sid > before, (sid, before)
+    return sid
+
+
+def settle(page: Any, sid: int, timeout_s: float = SETTLE_S) -> list[str]:
+    """Watch submission `sid`'s status on the team page, which reloads itself
+    every 3 s while something is pending (no reload here), until it is
+    accepted or refused: the statuses seen, in order."""
+    from playwright.sync_api import Error
+
+    status = page.locator(f"#submissions tr:has(td a:text-is('{sid}')) .status")
+    seen: list[str] = WATCHED.setdefault(sid, [])
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            text = status.inner_text(timeout=5000).strip()
+        except Error:  # the page is reloading itself
+            text = ""
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+        if text and text not in PENDING:
+            return seen
+        assert time.monotonic() < deadline, f"submission {sid} still pending after {timeout_s:.0f} s: {seen}"
+        page.wait_for_timeout(200)
+
+
+def open_submission(page: Any, base: str, sid: int) -> None:
+    from playwright.sync_api import expect
+
+    page.click(f"#submissions a:text-is('{sid}')")
+    expect(page).to_have_url(f"{base}/team/submissions/{sid}")
+    expect(page.locator("h1")).to_contain_text(f"Submission #{sid}")
+
+
+def back_to_team(page: Any, base: str) -> None:
+    from playwright.sync_api import expect
+
+    page.click("a[href='/team']")
+    expect(page).to_have_url(f"{base}/team")
+
+
+def api(base: str, method: str, path: str, token: str) -> Any:
+    req = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"Bearer {token}"},
+                                 data=b"" if method == "POST" else None)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.status, json.loads(r.read() or b"null")
+
+
+def play_run(base: str, cid: int, admin: str, timeout_s: float = 90) -> int:
+    status, run = api(base, "POST", f"/api/competitions/{cid}/runs", admin)
+    assert status == 202, run
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _, data = api(base, "GET", f"/api/competitions/{cid}", admin)
+        if data["run"] is not None and data["run"]["status"] != "running":
+            break
+        assert time.monotonic() < deadline, data["run"]
+        time.sleep(0.2)
+    assert data["run"]["status"] == "finished", data["run"]
+    return int(run["id"])
+
+
+def node_archive(docker: Any, folder: Path) -> Path | str:
+    """A ``docker save`` of the Node sample bot's image, or why there is none."""
+    if not shutil.which("node"):
+        return "node is not installed on this machine: no Node sample image to save"
+    from referee.bots.baseimage import build_bot_image
+
+    try:
+        tag = build_bot_image("node", docker)  # reused when its inputs did not change
+    except Exception as e:  # noqa: BLE001 - any reason the image cannot be made
+        if os.environ.get("CI") == "true":
+            raise
+        return f"the Node sample image could not be built: {e!r}"
+    return save_image(docker, tag, folder / "node-sample.tar")
+
+
+# ------------------------------------------------------------ the test
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
+        browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None) -> None:
+    """`browser_type_launch_args` (tests/web/conftest.py) skips without Debian's
+    Chromium (fails with CI=true) and points Playwright at it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    WATCHED.clear()
+    base, cid, tmp = site["base"], site["cid"], site["tmp"]
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+    errors: list[str] = []
+    # A Playwright of its own, stopped at the end of the test: pytest-playwright's
+    # session fixtures would keep an event loop running in the main thread for the
+    # rest of the session (see tests/conftest.py).
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(**browser_type_launch_args)
+
+        def new_page() -> Any:
+            ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+            ctx.set_default_timeout(ACTION_MS)
+            ctx.set_default_navigation_timeout(ACTION_MS)
+            page = ctx.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            return page
+
+        try:
+            page = new_page()
+
+            # 1. Sign in with the token, typed into the form's password field.
+            sign_in(page, base, site["ada"], "ada")
+            expect(page.locator("#playing")).to_contain_text("No version of your bot is in play")
+
+            # 2. A Python source bot, uploaded through the form: built, checked, accepted.
+            source = make_zip(tmp / "bot.zip", python_bot_files("ada-zipped"))
+            first = submit_form(page, kind="source", file=source, note="v1 source")
+            row = page.locator(f"#submissions tr:has(td a:text-is('{first}'))")
+            expect(row.locator("td.l").first).to_contain_text("source — v1 source")
+            seen = settle(page, first)
+            assert seen[0] in PENDING and seen[-1] == "accepted", seen
+            assert page.locator("meta[http-equiv=refresh]").count() == 0  # nothing pending: no more reloads
+            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            timings["source accepted"] = time.monotonic() - t0
+            page.screenshot(path=str(SCREENS / "team-accepted.png"), full_page=True)
+            open_submission(page, base, first)
+            expect(page.locator("h1 .status")).to_have_text("accepted")
+            report = page.locator("#report")
+            expect(report.locator("tr.fail")).to_have_count(0)
+            expect(report.locator("tr.pass").first).to_contain_text("PASS")
+            expect(report.locator("tr.pass", has_text="validation games against")).to_have_count(1)
+            expect(page.locator("#log")).to_contain_text("a python bot")
+            page.screenshot(path=str(SCREENS / "submission-accepted.png"), full_page=True)
+            back_to_team(page, base)
+
+            # 3. A bot that crashes at start: refused with its own output; v1 stays in play.
+            crash = make_zip(tmp / "crash.zip", {"bot.py": CRASH_PY})
+            second = submit_form(page, kind="source", file=crash, note="v2 crashes")
+            seen = settle(page, second)
+            assert seen[-1] == "refused", seen
+            row = page.locator(f"#submissions tr:has(td a:text-is('{second}'))")
+            expect(row.locator("td").nth(3)).to_contain_text("start:")
+            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            open_submission(page, base, second)
+            expect(page.locator("h1 .status")).to_have_text("refused")
+            expect(page.locator("#reason")).to_contain_text("Refused: start:")
+            start = page.locator("#report tr.fail").first
+            expect(start).to_contain_text("FAIL")
+            expect(start.locator("td").nth(1)).to_have_text("start")
+            expect(start).to_contain_text("cannot find my model file")
+            page.screenshot(path=str(SCREENS / "submission-crash.png"), full_page=True)
+            back_to_team(page, base)
+            timings["crash refused"] = time.monotonic() - t0
+
+            # 4. The URL of a bot that plays illegal moves: refused with the move; v1 stays in play.
+            third = submit_form(page, kind="url", url=site["illegal_url"], note="v3 illegal")
+            seen = settle(page, third)
+            assert seen[-1] == "refused", seen
+            row = page.locator(f"#submissions tr:has(td a:text-is('{third}'))")
+            expect(row.locator("td").nth(3)).to_contain_text("illegal")
+            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            open_submission(page, base, third)
+            expect(page.locator("#reason")).to_contain_text("illegal")
+            expect(page.locator("#report tr.fail", has_text="illegal").first).to_contain_text("FAIL")
+            back_to_team(page, base)
+            timings["illegal refused"] = time.monotonic() - t0
+
+            # 5. A docker save of the Node sample: loaded, checked, accepted, in play.
+            archive = node_archive(site["docker"], tmp)
+            if isinstance(archive, str):
+                warnings.warn(f"step 5 (docker save of the Node sample) skipped: {archive}", stacklevel=1)
+                print(f"\nSKIP step 5: {archive}")
+                in_play = first
+            else:
+                fourth = submit_form(page, kind="archive", file=archive, note="v4 node image")
+                seen = settle(page, fourth)
+                assert seen[-1] == "accepted", (seen, page.locator(
+                    f"#submissions tr:has(td a:text-is('{fourth}'))").inner_text())
+                expect(page.locator("#playing")).to_contain_text(f"Submission #{fourth} (archive)")
+                in_play = fourth
+                timings["node archive accepted"] = time.monotonic() - t0
+            statuses = page.locator("#submissions tr[class^='status-'] .status").all_inner_texts()
+            assert statuses == (["refused", "refused", "accepted"] if in_play == first
+                                else ["accepted", "refused", "refused", "accepted"]), statuses
+            page.screenshot(path=str(SCREENS / "team-submissions.png"), full_page=True)
+
+            # 6. A run, in which bea's bot (admitted earlier) plays illegal moves.
+            rid = play_run(base, cid, site["admin"])
+            timings["run finished"] = time.monotonic() - t0
+
+            # bea sees its faults, each with the request that caused it.
+            bea = new_page()
+            sign_in(bea, base, site["bea"], "bea")
+            bea.click("#diagnostics")
+            expect(bea).to_have_url(f"{base}/team/diagnostics")
+            expect(bea.locator("h1")).to_have_text(f"Your bot in run {rid}")
+            faults = bea.locator("details.fault")
+            expect(faults.first).to_be_attached()
+            assert faults.count() >= 1
+            fault = faults.first
+            summary = fault.locator("summary")
+            expect(summary).to_contain_text("illegal")
+            request_pre = fault.locator("pre")
+            expect(request_pre).to_be_hidden()  # folded until the team opens it
+            summary.click()
+            expect(fault.locator("p.muted").first).to_contain_text(
+                re.compile("the request that caused it", re.IGNORECASE))
+            expect(request_pre).to_be_visible()
+            request = json.loads(request_pre.inner_text())
+            assert request["legal"] and request["request_id"], request
+            assert "hand" in request["state"]["you"], request
+            expect(fault.locator("a", has_text="replay from your seat")).to_have_attribute(
+                "href", re.compile(rf"^/c/{cid}/runs/{rid}/games/\d+\?seat=\d$"))
+            detail = summary.inner_text().split(" — ", 1)[1].strip()
+            assert detail, summary.inner_text()
+            bea.screenshot(path=str(SCREENS / "diagnostics-bea.png"), full_page=True)
+            secrets_of_bea = [detail, request["request_id"]]
+
+            # ada, signed in on a browser of its own, sees its run but none of bea's faults.
+            ada = new_page()
+            sign_in(ada, base, site["ada"], "ada")
+            expect(ada.locator("#playing")).to_contain_text(f"Submission #{in_play}")
+            ada.goto(f"{base}/team/diagnostics")
+            expect(ada.locator("h1")).to_have_text(f"Your bot in run {rid}")
+            assert ada.locator("#games tr").count() > 1  # ada played in the run
+            html = ada.content()
+            for text in secrets_of_bea:
+                assert text not in html, text
+            ada.screenshot(path=str(SCREENS / "diagnostics-ada.png"), full_page=True)
+
+            # The public leaderboard shows the teams, none of the faults' details.
+            ada.goto(f"{base}/c/{cid}")
+            for team in ("ada", "bea"):
+                expect(ada.locator(f"table.standings a:text-is('{team}')")).to_have_count(1)
+            html = ada.content()
+            for text in secrets_of_bea:
+                assert text not in html, text
+            for p in (bea, ada, page):
+                p.context.close()
+        finally:
+            browser.close()
+    timings["total"] = time.monotonic() - t0
+    print("\nteam browser test: " + "; ".join(f"{k} at {v:.1f} s" for k, v in timings.items()))
+    print("statuses seen: " + "; ".join(f"#{k}: {' -> '.join(v)}" for k, v in WATCHED.items()))
+    assert errors == [], errors
