@@ -289,7 +289,7 @@ class GameState:
     @classmethod
     def _blank(cls, rules: Rules, names: list[str]) -> GameState:
         """A state in set-up with no cards anywhere."""
-        s = cls.__new__(cls)
+        s = cls()  # no __init__: every field is set below
         n = len(names)
         s.rules = rules
         s.names = names
@@ -330,7 +330,7 @@ class GameState:
 
     def copy(self) -> GameState:
         """An independent copy (for search: simulate without touching this one)."""
-        s = GameState.__new__(GameState)
+        s = GameState()
         s.rules = self.rules
         s.names = self.names
         s.n = self.n
