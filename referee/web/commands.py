@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from referee import engine_status
+
 
 @click.command()
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -47,6 +49,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         click.echo(f"admin token (shown once, keep it): {token}")
     app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
+    click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)
 
 
