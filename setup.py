@@ -173,14 +173,15 @@ class BuildCompiled(build_ext):
         return Path(self.get_ext_fullpath(GROUP + "__mypyc")).parent
 
     def _clean(self) -> None:
-        """Remove a manifest and extensions of an earlier compiled build where
-        this build would put its own (in the source tree, for ``pip install -e``)."""
-        for d in {self._manifest_dir(), Path(self.build_lib) / "referee"}:
-            (d / MANIFEST).unlink(missing_ok=True)
-        if self.inplace:
-            suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-            for name in [GROUP + "__mypyc", *(_module_name(ROOT / p) for p in COMPILED)]:
-                (ROOT / (name.replace(".", "/") + suffix)).unlink(missing_ok=True)
+        """Remove the manifest and extensions an earlier compiled build left
+        where this one puts its files: the build folder (a wheel would take
+        them along) and, for ``pip install -e``, the source tree."""
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        names = [GROUP + "__mypyc", *(_module_name(ROOT / p) for p in COMPILED)]
+        for base in {Path(self.build_lib), *([ROOT] if self.inplace else [])}:
+            (base / "referee" / MANIFEST).unlink(missing_ok=True)
+            for name in names:
+                (base / (name.replace(".", "/") + suffix)).unlink(missing_ok=True)
 
     def run(self) -> None:
         if self._why_pure is None:
