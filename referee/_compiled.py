@@ -86,6 +86,7 @@ def _decide() -> tuple[bool, str, bool]:
         recorded: dict[str, str] = manifest["sources"]
         compiler = str(manifest["compiler"])
         group = str(manifest["group"])
+        modules = [str(m) for m in manifest["modules"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         return False, f"unreadable build manifest {_MANIFEST.name}: {e}", True
     root = _HERE.parent
@@ -100,6 +101,10 @@ def _decide() -> tuple[bool, str, bool]:
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         return False, f"{changed[0]}{more} changed since compiled; reinstall to recompile", True
+    for module in modules:  # a compiled module without its extension would mix the builds
+        base = root.joinpath(*module.split("."))
+        if not any(base.with_name(base.name + s).is_file() for s in _SUFFIXES):
+            return False, f"the extension of {module} is missing; reinstall to recompile", True
     try:
         importlib.import_module(group + "__mypyc")
     except Exception as e:  # ImportError, or a broken library's own error

@@ -96,6 +96,20 @@ def test_a_library_that_does_not_load_is_refused(tmp_path: Path) -> None:
 
 
 @needs_build
+def test_a_missing_extension_is_refused(tmp_path: Path) -> None:
+    """A compiled module whose extension is gone would run its source beside
+    compiled modules that expect the compiled one: all are refused."""
+    site = _copy(tmp_path)
+    for so in (site / "referee" / "game").glob("view.*"):
+        if so.suffix != ".py":
+            so.unlink()
+    out, err = _run(site)
+    assert out[0].startswith("engine: pure Python (the extension of referee.game.view is missing")
+    assert out[1].split(" ")[0] == "function"
+    assert len(err) == 1
+
+
+@needs_build
 def test_extensions_without_a_manifest_are_refused(tmp_path: Path) -> None:
     site = _copy(tmp_path)
     (site / "referee" / "_compiled.json").unlink()
