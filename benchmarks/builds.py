@@ -40,7 +40,7 @@ def _flat(obj: Any, prefix: str = "") -> dict[str, float]:
     """Every number of a JSON value, by dotted path (short lists by index;
     longer ones, per-pair rows and the like, are left out)."""
     out: dict[str, float] = {}
-    if isinstance(obj, list) and len(obj) > 4:
+    if isinstance(obj, list) and len(obj) > 8:
         return out
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
     for k, v in items:
@@ -70,9 +70,10 @@ def main() -> None:
     ap.add_argument("name", choices=["engine", "overhead", "tournament", "strength"])
     ap.add_argument("--rounds", type=int, default=3, help="runs of each build, interleaved (median taken)")
     ap.add_argument("--json", action="store_true", help="the medians as one JSON object on the last line")
-    ap.add_argument("args", nargs=argparse.REMAINDER, help="-- then the benchmark's own options")
-    ns = ap.parse_args()
-    args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    ns = ap.parse_args(argv[:cut])
+    args = argv[cut + 1:]  # after --: the benchmark's own options
     for build in BUILDS:
         line = subprocess.run(
             [sys.executable, "-c", "import referee; print(referee.engine_status())"],
