@@ -9,7 +9,9 @@ others; the median is reported, with ratios against the peers.
 
     python benchmarks/engine.py [--steps N] [--repeats K] [--json]
 
-Targets (issue 2): steps/s at least OpenSpiel's and at least 5x RLCard's.
+Targets (issue 16): steps/s at least 1.3x OpenSpiel's and at least 5x RLCard's.
+The first line says which engine ran (compiled, or the source: ``REFEREE_PURE=1``;
+``benchmarks/builds.py engine`` runs both).
 The peers need ``pip install -e .[bench]``; without them only the engine's
 figures are printed.
 """
@@ -30,9 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import openspiel_crazy_eights, rlcard_uno  # noqa: E402
 
 from protocol import Rules  # noqa: E402
+from referee import engine_status  # noqa: E402
 from referee.game import new_game  # noqa: E402
 
 PLAYERS = (2, 4, 6)
+TARGET_OPENSPIEL = 1.3
+TARGET_RLCARD = 5.0
 
 
 def engine(players: int, steps: int, seed: int) -> dict[str, Any]:
@@ -74,6 +79,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     args = ap.parse_args()
+    print(engine_status())
 
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
     peers_ok = {"openspiel": True, "rlcard": True}
@@ -127,11 +133,13 @@ def main() -> None:
         report["rlcard_uno_2p_steps_per_s"] = round(rlcard_sps)
         report["rlcard_uno_2p_games_per_s"] = round(med(("rlcard", 2), "games_per_s") or 0, 1)
         print(f"RLCard uno (2 players only): {rlcard_sps:,.0f} steps/s")
-    ok_os = all((r["ratio_vs_openspiel"] or 0) >= 1.0 for r in report["players"].values())
-    ok_rl = all((r["ratio_vs_rlcard_uno"] or 0) >= 5.0 for r in report["players"].values())
+    ok_os = all((r["ratio_vs_openspiel"] or 0) >= TARGET_OPENSPIEL for r in report["players"].values())
+    ok_rl = all((r["ratio_vs_rlcard_uno"] or 0) >= TARGET_RLCARD for r in report["players"].values())
     report["target_openspiel_met"] = ok_os if peers_ok["openspiel"] else None
     report["target_rlcard_5x_met"] = ok_rl if peers_ok["rlcard"] else None
-    print(f"targets: >= OpenSpiel: {report['target_openspiel_met']}; >= 5x RLCard: {report['target_rlcard_5x_met']}")
+    report["engine"] = engine_status()
+    print(f"targets: >= {TARGET_OPENSPIEL}x OpenSpiel: {report['target_openspiel_met']}; "
+          f">= {TARGET_RLCARD:g}x RLCard: {report['target_rlcard_5x_met']}")
     if args.json:
         print(json.dumps(report, sort_keys=True))
 

@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from protocol import ActRequest, Rules, Timeouts, decode_act_request  # noqa: E402
+from referee import engine_status  # noqa: E402
 from referee.bots import HttpBot, free_port, make_session  # noqa: E402
 from referee.match import play_match  # noqa: E402
 
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bot.terminate()
         bot.wait(5)
+    figures["engine"] = engine_status()
+    print(figures["engine"])
     figures["cpus"] = os.cpu_count()
     figures["loadavg_1min"] = round(os.getloadavg()[0], 2)  # other work on the machine skews both
     print(

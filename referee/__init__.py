@@ -5,7 +5,10 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
-__all__ = ["version"]
+# First, before any compiled module can load: compiled or source (issue 16).
+from ._compiled import status as engine_status
+
+__all__ = ["engine_status", "version"]
 
 
 @functools.cache

@@ -31,6 +31,7 @@ from protocol.messages import (
     Rules,
     Timeouts,
 )
+from referee import engine_status
 from referee.bots import Bot, BotError, CommandBot, make_session
 from referee.bots.factory import BotFactory, parse_spec
 from referee.check import CheckLine, run_checks
@@ -163,6 +164,7 @@ def match(
     timeouts = Timeouts(move_ms=move_ms, bank_ms=bank_ms)
     policy = FaultPolicy(strikes=strikes, forfeit_on_first=forfeit_on_first)
     logs = _logs(log_dir)
+    click.echo(engine_status(), err=True)
     result = asyncio.run(
         _match(specs, seed, rules, timeouts, policy, secret, replay_path, logs)
     )
@@ -341,6 +343,7 @@ def tournament(
             league, out, concurrency=concurrency, resume=resume,
             progress=not no_progress, replays=not no_replays, executor=ex,
         )
+        click.echo(engine_status(), err=True)
         click.echo(
             f"{league.tournament.name}: {len(league.bots)} bots, {_games(t)}, "
             f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from referee import engine_status
+
 
 @click.command()
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -72,6 +74,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
+    click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)
 
 
