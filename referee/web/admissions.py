@@ -172,6 +172,16 @@ class Pipeline:
             await self._finish(sid, "accepted", reason=None, report=text)
         else:
             await self._finish(sid, "refused", reason=report.reason, report=text)
+            if sub.kind in ("archive", "source") and spec.image is not None:
+                # a refused version never plays: its image need not stay on the disk
+                await asyncio.to_thread(self._remove_image, image_tag(team.id, sid), spec.image)
+
+    @staticmethod
+    def _remove_image(tag: str, image_id: str) -> None:
+        from ..bots import builds
+
+        with contextlib.suppress(Exception):  # best effort: the daemon may be busy or gone
+            builds.remove_image(tag, image_id=image_id)
 
     def _make_image(self, sub: Submission, tid: int, timeout_s: float) -> tuple[str | None, str, str | None]:
         """(image id, log, why refused) for an upload or a named image (blocking)."""

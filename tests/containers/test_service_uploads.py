@@ -46,7 +46,7 @@ async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: P
 
 
 async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refused(
-        client: Any, tmp_path: Path) -> None:
+        client: Any, tmp_path: Path, docker_client: Any) -> None:
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "team a")
     done = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "bot.zip", python_bot_files()))
@@ -58,6 +58,11 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     assert crash["submission"]["status"] == "refused"
     start = crash["report"]["lines"][0]
     assert start["what"] == "start" and not start["ok"]
+    assert "cannot find my model file" in start["detail"] and str(tmp_path) not in start["detail"]
+    # a refused version's image is removed; the accepted one stays
+    tags = [t for image in docker_client.images.list() for t in image.tags]
+    assert f"referee-team-{tid}:v{crash['submission']['id']}" not in tags
+    assert f"referee-team-{tid}:v{sub['id']}" in tags
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
     assert own["playing"]["id"] == sub["id"]
     # its folder is keyed by the team's id, not its name
