@@ -145,16 +145,17 @@ async def test_set_up_requests_go_out_together(
 
 async def test_time_bank(session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]) -> None:
     """Kaggle-style overage: time over the move deadline comes out of the bank."""
-    late = zoo_app("late", late_s=0.08)
+    late = zoo_app("late", late_s=0.25)
     apps = [make_sample("random"), late]
-    timeouts = Timeouts(move_ms=50, bank_ms=100, start_ms=1000, end_ms=1000)
+    # ~200 ms over each time against a 600 ms bank: room for a loaded machine's jitter
+    timeouts = Timeouts(move_ms=50, bank_ms=600, start_ms=1000, end_ms=1000)
     result, _ = await run_game(apps, session, timeouts=timeouts, policy=FaultPolicy(strikes=1))
     banks = [decode_act_request(b).bank_ms or 0 for p, b in late[BODIES] if p == "/act"]
     deadlines = {decode_act_request(b).deadline_ms for p, b in late[BODIES] if p == "/act"}
     assert deadlines == {50}
-    assert banks[0] == 100
+    assert banks[0] == 600
     assert all(a > b for a, b in zip(banks, banks[1:]))  # spent, never refilled
-    assert 3 <= len(banks) <= 4  # ~30 ms over each time: the bank lasts 3 replies
+    assert 2 <= len(banks) <= 4  # ~200 ms over each time: the bank lasts about 3 replies
     assert [f.kind for f in result.faults[1]] == ["timeout"]
     assert result.disqualified == [1]
 
