@@ -83,39 +83,35 @@ def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: f
     wrong: int | None = None
     top_wrong: int | None = None
     t0 = time.perf_counter()
+
+    def look(upto: int) -> list[Standing]:
+        """Rate the blocks before `upto`, then note when the order (and the top 3) first settled."""
+        nonlocal applied, played, first_all, first_top, wrong, top_wrong
+        while applied < upto:
+            for g in blocks[applied]:
+                table.add(play(g, strength))
+            played = blocks[applied][-1].index + 1
+            applied += 1
+        rows = table.standings(confidence)
+        if first_top is None and settled(rows, confidence, 3):
+            first_top = played
+            top_wrong = sum(1 for r, b in zip(rows[:3], truth) if r.bot != b)
+        if first_all is None and settled(rows, confidence):
+            first_all = played
+            wrong = sum(1 for r, b in zip(rows, truth) if r.bot != b)
+        return rows
+
     for k in range(10**9):
         rows = None
         if k >= 2:
-            while applied < k - 1:
-                for g in blocks[applied]:
-                    table.add(play(g, strength))
-                played = blocks[applied][-1].index + 1
-                applied += 1
-            rows = table.standings(confidence)
-            if first_top is None and settled(rows, confidence, 3):
-                first_top = played
-                top_wrong = sum(1 for r, b in zip(rows[:3], truth) if r.bot != b)
-            if first_all is None and settled(rows, confidence):
-                first_all = played
-                wrong = sum(1 for r, b in zip(rows, truth) if r.bot != b)
+            rows = look(k - 1)
             if (first_all is not None and first_top is not None) or played >= cap:
                 break
             if stop_when is not None and stop_when(rows):
                 break
         block = s.block(k, rows)
         if not block:
-            while applied < len(blocks):  # the league is over: rate what is left
-                for g in blocks[applied]:
-                    table.add(play(g, strength))
-                played = blocks[applied][-1].index + 1
-                applied += 1
-            rows = table.standings(confidence)
-            if first_top is None and settled(rows, confidence, 3):
-                first_top = played
-                top_wrong = sum(1 for r, b in zip(rows[:3], truth) if r.bot != b)
-            if first_all is None and settled(rows, confidence):
-                first_all = played
-                wrong = sum(1 for r, b in zip(rows, truth) if r.bot != b)
+            look(len(blocks))  # the league is over: rate what is left
             break
         blocks.append(block)
     return {"all": first_all, "top3": first_top, "wrong": wrong, "top3_wrong": top_wrong, "played": played,

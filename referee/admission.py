@@ -28,6 +28,7 @@ from protocol.messages import Rules, Timeouts
 from .bots.base import Bot, BotError
 from .bots.container import ContainerLimits
 from .bots.factory import BotFactory, BotSpec
+from .bots.process import tail_of
 from .check import CheckLine, run_checks
 from .match import play_match
 from .record import FaultPolicy
@@ -81,17 +82,6 @@ def _line(c: CheckLine) -> AdmissionLine:
     return AdmissionLine(ok=c.ok, what=c.what, detail=c.detail, fix=c.fix)
 
 
-def _tail(path: Path | None) -> str:
-    if path is None or not path.is_file():
-        return ""
-    with path.open("rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(max(0, size - LOG_TAIL))
-        text = f.read().decode("utf-8", "replace")
-    return text.strip()
-
-
 def _log_of(bot: Bot) -> Path | None:
     path = getattr(bot, "log_path", None)
     return path if isinstance(path, Path) else None
@@ -130,7 +120,7 @@ async def admit(
                 took = (time.perf_counter() - t0) * 1000
             except BotError as e:
                 path = _log_of(bot)
-                log = _tail(path)
+                log = tail_of(path, LOG_TAIL) if path is not None else ""
                 detail = str(e)
                 if log and log not in detail:
                     detail += f"\n--- the bot's output ---\n{log}"

@@ -25,6 +25,7 @@ from protocol.codec import ENCODER
 from protocol.messages import APIVERSION
 
 from .bots.container import GAME_MARK
+from .bots.process import tail_of
 from .game import view
 from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
 from .replay import read as read_replay
@@ -99,17 +100,6 @@ def _histogram(values: Sequence[float]) -> list[int]:
         else:
             counts[-1] += 1
     return counts
-
-
-def _tail(paths: Sequence[Path], cap: int) -> str:
-    out = []
-    for path in paths:
-        with contextlib.suppress(OSError), path.open("rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - cap))
-            out.append(f.read().decode("utf-8", "replace"))
-    return "\n".join(out)[-cap:]
 
 
 def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
@@ -218,4 +208,4 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
         g.output = text if len(text) <= GAME_OUTPUT_CAP else "…" + text[-GAME_OUTPUT_CAP:]
     return BotDiagnostics(bot=bot, games=games, fault_count=count, faults=faults,
                           latency=latency_stats(latencies), histogram=_histogram(latencies),
-                          log=_tail(log_paths, log_cap))
+                          log="\n".join(tail_of(p, log_cap) for p in log_paths)[-log_cap:])

@@ -69,8 +69,9 @@ def same_origin(request: web.Request) -> None:
         fail(403, "this form was sent from another site's page: sign in on this server's own page")
 
 
-def check_csrf(session: Session, given: str | None) -> None:
-    if not given or not hmac.compare_digest(given.encode(), session.csrf.encode()):
+def check_csrf(expected: str, given: str | None) -> None:
+    """A form's CSRF token against its session's (a team's or the admin's), in constant time."""
+    if not given or not hmac.compare_digest(given.encode(), expected.encode()):
         fail(403, "the form's CSRF token is missing or wrong: reload the page and send it again")
 
 
@@ -97,7 +98,3 @@ def set_admin_cookie(request: web.Request, response: web.StreamResponse, sid: st
     response.set_cookie(ADMIN_COOKIE, sid, max_age=int(SESSION_S), path="/", httponly=True, samesite="Strict",
                         secure=request.app[SETTINGS].secure_cookies)
 
-
-def check_admin_csrf(who: AdminSignedIn, given: str | None) -> None:
-    if not given or not hmac.compare_digest(given.encode(), who.csrf.encode()):
-        fail(403, "the form's CSRF token is missing or wrong: reload the page and send it again")

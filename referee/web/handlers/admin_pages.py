@@ -20,7 +20,7 @@ from ..sessions import (
     ADMIN_COOKIE,
     AdminSignedIn,
     admin_signed_in,
-    check_admin_csrf,
+    check_csrf,
     same_origin,
     set_admin_cookie,
 )
@@ -70,7 +70,7 @@ async def login(request: web.Request) -> web.StreamResponse:
 async def logout(request: web.Request) -> web.StreamResponse:
     same_origin(request)
     who = await _require(request)
-    check_admin_csrf(who, (await _form(request)).get("csrf"))
+    check_csrf(who.csrf, (await _form(request)).get("csrf"))
     await request.app[DB].call(ServiceDB.end_admin_session, who.sid)
     response = web.HTTPSeeOther("/admin/login")
     response.del_cookie(ADMIN_COOKIE, path="/")
@@ -97,7 +97,7 @@ async def new_competition(request: web.Request) -> web.StreamResponse:
     same_origin(request)
     who = await _require(request)
     form = await _form(request)
-    check_admin_csrf(who, form.get("csrf"))
+    check_csrf(who.csrf, form.get("csrf"))
     name, league = form.get("name", ""), form.get("league", "")
     try:
         comp = await create_competition(request, name, league)
@@ -150,7 +150,7 @@ async def add_teams(request: web.Request) -> web.Response:
     who = await _require(request)
     comp = await competition_of(request)
     form = await _form(request)
-    check_admin_csrf(who, form.get("csrf"))
+    check_csrf(who.csrf, form.get("csrf"))
     text = form.get("names", "")
     lines = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     problems: list[str] = []

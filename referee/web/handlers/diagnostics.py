@@ -11,6 +11,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ...diagnostics import LATENCY_BUCKETS_MS, BotDiagnostics, diagnose
+from ...record import LatencyStats
 from .. import pages
 from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Team
@@ -46,7 +47,8 @@ async def _run_for(request: web.Request, comp: Competition) -> Run | None:
 async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Run | None, BotDiagnostics]:
     run = await _run_for(request, comp)
     if run is None or not run.out_dir:
-        return run, await asyncio.to_thread(diagnose, Path("/nonexistent"), team.name)
+        return run, BotDiagnostics(bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
+                                   histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
     out = Path(run.out_dir)
     return run, await asyncio.to_thread(diagnose, out, team.name, log_paths=bot_logs(out, team.name))
 

@@ -59,14 +59,12 @@ async def signed_in_or_login(request: web.Request) -> SignedIn:
     return who
 
 
-_require = signed_in_or_login
-
 
 async def logout(request: web.Request) -> web.StreamResponse:
     same_origin(request)
-    who = await _require(request)
+    who = await signed_in_or_login(request)
     form = await request.post()
-    check_csrf(who.session, str(form.get("csrf", "")))
+    check_csrf(who.session.csrf, str(form.get("csrf", "")))
     await request.app[DB].call(ServiceDB.end_session, who.sid)
     response = web.HTTPSeeOther("/login")
     clear_cookie(response)
@@ -82,7 +80,7 @@ def _team_view(db: ServiceDB, team: Team) -> dict[str, object]:
 
 
 async def team_page(request: web.Request) -> web.Response:
-    who = await _require(request)
+    who = await signed_in_or_login(request)
     view = await request.app[DB].call(_team_view, who.team)
     return pages.render(request, "team.html", {
         "team": who.team, "csrf": who.session.csrf, "uploads": containers_enabled(),
@@ -90,7 +88,7 @@ async def team_page(request: web.Request) -> web.Response:
 
 
 async def submission_page(request: web.Request) -> web.Response:
-    who = await _require(request)
+    who = await signed_in_or_login(request)
     sub = await own_submission(request, who.team)
     return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub),
                                                      "pending": sub.pending})
@@ -103,50 +101,62 @@ async def _text(part: BodyPartReader) -> str:
     return data.decode("utf-8", "replace")
 
 
-async def submit(request: web.Request) -> web.StreamResponse:
-    """The page's form: a URL, or a file (``docker save`` archive or source archive)."""
-    same_origin(request)
-    who = await _require(request)
-    settings = request.app[SETTINGS]
-    check_length(request, settings.max_upload)
-    fields: dict[str, str] = {}
+#: The submit form's text fields.
+FIELDS = ("csrf", "kind", "url", "secret", "note")
+
+
+async def _multipart(request: web.Request, who: SignedIn, limit: int,
+                     into: dict[str, str]) -> Path | None:
+    """The multipart form's text fields into `into`, its file streamed to the
+    team's uploads folder (the CSRF token is checked before a byte of it is
+    written): the file's path, or None when none was sent."""
     upload: Path | None = None
-    if not request.content_type.startswith("multipart/"):
-        form = await request.post()  # a form without a file (client_max_size bounds it)
-        fields = {k: str(form[k]) for k in ("csrf", "kind", "url", "secret", "note") if k in form}
-        check_csrf(who.session, fields.get("csrf"))
-        if fields.get("kind") != "url":
-            fail(422, "a file upload must be sent as multipart/form-data")
-        url = check_url_field(fields.get("url", "").strip())
-        check_extras(fields.get("secret") or None, fields.get("note", ""))
-        await make_submission(request, who.team, kind="url", url=url, secret=fields.get("secret") or None,
-                              note=fields.get("note", ""))
-        raise web.HTTPSeeOther("/team")
+    reader = await request.multipart()
     try:
-        reader = await request.multipart()
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 fail(422, "nested multipart forms are not accepted")
-            name = part.name or ""
-            if name == "file":
-                if fields.get("csrf") is None:
+            if part.name == "file":
+                if into.get("csrf") is None:
                     fail(422, "the form's fields come in the wrong order: the CSRF token must come first")
-                check_csrf(who.session, fields.get("csrf"))
-                kind = fields.get("kind", "")
+                check_csrf(who.session.csrf, into.get("csrf"))
+                kind = into.get("kind", "")
                 if kind not in UPLOAD_KINDS or not part.filename:
                     await part.release()
                     continue
                 upload = new_upload_path(team_dir(request.app[DB].data_dir, who.team.id) / "uploads",
                                          UPLOAD_KINDS[kind])
-                size = await save_part(part, upload, settings.max_upload)
-                if size == 0:
+                if await save_part(part, upload, limit) == 0:
                     upload.unlink(missing_ok=True)
                     upload = None
-            elif name in ("csrf", "kind", "url", "secret", "note"):
-                fields[name] = await _text(part)
+            elif part.name in FIELDS:
+                into[part.name] = await _text(part)
             else:
                 await part.release()
-        check_csrf(who.session, fields.get("csrf"))
+    except BaseException:
+        if upload is not None:
+            upload.unlink(missing_ok=True)
+        raise
+    return upload
+
+
+async def submit(request: web.Request) -> web.StreamResponse:
+    """The page's form: a URL, or a file (``docker save`` archive or source
+    archive, multipart only); a form without a file may come urlencoded."""
+    same_origin(request)
+    who = await signed_in_or_login(request)
+    settings = request.app[SETTINGS]
+    check_length(request, settings.max_upload)
+    multipart = request.content_type.startswith("multipart/")
+    fields: dict[str, str] = {}
+    upload: Path | None = None
+    try:
+        if multipart:
+            upload = await _multipart(request, who, settings.max_upload, fields)
+        else:
+            form = await request.post()  # client_max_size bounds it
+            fields = {k: str(form[k]) for k in FIELDS if k in form}
+        check_csrf(who.session.csrf, fields.get("csrf"))
         kind = fields.get("kind", "")
         secret = fields.get("secret") or None
         note = fields.get("note", "")
@@ -158,9 +168,10 @@ async def submit(request: web.Request) -> web.StreamResponse:
             if not containers_enabled():
                 fail(422, "uploads are not enabled on this server: submit the URL of a running bot instead")
             if upload is None:
-                fail(422, "choose the file to upload")
+                fail(422, "choose the file to upload" if multipart
+                     else "a file upload must be sent as multipart/form-data")
             await make_submission(request, who.team, kind=kind, secret=secret, note=note, upload=upload)
-            upload = None
+            upload = None  # the pipeline owns it now
         else:
             fail(422, "choose what you submit: a URL, a docker save archive or a source archive", "kind")
     finally:
