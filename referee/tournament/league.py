@@ -91,8 +91,30 @@ class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return self.max_games if self.max_games is not None else 20 * bots * table_size
 
 
+#: The values of ``[ladder] ratings``.
+LADDER_RATINGS = ("fresh", "inherit")
+
+
+class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The classroom service's ladder: the games played all the time while a
+    competition is open (``referee serve``; see referee/tournament/ladder.py)."""
+
+    #: Games played at once while the competition is open (default: the
+    #: tournament's concurrency); the admin may set another when opening.
+    concurrency: int | None = None
+    #: A team's new version starts "fresh" (the league's μ and σ) or
+    #: "inherit"s its previous version's μ, with σ raised back to at least
+    #: half the fresh σ so that a changed bot can still move.
+    ratings: str = "fresh"
+    #: A new entry is seated first until it has as many games as the
+    #: least-played entry, but at most this many games ahead of the others.
+    catch_up: int = 100
+
+
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tournament: Tournament = msgspec.field(default_factory=Tournament)
+    #: The classroom service's ladder (ignored by ``referee tournament``).
+    ladder: Ladder = msgspec.field(default_factory=Ladder)
     #: When an adaptive league stops (the confidence is the standings', for
     #: every schedule).
     stop: Stop = msgspec.field(default_factory=Stop)
@@ -201,6 +223,14 @@ def check_league(
     if t.schedule not in SCHEDULES:
         fail(("tournament",), "schedule",
              f"expected one of {', '.join(repr(s) for s in SCHEDULES)}, got {t.schedule!r}")
+    ladder = league.ladder
+    if ladder.concurrency is not None and ladder.concurrency < 1:
+        fail(("ladder",), "concurrency", f"must be at least 1, got {ladder.concurrency}")
+    if ladder.ratings not in LADDER_RATINGS:
+        fail(("ladder",), "ratings",
+             f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}")
+    if ladder.catch_up < 0:
+        fail(("ladder",), "catch_up", f"must be 0 or more, got {ladder.catch_up}")
     stop = league.stop
     if not 0.5 < stop.confidence < 1:
         fail(("stop",), "confidence", f"must be between 0.5 and 1 (both excluded), got {stop.confidence}")

@@ -200,11 +200,14 @@ class Table:
             [float(self.ratings[b].mu) for b in bots], [float(self.ratings[b].sigma) for b in bots],
             [self.mu0[b] for b in bots], [self.sigma0[b] for b in bots], self.design.factor())
 
-    def standings(self, confidence: float = 0.95) -> list[Standing]:
-        """The table, best first, with its settledness at `confidence`."""
+    def standings(self, confidence: float = 0.95, *, retired: bool = True) -> list[Standing]:
+        """The table, best first, with its settledness at `confidence`
+        (without the retired bots when not `retired`: a ladder's live table)."""
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
         order = self._order()
+        if not retired:
+            order = [b for b in order if b not in self.retired]
         mus, var = self._posterior(order)
         intervals = settle.rank_intervals(mus, var, confidence)
         probs = [settle.p_above(mus[i], var[i], mus[i + 1], var[i + 1]) for i in range(len(order) - 1)]

@@ -1,0 +1,599 @@
+"""The ladder: a league that plays until it is stopped while its entries come and go.
+
+The classroom service keeps one per open competition (issue 15). Games are
+planned a block at a time from the live table: the entries with the fewest
+games first, each at a table with opponents near it in rating, every table
+one duplicate deal in all its seat rotations. A new entry (a team's new
+version) is taken in between blocks and seated first until its games catch
+up; the version it replaces retires: it plays no new tables, finishes the
+deals it was dealt into (a duplicate deal's rotations are only fair all
+together) and keeps its history.
+
+What survives a restart, in the ladder's ``tournament.sqlite`` beside the
+games: the entries (``ladder_entries``, secrets left out) and every planned
+game (``ladder_plan``, written before any of its games is played). A ladder
+started again over the same folder plays the planned games not yet recorded,
+then plans on: nothing is lost and nothing is played twice. Ratings are
+applied in plan order, so the table after a restart is the table before it.
+
+:class:`LadderScheduler` is the plan alone (pure, no I/O): see its tests in
+tests/tournament/test_ladder.py. :class:`Ladder` plays it with the
+tournament runner's machinery (bots, executors, recording, dropping a bot
+that stops answering).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+
+from ..bots.base import BotError
+from ..bots.factory import BotFactory, BotSpec
+from ..bots.http import make_session
+from ..report import Progress
+from .executors import Executor
+from .league import League, LeagueError
+from .ratings import Standing, Table
+from .runner import Interrupted, Tournament, league_fingerprint, redacted
+from .schedule import GameSpec, deal_seed
+from .store import Store
+
+LADDER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ladder_entries (
+    name TEXT PRIMARY KEY,
+    team TEXT,                  -- NULL: a house bot
+    submission INTEGER,         -- the service's submission id
+    spec TEXT NOT NULL,         -- the BotSpec without its secret
+    mu0 REAL NOT NULL,
+    sigma0 REAL NOT NULL,
+    games0 INTEGER NOT NULL,    -- the game count it was seated from (catch-up)
+    joined_at REAL NOT NULL,
+    first_index INTEGER NOT NULL,
+    status TEXT NOT NULL,       -- active, retired, dropped, unreachable
+    reason TEXT,
+    ended_at REAL
+);
+CREATE TABLE IF NOT EXISTS ladder_plan (
+    idx INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL,
+    meeting INTEGER NOT NULL,
+    rotation INTEGER NOT NULL,
+    deal_seed INTEGER NOT NULL,
+    seats TEXT NOT NULL
+);
+"""
+
+#: An entry's life: it plays (active), was replaced by its team's new
+#: version (retired), stopped answering (dropped), or could not be reached
+#: when it came (unreachable: it never played).
+ENTRY_STATUSES = ("active", "retired", "dropped", "unreachable")
+
+
+class Entry(msgspec.Struct, kw_only=True):
+    """One version of a team's bot (or a house bot) in the ladder."""
+
+    name: str
+    team: str | None
+    submission: int | None
+    spec: BotSpec
+    mu0: float
+    sigma0: float
+    games0: int
+    joined_at: float
+    first_index: int
+    status: str = "active"
+    reason: str | None = None
+    ended_at: float | None = None
+
+
+class Wanted(msgspec.Struct, kw_only=True):
+    """An entry the ladder should have: a house bot, or a team's version in play."""
+
+    name: str
+    spec: BotSpec
+    team: str | None = None
+    submission: int | None = None
+
+
+def entry_name(team: str, version: int) -> str:
+    """A team's version as the ladder (and the bots at its tables) name it."""
+    return f"{team} v{version}"
+
+
+# ------------------------------------------------------------- the store
+
+
+def open_ladder_store(path: Path) -> Store:
+    store = Store(path)
+    store.db.executescript(LADDER_SCHEMA)
+    return store
+
+
+def read_entries(store: Store) -> list[Entry]:
+    store.db.executescript(LADDER_SCHEMA)
+    rows = store.db.execute(
+        "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
+        " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
+    out = []
+    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
+        out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
+                         mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
+                         status=status, reason=reason, ended_at=ended))
+    return out
+
+
+def ladder_entries(out_dir: str | Path) -> list[Entry]:
+    """The entries of the ladder playing into `out_dir` (none when it has not started)."""
+    path = Path(out_dir) / "tournament.sqlite"
+    if not path.exists():
+        return []
+    with Store(path) as store:
+        return read_entries(store)
+
+
+def _put_entry(store: Store, e: Entry) -> None:
+    store.db.execute(
+        "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
+        " first_index, status, reason, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (e.name, e.team, e.submission, msgspec.json.encode(_unsecret(e.spec)).decode(), e.mu0, e.sigma0,
+         e.games0, e.joined_at, e.first_index, e.status, e.reason, e.ended_at))
+
+
+def _unsecret(spec: BotSpec) -> BotSpec:
+    return msgspec.structs.replace(spec, secret=None) if spec.secret is not None else spec
+
+
+def _read_plan(store: Store) -> list[GameSpec]:
+    rows = store.db.execute("SELECT idx, round, meeting, rotation, deal_seed, seats FROM ladder_plan ORDER BY idx")
+    return [GameSpec(index=i, round=r, meeting=m, rotation=rot, deal_seed=d, seats=tuple(json.loads(s)))
+            for i, r, m, rot, d, s in rows]
+
+
+def _put_plan(store: Store, block: Sequence[GameSpec]) -> None:
+    """A block's games, all or none, before any is played."""
+    with store.db:
+        store.db.execute("BEGIN")
+        store.db.executemany(
+            "INSERT INTO ladder_plan (idx, round, meeting, rotation, deal_seed, seats) VALUES (?, ?, ?, ?, ?, ?)",
+            [(g.index, g.round, g.meeting, g.rotation, g.deal_seed, json.dumps(list(g.seats))) for g in block])
+
+
+def ladder_fingerprint(league: League) -> str:
+    """What must not change while a ladder lives: its rules, timeouts, fault
+    policy, ratings, seats and deals (its bots come and go)."""
+    t = league.tournament
+    fixed = msgspec.structs.replace(
+        league, bots=[], ladder=type(league.ladder)(), path="",
+        tournament=msgspec.structs.replace(t, schedule="ladder", rounds=1, concurrency=1, name="ladder",
+                                           output=""),
+    )
+    return league_fingerprint(fixed)
+
+
+# ------------------------------------------------------------- the plan
+
+
+class LadderScheduler:
+    """Which tables the ladder plays next: pure, deterministic from its seed
+    and the order of its calls.
+
+    A block seats each active entry at one table at most. The entry with the
+    fewest planned games is seated first, with the ``table_size - 1``
+    entries of the fewest games among the ``2 (table_size - 1)`` nearest to
+    it in μ (ties: the pair that met least, the nearer, then the seeded
+    draw); then the next entry with the fewest games not yet seated, and so
+    on, up to ``tables`` tables. An entry whose neighbours within
+    ``2 (table_size - 1)`` places are all seated already waits for the next
+    block, where it comes first: opponents are always near in rating. Each table plays one deal in every seat
+    rotation (``duplicate``) or one game per rotation on its own deal.
+    """
+
+    def __init__(self, table_size: int, duplicate: bool, seed: int, *, catch_up: int = 100) -> None:
+        self.table_size = table_size
+        self.duplicate = duplicate
+        self.seed = seed
+        self.catch_up = catch_up
+        #: The entries seated at new tables, in the order they came.
+        self.active: dict[str, None] = {}
+        #: Games planned per entry (from its seating count when it came).
+        self.games: dict[str, int] = {}
+        self.met: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.next_index = 0
+        self.round = 0
+
+    def seating_count(self) -> int:
+        """The game count a new entry starts from: ``catch_up`` below the
+        least-played active entry (0 in a new ladder)."""
+        if not self.active:
+            return 0
+        return max(0, min(self.games[b] for b in self.active) - self.catch_up)
+
+    def add(self, name: str, games0: int | None = None) -> int:
+        """Seat `name` at new tables from the next block; its starting game count."""
+        start = self.seating_count() if games0 is None else games0
+        self.games[name] = max(self.games.get(name, 0), start)
+        self.active[name] = None
+        return start
+
+    def retire(self, name: str) -> None:
+        self.active.pop(name, None)
+
+    def restore(self, planned: Iterable[GameSpec]) -> None:
+        """Count the games planned before a restart (after :meth:`add` of every entry)."""
+        last = -1
+        seen: set[tuple[int, int]] = set()
+        for g in planned:
+            for b in g.seats:
+                self.games[b] = self.games.get(b, 0) + 1
+            if (g.round, g.meeting) not in seen:
+                seen.add((g.round, g.meeting))
+                for i, a in enumerate(g.seats):
+                    for b in g.seats[i + 1:]:
+                        self.met[_pair(a, b)] += 1
+            last = max(last, g.index)
+            self.round = max(self.round, g.round + 1)
+        self.next_index = last + 1
+
+    def block(self, mu: Mapping[str, float], tables: int) -> list[GameSpec]:
+        """The next block: up to `tables` tables (fewer when the active
+        entries run out), rated by `mu`; empty when fewer active entries
+        than seats."""
+        k = self.table_size
+        pool = list(self.active)
+        if len(pool) < k or tables < 1:
+            return []
+        rng = random.Random(f"ladder:{self.seed}:{self.round}")
+        draw = {b: rng.random() for b in pool}
+        by_mu = sorted(pool, key=lambda b: (-mu.get(b, 0.0), b))
+        pos = {b: i for i, b in enumerate(by_mu)}
+        order = sorted(pool, key=lambda b: (self.games[b], draw[b]))
+        used: set[str] = set()
+        seated: list[list[str]] = []
+        for anchor in order:
+            if len(seated) >= tables:
+                break
+            if anchor in used:
+                continue
+            reach = 2 * (k - 1)
+            lo, hi = max(0, pos[anchor] - reach), pos[anchor] + reach + 1
+            free = [b for b in by_mu[lo:hi] if b not in used and b != anchor]
+            if len(free) < k - 1:
+                continue  # its neighbours are seated: it is first in the next block
+            near = sorted(free, key=lambda b: (abs(pos[b] - pos[anchor]), draw[b]))[:reach]
+            chosen = sorted(near, key=lambda b: (self.games[b], self.met[_pair(anchor, b)],
+                                                 abs(pos[b] - pos[anchor]), draw[b]))[: k - 1]
+            table = [anchor, *chosen]
+            rng.shuffle(table)
+            used.update(table)
+            seated.append(table)
+        out: list[GameSpec] = []
+        rotations = k
+        for rot in range(rotations):
+            for m, table in enumerate(seated):
+                seats = tuple(table[(s + rot) % k] for s in range(k))
+                out.append(GameSpec(index=self.next_index, round=self.round, meeting=m, rotation=rot,
+                                    deal_seed=deal_seed(self.seed, self.round, m, 0 if self.duplicate else rot),
+                                    seats=seats))
+                self.next_index += 1
+        for table in seated:
+            for i, a in enumerate(table):
+                self.games[a] += rotations
+                for b in table[i + 1:]:
+                    self.met[_pair(a, b)] += 1
+        self.round += 1
+        return out
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+# ------------------------------------------------------------- playing
+
+
+class EntryResult(msgspec.Struct, kw_only=True):
+    """What :meth:`Ladder.reconcile` did with a wanted entry."""
+
+    name: str
+    #: "entered", "kept" (it plays already), or "unreachable".
+    outcome: str
+    reason: str | None = None
+    #: The entry it replaced (its team's previous version), now retired.
+    replaced: str | None = None
+
+
+class Ladder(Tournament):
+    """A competition's ladder, played until :meth:`stop`; :meth:`reconcile`
+    (on the ladder's loop) brings in the entries it should have.
+
+    `league`: the rules, timeouts, ratings and seats (its ``[[bots]]`` are not
+    used: the entries come from `wanted` and from the store). `wanted`: the
+    entries it should have now, with their secrets. `known`: the specs (with
+    secrets) of entries of earlier runs of this ladder that may still have
+    planned games (retired versions); an entry without one plays them with
+    its stored spec.
+    """
+
+    def __init__(self, league: League, out: Path, *, wanted: Sequence[Wanted] = (),
+                 known: Mapping[str, BotSpec] | None = None, concurrency: int | None = None,
+                 log: Callable[[str], None] | None = None,
+                 executor: Executor | None = None, replays: bool = True) -> None:
+        lad = league.ladder
+        # The runner's own schedule is not used: the ladder plans its blocks.
+        idle = msgspec.structs.replace(league.tournament, schedule="round-robin")
+        super().__init__(msgspec.structs.replace(league, bots=[], tournament=idle), out,
+                         concurrency=concurrency or lad.concurrency or league.tournament.concurrency,
+                         resume=True, progress=False, replays=replays, log=log, executor=executor,
+                         drop_unreachable=True)
+        t = league.tournament
+        self.plan = LadderScheduler(t.table_size, t.duplicate, t.seed, catch_up=lad.catch_up)
+        self.wanted = list(wanted)
+        self.known = dict(known or {})
+        self.entries: dict[str, Entry] = {}
+        self._queue: collections.deque[GameSpec] = collections.deque()
+        #: Planned games not yet finished, per entry (a retired entry's bot
+        #: is closed when it reaches 0).
+        self._owed: collections.Counter[str] = collections.Counter()
+        self._wake = asyncio.Event()
+        self._store: Store | None = None
+        #: Set once the ladder plays (its bots started).
+        self.started = asyncio.Event()
+
+    # ------------------------------------------------------------ the store
+
+    def _open_store(self) -> Store:
+        self.out.mkdir(parents=True, exist_ok=True)
+        store = open_ladder_store(self.out / "tournament.sqlite")
+        fingerprint = ladder_fingerprint(self.league)
+        known = store.get_meta("ladder_fingerprint")
+        if known is not None and known != fingerprint:
+            store.close()
+            raise LeagueError(
+                f"{self.out} holds a ladder of another league (its rules, timeouts, fault policy, ratings, "
+                "seats or seed differ): a competition's league cannot change while its ladder lives")
+        store.set_meta("ladder_fingerprint", fingerprint)
+        store.set_meta("league", msgspec.json.encode(redacted(self.league)).decode())
+        store.set_meta("name", self.league.tournament.name)
+        store.set_meta("kind", "ladder")
+        return store
+
+    def _restore(self, store: Store) -> list[GameSpec]:
+        """The entries and the plan as they were; the planned games not yet recorded."""
+        for e in read_entries(store):
+            self.entries[e.name] = e
+            if e.status == "unreachable":
+                continue  # it never played
+            self.table.add_bot(e.name, mu=e.mu0, sigma=e.sigma0)
+            self._entries[e.name] = msgspec.structs.replace(self.known.get(e.name, e.spec), name=e.name)
+            if e.status == "active":
+                self.plan.add(e.name, e.games0)
+            else:
+                self.table.retire(e.name)
+                self.plan.games[e.name] = e.games0
+        planned = _read_plan(store)
+        self.plan.restore(planned)
+        done = store.done_indexes()
+        todo = [g for g in planned if g.index not in done]
+        for g in todo:
+            self._owed.update(g.seats)
+        return todo
+
+    # -------------------------------------------------------------- entries
+
+    def _new_entry(self, w: Wanted, replaces: Entry | None) -> Entry:
+        cfg = self.league.ratings
+        mu, sigma = cfg.mu, cfg.sigma
+        if replaces is not None and self.league.ladder.ratings == "inherit":
+            r = self.table.ratings[replaces.name]
+            mu, sigma = float(r.mu), max(float(r.sigma), cfg.sigma / 2)
+        return Entry(name=w.name, team=w.team, submission=w.submission,
+                     spec=msgspec.structs.replace(w.spec, name=w.name), mu0=mu, sigma0=sigma,
+                     games0=self.plan.seating_count(), joined_at=time.time(), first_index=self.plan.next_index)
+
+    async def _reach(self, spec: BotSpec) -> str | None:
+        """Start (or reach) and greet a new entry's bot; why not, if it cannot be."""
+        factory = self._factory
+        assert factory is not None
+        try:
+            await factory.prepare(spec)
+            bot = factory.make(spec)
+        except BotError as e:
+            return str(e)
+        try:
+            await bot.handshake()
+        except BotError as e:
+            await bot.close()
+            return str(e)
+        if spec.fresh_process:
+            await bot.close()
+        self.bots[spec.name] = bot
+        return None
+
+    async def reconcile(self, wanted: Sequence[Wanted]) -> list[EntryResult]:
+        """Bring the ladder to `wanted` (call on the ladder's loop once it
+        has :attr:`started`): each new entry is reached and taken in, and the
+        entry of its team (or its house bot) it replaces retires. An entry
+        that cannot be reached is recorded as unreachable and leaves the
+        previous version in play."""
+        store = self._store
+        assert store is not None
+        results: list[EntryResult] = []
+        for w in wanted:
+            if w.name in self.entries:
+                if self.entries[w.name].status == "active":
+                    results.append(EntryResult(name=w.name, outcome="kept"))
+                continue
+            previous = None if w.team is None else next(
+                (e for e in self.entries.values() if e.status == "active" and e.team == w.team), None)
+            entry = self._new_entry(w, previous)
+            spec = entry.spec
+            why = await self._reach(spec)
+            if why is not None:
+                entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
+                self.entries[w.name] = entry
+                _put_entry(store, entry)
+                self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
+                results.append(EntryResult(name=w.name, outcome="unreachable", reason=why))
+                continue
+            self.entries[w.name] = entry
+            self._entries[w.name] = spec
+            self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
+            entry.games0 = self.plan.add(w.name)
+            _put_entry(store, entry)
+            replaced = None
+            if previous is not None:
+                self._retire(previous, "retired", f"replaced by {w.name}")
+                replaced = previous.name
+            store.put_bot(w.name, spec.kind, spec.target, None)
+            self.log(f"ladder: {w.name!r} enters" + (f", {replaced!r} retires" if replaced else ""))
+            results.append(EntryResult(name=w.name, outcome="entered", replaced=replaced))
+        self._wake.set()
+        return results
+
+    def _retire(self, entry: Entry, status: str, reason: str) -> None:
+        entry.status, entry.reason, entry.ended_at = status, reason, time.time()
+        self.plan.retire(entry.name)
+        if entry.name not in self.table.retired:
+            self.table.retire(entry.name)
+        if self._store is not None:
+            _put_entry(self._store, entry)
+        if self._owed[entry.name] <= 0:
+            self._close_entry(entry.name)
+
+    def _close_entry(self, name: str) -> None:
+        bot = self.bots.pop(name, None)
+        if bot is not None:
+            task = asyncio.ensure_future(bot.close())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _drop(self, name: str, why: str, detail: str = "") -> None:
+        super()._drop(name, why, detail)
+        entry = self.entries.get(name)
+        if entry is not None and entry.status == "active":
+            entry.status, entry.reason, entry.ended_at = "dropped", why, time.time()
+            self.plan.retire(name)
+            if name not in self.table.retired:
+                self.table.retire(name)
+            if self._store is not None:
+                _put_entry(self._store, entry)
+
+    # ----------------------------------------------------------------- play
+
+    def standings(self) -> list[Standing]:
+        """The live table of the entries in play."""
+        return self.table.standings(self.confidence, retired=False)
+
+    async def run(self) -> list[Standing]:
+        store = self._open_store()
+        self._store = store
+        try:
+            todo = self._restore(store)
+            recorded = {o.index: o for o in store.outcomes()}
+            session = make_session(connections_per_bot=max(8, self.concurrency * 2))
+            league = self.league
+            self._factory = BotFactory(
+                log_dir=self.out / "logs", base_dir=Path(league.path).parent if league.path else Path.cwd(),
+                session=session, out_dir=self.out, limits=league.containers,
+                labels={"referee.tournament": league.tournament.name},
+            )
+            try:
+                # The bots of planned games first (they are owed), then the wanted entries.
+                needed = [self._entries[n] for n in self._owed if n in self._entries]
+                needed += [self._entries[n] for n, e in self.entries.items()
+                           if e.status == "active" and n not in self._owed]
+                self.league = msgspec.structs.replace(self.league, bots=needed)
+                await self._start_bots(store)
+                if self.replays:
+                    (self.out / "replays").mkdir(exist_ok=True)
+                for name, e in self.entries.items():
+                    if e.status in ("retired", "dropped", "unreachable") and self._owed[name] <= 0:
+                        self._close_entry(name)
+                self.started.set()
+                await self.reconcile(self.wanted)
+                t0 = time.perf_counter()
+                try:
+                    await self._play_ladder(todo, recorded, store)
+                finally:
+                    self.play_seconds = time.perf_counter() - t0
+            finally:
+                await self._close_bots()
+                await session.close()
+            return self.finish(store)
+        finally:
+            self.started.set()
+            self._store = None
+            store.close()
+
+    def _tables(self) -> int:
+        """Tables per block: enough to keep `concurrency` games going."""
+        return max(1, math.ceil(2 * self.concurrency / self.league.tournament.table_size))
+
+    def finish(self, store: Store) -> list[Standing]:
+        """The outputs over every entry that played (retired ones flagged)."""
+        self.league = msgspec.structs.replace(
+            self.league, bots=[self._entries[n] for n in self.table.ratings if n in self._entries])
+        return super().finish(store)
+
+    async def _play_ladder(self, todo: list[GameSpec], recorded: Mapping[int, object], store: Store) -> None:
+        progress = Progress(0, len(recorded), enabled=False)
+        self._finished = {o.index: o for o in store.outcomes()}
+        self._gate = math.inf  # the ladder's table follows every game as soon as its turn comes
+        self._apply_ready()
+        self._queue.extend(todo)
+        self.planned = self.plan.next_index
+        semaphore = asyncio.Semaphore(self.concurrency)
+        counter = [len(recorded)]
+        try:
+            while not self._stopping and self._failure is None:
+                if not self._queue:
+                    mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
+                    block = self.plan.block(mu, self._tables())
+                    if not block:
+                        self._wake.clear()
+                        await self._wake.wait()
+                        continue
+                    _put_plan(store, block)
+                    for g in block:
+                        self._owed.update(g.seats)
+                    self._queue.extend(block)
+                    self.planned = self.plan.next_index
+                await semaphore.acquire()
+                if self._stopping or self._failure is not None:
+                    semaphore.release()
+                    break
+                spec = self._queue.popleft()
+                task = asyncio.create_task(self._ladder_game(spec, store, semaphore, counter, progress))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            self._apply_ready()
+        self.played = counter[0] - len(recorded)
+        if self._failure is not None:
+            raise self._failure
+        raise Interrupted(f"the ladder stopped with {counter[0]} games recorded")
+
+    async def _ladder_game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
+                           counter: list[int], progress: Progress) -> None:
+        try:
+            await self._game(spec, store, semaphore, counter, progress)
+        finally:
+            for name in spec.seats:
+                self._owed[name] -= 1
+                entry = self.entries.get(name)
+                if self._owed[name] <= 0 and entry is not None and entry.status != "active":
+                    self._close_entry(name)
+
+    def stop(self, abandon: bool = False) -> None:
+        super().stop(abandon)
+        self._wake.set()
