@@ -10,7 +10,8 @@ One pipeline whatever was submitted:
    pinned by its id;
 2. **the admission check** (``checking``): :func:`referee.admission.admit`,
    with the competition's rules, timeouts and container limits;
-3. ``accepted`` (the team's new version: the next run plays it) or
+3. ``accepted`` (the team's new version: it enters the competition's ladder
+   at once when the competition is open, else the next run plays it) or
    ``refused``, with the reason, the report and the build log on the team's
    own page. A refused submission leaves the team's previous version in play.
 
@@ -37,6 +38,7 @@ from ..bots.factory import BotSpec
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
 from ..tournament.league import LeagueError
 from .db import ServiceDB, Submission
+from .ladders import submission_accepted
 from .runs import check_league_text
 from .state import DB, SETTINGS
 
@@ -170,6 +172,10 @@ class Pipeline:
         # 3. accepted or refused
         if report.ok:
             await self._finish(sid, "accepted", reason=None, report=text)
+            for result in await submission_accepted(self.app, team.competition_id):
+                if result.outcome == "unreachable":
+                    log.warning("submission %s: accepted, but the ladder could not reach it: %s", sid,
+                                result.reason)
         else:
             await self._finish(sid, "refused", reason=report.reason, report=text)
             if sub.kind in ("archive", "source") and spec.image is not None:

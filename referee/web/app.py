@@ -24,6 +24,7 @@ from . import pages
 from .admissions import default_policy, pipeline_ctx
 from .data import CACHES, Caches
 from .db import AsyncServiceDB, ServiceDB
+from .ladders import LADDERS, ladders_ctx
 from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
 from .routes import setup_routes
@@ -73,6 +74,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[SETTINGS] = settings
     app[DB] = AsyncServiceDB(db_path)
     app[RUNS] = {}
+    app[LADDERS] = {}
     app[HUB] = Hub()
     app[CACHES] = Caches()
     pages.setup(app)
@@ -81,6 +83,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app.cleanup_ctx.append(_db_ctx)
     app.cleanup_ctx.append(pipeline_ctx)
     app.cleanup_ctx.append(_runs_ctx)
+    app.cleanup_ctx.append(ladders_ctx)
     app.cleanup_ctx.append(_live_ctx)
     app.on_shutdown.append(_end_streams)
     app.on_response_prepare.append(on_response_prepare)

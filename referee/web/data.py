@@ -20,6 +20,7 @@ from aiohttp import web
 from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
+from ..tournament.ladder import ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from .db import Competition, Run, ServiceDB, Submission, Team
@@ -93,7 +94,7 @@ async def run_snapshot(app: web.Application, run: Run) -> Snapshot:
     """
     ratings = app[CACHES].ratings.get(run.id)
     if ratings is None:
-        ratings = RunRatings(decode_league(run.league_json))
+        ratings = RunRatings(decode_league(run.league_json), ladder=run.kind == "ladder")
         app[CACHES].ratings.put(run.id, ratings)
     return await asyncio.to_thread(ratings.update, run.out_dir)
 
@@ -111,8 +112,11 @@ def run_info(run: Run, *, private: bool = False) -> RunInfo:
     error = run.error
     if error is not None and run.status == "failed" and not private:
         error = PUBLIC_FAILURE.format(cid=run.competition_id)
+    seed = None
+    if run.kind == "final" and run.status == "finished":  # the final's deals are all played: its seed is public
+        seed = decode_league(run.league_json).tournament.seed
     return RunInfo(id=run.id, status=run.status, total_games=run.total_games, error=error,
-                   started_at=run.started_at, finished_at=run.finished_at)
+                   started_at=run.started_at, finished_at=run.finished_at, kind=run.kind, seed=seed)
 
 
 def submission_info(sub: Submission | None) -> SubmissionInfo | None:
@@ -152,7 +156,7 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
         games = await asyncio.to_thread(count_games, run.out_dir) if run is not None else 0
         out.append(CompetitionSummary(
             id=c.id, name=c.name, teams=teams, status=run.status if run else "no run yet", games=games,
-            total_games=run.total_games if run else 0, run=run_info(run) if run else None,
+            total_games=run.total_games if run else 0, run=run_info(run) if run else None, phase=c.phase,
         ))
     return out
 
@@ -184,7 +188,7 @@ async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
     board = Leaderboard(
         id=comp.id, name=comp.name, created_at=comp.created_at, teams=[t.name for t in teams],
         house_bots=house_of(comp), runs=[run_info(r) for r in runs], run=None, pinned=pinned, games=0,
-        standings=[], recent_games=[],
+        standings=[], recent_games=[], phase=comp.phase,
     )
     if run is None:
         board.standings = _prospective(comp, playing)
@@ -193,8 +197,41 @@ async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
     board.run = run_info(run)
     board.games = snap.games
     board.standings = snap.standings
+    board.retired = snap.retired
     board.recent_games = await asyncio.to_thread(games_list, run.out_dir, None, 12)
     return board
+
+
+# ------------------------------------------------------------------ team
+
+
+class TeamStanding(msgspec.Struct, kw_only=True):
+    """A version of a team's bot in the shown run (a ladder: each version it entered)."""
+
+    name: str
+    #: active, retired, dropped or unreachable (a ladder); "playing" in a run.
+    status: str
+    reason: str | None
+    standing: Standing | None
+    of: int
+
+
+async def team_standings(app: web.Application, comp: Competition, team: Team) -> tuple[Run | None,
+                                                                                       list[TeamStanding]]:
+    """The team's versions in the competition's latest run, newest first, with their standing."""
+    run = await app[DB].call(ServiceDB.latest_run, comp.id)
+    if run is None:
+        return None, []
+    snap = await run_snapshot(app, run)
+    rows = {s.bot: s for s in snap.standings + snap.retired}
+    of = len(snap.standings)
+    if run.kind != "ladder":
+        s = rows.get(team.name)
+        return run, [] if s is None else [TeamStanding(name=team.name, status="playing", reason=None,
+                                                       standing=s, of=of)]
+    entries = [e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.team == team.name]
+    return run, [TeamStanding(name=e.name, status=e.status, reason=e.reason, standing=rows.get(e.name), of=of)
+                 for e in reversed(entries)]
 
 
 # -------------------------------------------------------------------- bot
@@ -207,9 +244,14 @@ def _team_and_bot(db: ServiceDB, cid: int, name: str) -> tuple[Team | None, Subm
 
 async def bot(app: web.Application, comp: Competition, run: Run | None, name: str) -> BotData:
     """A bot of the competition (a team's or a house bot) in ``run``: 404 if there is none."""
-    team, sub = await app[DB].call(_team_and_bot, comp.id, name)
     league: League | None = decode_league(run.league_json) if run else None
     in_league = league is not None and any(b.name == name for b in league.bots)
+    team_name = name
+    if run is not None and run.kind == "ladder":  # a team's version in the ladder: "alice v3"
+        entry = next((e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None)
+        in_league = entry is not None and entry.status != "unreachable"
+        team_name = entry.team if entry is not None and entry.team is not None else name
+    team, sub = await app[DB].call(_team_and_bot, comp.id, team_name)
     house = house_of(comp)
     if not in_league and team is None and name not in house:
         fail(404, f"no bot {name!r} in competition {comp.id}")
@@ -221,7 +263,7 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
     )
     if run is not None and in_league:
         snap = await run_snapshot(app, run)
-        data.standing = next((s for s in snap.standings if s.bot == name), None)
+        data.standing = next((s for s in snap.standings + snap.retired if s.bot == name), None)
         data.history = [RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
                         for g, b, mu, sg in snap.history if b == name]
         data.games = await asyncio.to_thread(games_list, run.out_dir, name)

@@ -108,8 +108,24 @@ MIGRATIONS = {
     },
     "runs": {
         "secrets_from": "TEXT",
+        "kind": "TEXT NOT NULL DEFAULT 'run'",
+    },
+    "competitions": {
+        "phase": "TEXT NOT NULL DEFAULT 'setup'",
+        "ladder_concurrency": "INTEGER",
+        "frozen_at": "REAL",
     },
 }
+
+#: A competition's life (issue 15): "setup" (the admin starts runs by hand),
+#: "open" (the ladder plays all the time; new versions enter at once),
+#: "frozen" (submissions closed, the ladder stopped), "final" (the final
+#: league of the frozen bots is played, or was).
+PHASES = ("setup", "open", "frozen", "final")
+
+#: What a run is: a run started by hand ("run"), a competition's ladder
+#: ("ladder", played while it is open) or its final ("final").
+RUN_KINDS = ("run", "ladder", "final")
 
 #: A submission's life: queued, then building (an upload made into an
 #: image), checking (the admission check), then accepted or refused.
@@ -138,6 +154,12 @@ class Competition(msgspec.Struct, kw_only=True):
     name: str
     league_toml: str
     created_at: float
+    #: See :data:`PHASES`.
+    phase: str = "setup"
+    #: Games at once while the ladder plays (None: the league's ``[ladder]``).
+    ladder_concurrency: int | None = None
+    #: When submissions closed (the final plays the versions made before).
+    frozen_at: float | None = None
 
 
 class Team(msgspec.Struct, kw_only=True):
@@ -207,6 +229,8 @@ class Run(msgspec.Struct, kw_only=True):
     #: JSON {bot name: submission id}: where the run's bots' secrets are read
     #: from when it starts (they are never copied into league_json).
     secrets_from: str | None = None
+    #: See :data:`RUN_KINDS`.
+    kind: str = "run"
 
 
 class ServiceDB:
@@ -291,9 +315,24 @@ class ServiceDB:
 
     def competition(self, cid: int) -> Competition | None:
         row = self.db.execute(
-            "SELECT id, name, league_toml, created_at FROM competitions WHERE id = ?", (cid,)
-        ).fetchone()
-        return None if row is None else Competition(id=row[0], name=row[1], league_toml=row[2], created_at=row[3])
+            "SELECT id, name, league_toml, created_at, phase, ladder_concurrency, frozen_at FROM competitions"
+            " WHERE id = ?", (cid,)).fetchone()
+        return None if row is None else Competition(id=row[0], name=row[1], league_toml=row[2], created_at=row[3],
+                                                    phase=row[4], ladder_concurrency=row[5], frozen_at=row[6])
+
+    def set_phase(self, cid: int, phase: str, *, concurrency: int | None = None) -> None:
+        """Move the competition to `phase` (freezing: submissions close now)."""
+        assert phase in PHASES, phase
+        frozen = time.time() if phase == "frozen" else None
+        self.db.execute(
+            "UPDATE competitions SET phase = ?, ladder_concurrency = COALESCE(?, ladder_concurrency),"
+            " frozen_at = CASE WHEN ? = 'open' THEN NULL ELSE COALESCE(?, frozen_at) END WHERE id = ?",
+            (phase, concurrency, phase, frozen, cid))
+
+    def competitions_in(self, phase: str) -> list[Competition]:
+        ids = [int(r[0]) for r in self.db.execute("SELECT id FROM competitions WHERE phase = ? ORDER BY id",
+                                                  (phase,))]
+        return [c for c in (self.competition(i) for i in ids) if c is not None]
 
     def competition_named(self, name: str) -> Competition | None:
         row = self.db.execute("SELECT id FROM competitions WHERE name = ?", (name,)).fetchone()
@@ -405,13 +444,21 @@ class ServiceDB:
             f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT 1", (tid,)
         ).fetchone())
 
-    def playing_submission(self, tid: int) -> Submission | None:
+    def playing_submission(self, tid: int, before: float | None = None) -> Submission | None:
         """The version in play: the team's newest accepted submission (a
-        refused or pending one leaves the previous version playing)."""
+        refused or pending one leaves the previous version playing); made
+        `before` that time only, when given (the final: before the freeze)."""
         return _submission(self.db.execute(
             f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? AND status = 'accepted'"
-            " ORDER BY id DESC LIMIT 1", (tid,)
+            " AND created_at <= COALESCE(?, created_at) ORDER BY id DESC LIMIT 1", (tid, before)
         ).fetchone())
+
+    def submission_number(self, sid: int) -> int:
+        """A submission's number among its team's (1 for the first): its version."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM submissions WHERE team_id = (SELECT team_id FROM submissions WHERE id = ?)"
+            " AND id <= ?", (sid, sid)).fetchone()
+        return int(row[0])
 
     def submissions(self, tid: int, limit: int = 50) -> list[Submission]:
         """The team's submissions, newest first."""
@@ -491,7 +538,7 @@ class ServiceDB:
     # ------------------------------------------------------------------- runs
 
     _RUN_COLUMNS = ("id, competition_id, out_dir, league_json, total_games, status, error, pid, started_at,"
-                    " finished_at, secrets_from")
+                    " finished_at, secrets_from, kind")
 
     def _run(self, row: tuple[object, ...] | None) -> Run | None:
         if row is None:
@@ -499,7 +546,7 @@ class ServiceDB:
         return msgspec.convert(dict(zip(self._RUN_COLUMNS.replace(" ", "").split(","), row, strict=True)), Run)
 
     def begin_run(self, cid: int, *, out_dir: str, league_json: str, total_games: int,
-                  resume_run: int | None = None, secrets_from: str | None = None) -> Run | str:
+                  resume_run: int | None = None, secrets_from: str | None = None, kind: str = "run") -> Run | str:
         """Mark a run of competition ``cid`` as running (a new one, or
         ``resume_run`` again); a message instead when one is running already."""
         now = time.time()
@@ -521,8 +568,8 @@ class ServiceDB:
             else:
                 cur = db.execute(
                     "INSERT INTO runs (competition_id, out_dir, league_json, total_games, status, pid, started_at,"
-                    " secrets_from) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
-                    (cid, out_dir, league_json, total_games, os.getpid(), now, secrets_from),
+                    " secrets_from, kind) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                    (cid, out_dir, league_json, total_games, os.getpid(), now, secrets_from, kind),
                 )
                 assert cur.lastrowid is not None
                 rid = cur.lastrowid
@@ -547,6 +594,11 @@ class ServiceDB:
             f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? ORDER BY id", (cid,)
         ).fetchall()
         return [r for r in (self._run(row) for row in rows) if r is not None]
+
+    def latest_run_of(self, cid: int, kind: str) -> Run | None:
+        return self._run(self.db.execute(
+            f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+            (cid, kind)).fetchone())
 
     def latest_run(self, cid: int) -> Run | None:
         return self._run(self.db.execute(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from . import live
-from .handlers import admin_pages, bots, competitions, diagnostics, runs, static, team_pages, teams
+from .handlers import admin_pages, bots, competitions, diagnostics, phases, runs, static, team_pages, teams
 
 
 def setup_routes(app: web.Application) -> None:
@@ -23,10 +23,12 @@ def setup_routes(app: web.Application) -> None:
     r.add_post("/admin/competitions", admin_pages.new_competition)
     r.add_get("/admin/c/{cid}", admin_pages.competition_page)
     r.add_post("/admin/c/{cid}/teams", admin_pages.add_teams)
+    r.add_post("/admin/c/{cid}/{action:open|freeze|final}", phases.admin_action)
     r.add_get("/login", team_pages.login_page)
     r.add_post("/login", team_pages.login)
     r.add_post("/logout", team_pages.logout)
     r.add_get("/team", team_pages.team_page)
+    r.add_get("/team/live", team_pages.team_live)
     r.add_post("/team/submit", team_pages.submit)
     r.add_get("/team/submissions/{sid}", team_pages.submission_page)
     r.add_get("/team/diagnostics", diagnostics.diagnostics_page)
@@ -49,5 +51,9 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/api/competitions/{cid}/runs", runs.list_runs)
     r.add_post("/api/competitions/{cid}/runs", runs.start_run)
     r.add_post("/api/competitions/{cid}/runs/{rid}/stop", runs.stop_run)
+    r.add_post("/api/competitions/{cid}/open", phases.open_competition)
+    r.add_post("/api/competitions/{cid}/freeze", phases.freeze)
+    r.add_post("/api/competitions/{cid}/final", phases.start_final)
+    r.add_get("/api/competitions/{cid}/runs/{rid}/standings.csv", phases.standings_csv)
     r.add_get("/api/competitions/{cid}/runs/{rid}/games", runs.list_games)
     r.add_get("/api/competitions/{cid}/runs/{rid}/games/{idx}", runs.get_game)

@@ -28,6 +28,7 @@ from ..tournament.league import (
     check_league,
     parse_league,
 )
+from ..tournament.ladder import read_entries
 from ..tournament.ratings import Standing, Table
 from ..tournament.runner import DB_NAME, Interrupted, Tournament
 from ..tournament.store import Store
@@ -193,6 +194,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     standings: list[Standing]
     #: (game index, bot, mu, sigma) after each game, in schedule order.
     history: list[tuple[int, str, float, float]]
+    #: A ladder's retired and dropped entries (its standings hold those in play).
+    retired: list[Standing] = msgspec.field(default_factory=list)
 
 
 def count_games(out_dir: str | Path) -> int:
@@ -209,31 +212,56 @@ class RunRatings:
     up to the first game still in flight), so a new game costs the same at
     game 100,000 as at game 10. Thread-safe: updates run off the loop."""
 
-    def __init__(self, league: League) -> None:
+    def __init__(self, league: League, *, ladder: bool = False) -> None:
         self.league = league
-        self.table = Table([b.name for b in league.bots], league.ratings, series=league.rules.scoring)
+        #: A ladder's entries come from its store as they enter (see :mod:`referee.tournament.ladder`).
+        self.ladder = ladder
+        names = [] if ladder else [b.name for b in league.bots]
+        self.table = Table(names, league.ratings, series=league.rules.scoring)
         #: The index of the next game to apply.
         self.next = 0
+        self._entries: dict[str, str] = {}
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
+
+    def _take_entries(self, store: Store) -> bool:
+        """A ladder's new entries and retirements since the last update."""
+        changed = False
+        for e in read_entries(store):
+            if self._entries.get(e.name) == e.status or e.status == "unreachable":
+                continue
+            if e.name not in self.table.ratings:
+                self.table.add_bot(e.name, mu=e.mu0, sigma=e.sigma0)
+            if e.status != "active" and e.name not in self.table.retired:
+                self.table.retire(e.name)
+            self._entries[e.name] = e.status
+            changed = True
+        return changed
 
     def update(self, out_dir: str | Path) -> Snapshot:
         """The standings over every game applied so far, after applying the new ones."""
         with self._lock:
             path = Path(out_dir) / DB_NAME
             before = self.next
+            changed = False
             if path.exists():
                 with Store(path) as store:
+                    if self.ladder:
+                        changed = self._take_entries(store)
                     for o in store.outcomes(self.next):
                         if o.index != self.next:
                             break  # a game before it is still being played
                         self.table.add(o)
                         self.next += 1
-            if self._snapshot is None or self.next != before:
-                self._snapshot = Snapshot(
-                    games=self.next, standings=self.table.standings(self.league.stop.confidence),
-                    history=self.table.history[:],
-                )
+            if self._snapshot is None or self.next != before or changed:
+                confidence = self.league.stop.confidence
+                if self.ladder:
+                    standings = self.table.standings(confidence, retired=False)
+                    retired = [s for s in self.table.standings(confidence) if s.retired]
+                else:
+                    standings, retired = self.table.standings(confidence), []
+                self._snapshot = Snapshot(games=self.next, standings=standings, retired=retired,
+                                          history=self.table.history[:])
             return self._snapshot
 
 

@@ -39,6 +39,12 @@ class BotSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     note: str = ""
 
 
+class OpenCompetition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: Games played at once while the ladder plays (default: the league's
+    #: ``[ladder] concurrency``, else its ``[tournament] concurrency``).
+    concurrency: int | None = None
+
+
 class StartRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Continue the last run (interrupted or failed) instead of a new one.
     resume: bool = False
@@ -63,6 +69,11 @@ class RunInfo(msgspec.Struct, kw_only=True):
     error: str | None
     started_at: float
     finished_at: float | None
+    #: "run" (started by hand), "ladder" or "final".
+    kind: str = "run"
+    #: The seed every deal derives from: published once a final is finished
+    #: (never while games remain that it would reveal).
+    seed: int | None = None
 
 
 class CompetitionSummary(msgspec.Struct, kw_only=True):
@@ -77,6 +88,8 @@ class CompetitionSummary(msgspec.Struct, kw_only=True):
     games: int
     total_games: int
     run: RunInfo | None
+    #: setup, open (the ladder plays), frozen or final.
+    phase: str = "setup"
 
 
 class GameRow(msgspec.Struct, kw_only=True):
@@ -113,6 +126,10 @@ class Leaderboard(msgspec.Struct, kw_only=True):
     games: int
     standings: list[Standing]
     recent_games: list[GameRow]
+    #: setup, open (the ladder plays), frozen or final.
+    phase: str = "setup"
+    #: A ladder's retired and dropped versions, with the history they keep.
+    retired: list[Standing] = msgspec.field(default_factory=list)
 
 
 class RatingPoint(msgspec.Struct, kw_only=True):

@@ -13,8 +13,9 @@ from urllib.parse import quote
 from aiohttp import web
 
 from .. import pages
+from ...tournament.ladder import ladder_entries
 from ..data import submission_info
-from ..db import Competition, ServiceDB
+from ..db import Competition, Run, ServiceDB
 from ..errors import fail, message_of
 from ..sessions import (
     ADMIN_COOKIE,
@@ -33,7 +34,7 @@ from .teams import check_team_name
 MAX_TEAMS = 500
 
 
-async def _require(request: web.Request) -> AdminSignedIn:
+async def require_signed_in(request: web.Request) -> AdminSignedIn:
     who = await admin_signed_in(request)
     if who is None:
         raise web.HTTPSeeOther("/admin/login")
@@ -69,7 +70,7 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 async def logout(request: web.Request) -> web.StreamResponse:
     same_origin(request)
-    who = await _require(request)
+    who = await require_signed_in(request)
     check_csrf(who.csrf, (await _form(request)).get("csrf"))
     await request.app[DB].call(ServiceDB.end_admin_session, who.sid)
     response = web.HTTPSeeOther("/admin/login")
@@ -87,7 +88,7 @@ def _home(request: web.Request, who: AdminSignedIn, comps: list[Competition], *,
 
 
 async def home(request: web.Request) -> web.Response:
-    who = await _require(request)
+    who = await require_signed_in(request)
     return _home(request, who, await request.app[DB].call(ServiceDB.competitions))
 
 
@@ -95,7 +96,7 @@ async def new_competition(request: web.Request) -> web.StreamResponse:
     """The form's competition: on an error, the page again with the error
     (the league's line named) and what was typed kept."""
     same_origin(request)
-    who = await _require(request)
+    who = await require_signed_in(request)
     form = await _form(request)
     check_csrf(who.csrf, form.get("csrf"))
     name, league = form.get("name", ""), form.get("league", "")
@@ -110,18 +111,22 @@ async def new_competition(request: web.Request) -> web.StreamResponse:
 
 
 def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
+    """Each team's newest submission, its version in play, and that
+    version's standing in the ladder (its newest entry: active, dropped...)."""
+    ladder = db.latest_run_of(cid, "ladder")
+    entries = {e.team: e for e in ladder_entries(ladder.out_dir)} if ladder is not None else {}
     out: list[dict[str, object]] = []
     for t in db.teams(cid):
         latest = db.latest_submission(t.id)
         playing = db.playing_submission(t.id)
         out.append({"team": t, "latest": submission_info(latest), "playing": submission_info(playing),
-                    "count": db.count_submissions(t.id)})
+                    "count": db.count_submissions(t.id), "entry": entries.get(t.name)})
     return out
 
 
 def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competition,
                       teams: list[dict[str, object]], *, error: str | None = None, names: str = "",
-                      created: list[tuple[int, str, str]] | None = None) -> web.Response:
+                      created: list[tuple[int, str, str]] | None = None, final: Run | None = None) -> web.Response:
     csv_href = None
     if created:
         buf = io.StringIO()
@@ -131,7 +136,7 @@ def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competitio
         csv_href = "data:text/csv;charset=utf-8," + quote(buf.getvalue())
     response = pages.render(request, "admin_competition.html", {
         "csrf": who.csrf, "comp": comp, "teams": teams, "error": error, "names": names,
-        "created": created or [], "csv_href": csv_href})
+        "created": created or [], "csv_href": csv_href, "final": final})
     response.headers["Cache-Control"] = "no-store"  # tokens may be on it
     if error:
         response.set_status(422)
@@ -139,15 +144,17 @@ def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competitio
 
 
 async def competition_page(request: web.Request) -> web.Response:
-    who = await _require(request)
+    who = await require_signed_in(request)
     comp = await competition_of(request)
-    return _competition_page(request, who, comp, await request.app[DB].call(_teams_view, comp.id))
+    db = request.app[DB]
+    final = await db.call(ServiceDB.latest_run_of, comp.id, "final")
+    return _competition_page(request, who, comp, await db.call(_teams_view, comp.id), final=final)
 
 
 async def add_teams(request: web.Request) -> web.Response:
     """One team a line; all are added or none (each problem named by its line)."""
     same_origin(request)
-    who = await _require(request)
+    who = await require_signed_in(request)
     comp = await competition_of(request)
     form = await _form(request)
     check_csrf(who.csrf, form.get("csrf"))

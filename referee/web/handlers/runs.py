@@ -30,6 +30,9 @@ async def start_run(request: web.Request) -> web.Response:
     await require_admin(request)
     comp = await competition_of(request)
     body = await read_body(request, StartRun) if await has_body(request) else StartRun()
+    if comp.phase != "setup":
+        fail(409, f"competition {comp.id} is {comp.phase}: its ladder and final play by themselves "
+                  "(a run by hand is for a competition in setup)")
     app = request.app
     db = app[DB]
     try:

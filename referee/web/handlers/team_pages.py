@@ -14,8 +14,8 @@ from aiohttp import BodyPartReader, web
 
 from .. import pages
 from ..admissions import team_dir
-from ..data import submission_detail, submission_info
-from ..db import ServiceDB, Team
+from ..data import submission_detail, submission_info, team_standings
+from ..db import Competition, ServiceDB, Team
 from ..errors import fail
 from ..runs import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
@@ -82,9 +82,24 @@ def _team_view(db: ServiceDB, team: Team) -> dict[str, object]:
 async def team_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
     view = await request.app[DB].call(_team_view, who.team)
+    comp = view["competition"]
+    assert isinstance(comp, Competition)
+    run, versions = await team_standings(request.app, comp, who.team)
     return pages.render(request, "team.html", {
         "team": who.team, "csrf": who.session.csrf, "uploads": containers_enabled(),
-        "max_upload_mb": request.app[SETTINGS].max_upload // 2**20, **view})
+        "max_upload_mb": request.app[SETTINGS].max_upload // 2**20, "run": run, "versions": versions, **view})
+
+
+async def team_live(request: web.Request) -> web.Response:
+    """The live part of the team's page: its versions in the latest run
+    (the ladder: each version it entered), fetched again on every update."""
+    who = await signed_in_or_login(request)
+    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    assert comp is not None
+    run, versions = await team_standings(request.app, comp, who.team)
+    resp = pages.render(request, "team_live.html", {"run": run, "versions": versions, "competition": comp})
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
 
 
 async def submission_page(request: web.Request) -> web.Response:

@@ -68,6 +68,12 @@ async def make_submission(request: web.Request, team: Team, *, kind: str, url: s
     settings = request.app[SETTINGS]
     limit = (settings.submissions_per_window, settings.window_s)
     db = request.app[DB]
+    comp = await db.call(ServiceDB.competition, team.competition_id)
+    if comp is not None and comp.phase in ("frozen", "final"):
+        if upload is not None:
+            upload.unlink(missing_ok=True)
+        fail(409, f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
+                  "accepted before the freeze)")
     sub = await db.call(ServiceDB.add_submission, team.id, kind=kind, url=url, image=image, secret=secret,
                         note=note, rate_limit=limit, upload=None if upload is None else str(upload))
     if sub is None:

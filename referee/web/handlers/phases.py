@@ -1,0 +1,115 @@
+"""A competition's phases (issue 15): open (its ladder plays), freeze, start
+the final; the final's standings as CSV. The admin's JSON API and the admin
+page's buttons, one check each (:mod:`referee.web.ladders`)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp import web
+
+from .. import ladders
+from ..auth import require_admin
+from ..data import run_info
+from ..db import Competition, ServiceDB
+from ..errors import fail
+from ..schemas import OpenCompetition
+from ..sessions import check_csrf, same_origin
+from ..state import DB
+from ..validation import has_body, read_body
+from .admin_pages import require_signed_in
+from .common import competition_of, json_response, run_of
+
+#: The most games a ladder plays at once.
+MAX_CONCURRENCY = 256
+
+
+def _check_concurrency(concurrency: int | None) -> int | None:
+    if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
+        fail(422, f"'concurrency': must be between 1 and {MAX_CONCURRENCY}, got {concurrency}", "concurrency")
+    return concurrency
+
+
+async def _change(request: web.Request, comp: Competition, action: str, concurrency: int | None = None) -> int:
+    """Do `action` ("open", "freeze" or "final"): the run it started or stopped."""
+    try:
+        if action == "open":
+            return (await ladders.open_competition(request.app, comp, concurrency)).id
+        if action == "freeze":
+            thread = request.app[ladders.LADDERS].get(comp.id)
+            rid = thread.run.id if thread is not None else 0
+            await ladders.freeze(request.app, comp)
+            return rid
+        return (await ladders.start_final(request.app, comp)).id
+    except ladders.PhaseError as e:
+        fail(e.status, e.message)
+
+
+async def _answer(request: web.Request, cid: int, rid: int, status: int) -> web.Response:
+    db = request.app[DB]
+    comp = await db.call(ServiceDB.competition, cid)
+    run = await db.call(ServiceDB.run, rid) if rid else None
+    assert comp is not None
+    return json_response({"competition": comp.id, "phase": comp.phase,
+                          "run": run_info(run, private=True) if run is not None else None}, status)
+
+
+async def open_competition(request: web.Request) -> web.Response:
+    """``POST /api/competitions/{cid}/open`` (``{"concurrency": N}`` optional)."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    body = await read_body(request, OpenCompetition) if await has_body(request) else OpenCompetition()
+    rid = await _change(request, comp, "open", _check_concurrency(body.concurrency))
+    return await _answer(request, comp.id, rid, 202)
+
+
+async def freeze(request: web.Request) -> web.Response:
+    await require_admin(request)
+    comp = await competition_of(request)
+    rid = await _change(request, comp, "freeze")
+    return await _answer(request, comp.id, rid, 200)
+
+
+async def start_final(request: web.Request) -> web.Response:
+    await require_admin(request)
+    comp = await competition_of(request)
+    rid = await _change(request, comp, "final")
+    return await _answer(request, comp.id, rid, 202)
+
+
+async def standings_csv(request: web.Request) -> web.Response:
+    """A finished run's standings as CSV (the final's, for grading): rank,
+    bot, rating, the rank's 95% interval and whether it is settled."""
+    comp = await competition_of(request)
+    run = await run_of(request, comp)
+    if run.status != "finished":
+        fail(409, f"run {run.id} is {run.status}: its standings are final once it is finished")
+    path = Path(run.out_dir) / "standings.csv"
+    if not await asyncio.to_thread(path.exists):
+        fail(404, f"run {run.id} wrote no standings")
+    body = await asyncio.to_thread(path.read_bytes)
+    name = f"{comp.name}-{run.kind}-{run.id}.csv".replace("/", "-").replace('"', "")
+    return web.Response(body=body, content_type="text/csv", charset="utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+async def admin_action(request: web.Request) -> web.Response:
+    """The admin page's buttons: ``POST /admin/c/{cid}/{action}``, then back to the page."""
+    same_origin(request)
+    who = await require_signed_in(request)
+    comp = await competition_of(request)
+    form = await request.post()
+    check_csrf(who.csrf, str(form.get("csrf", "")))
+    action = request.match_info["action"]
+    if action not in ("open", "freeze", "final"):
+        fail(404, f"no action {action!r}")
+    concurrency = None
+    raw = str(form.get("concurrency", "")).strip()
+    if action == "open" and raw:
+        try:
+            concurrency = int(raw)
+        except ValueError:
+            fail(422, f"'concurrency': a whole number, got {raw!r}", "concurrency")
+    await _change(request, comp, action, _check_concurrency(concurrency))
+    raise web.HTTPSeeOther(f"/admin/c/{comp.id}")

@@ -1,0 +1,353 @@
+"""A competition that plays itself (issue 15): its ladder while it is open,
+its final once frozen.
+
+The phases (:data:`referee.web.db.PHASES`): the admin **opens** a
+competition and its ladder plays all the time (:class:`LadderThread`, one
+:class:`~referee.tournament.ladder.Ladder` in a thread of its own); a
+submission accepted meanwhile enters at once (:func:`submission_accepted`).
+**Freezing** closes submissions and stops the ladder after its games in
+flight. The **final** is an adaptive league of the frozen bots (each team's
+newest version accepted before the freeze) from fresh ratings on a new
+secret seed, played until settled at the league's ``[stop]`` confidence or
+its game budget; its seed and games are public once it is finished.
+
+A restart loses nothing: an open competition's ladder starts again over its
+folder (the planned games not yet recorded first), and an unfinished final
+resumes (:func:`autoplay`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+import traceback
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+from aiohttp import web
+
+from ..bots.factory import BotSpec
+from ..bots.netpolicy import AddressPolicy
+from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries
+from ..tournament.league import League, LeagueError
+from ..tournament.runner import Interrupted
+from ..tournament.schedule import make_scheduler
+from .db import Competition, Run, ServiceDB
+from .runs import (
+    RunThread,
+    StartError,
+    build_league,
+    check_league_text,
+    decode_league,
+    encode_league,
+    league_filename,
+    prepare_run,
+    still_allowed,
+    team_entry,
+    with_secrets,
+)
+from .state import DB, RUNS, SETTINGS
+
+log = logging.getLogger("referee.web")
+
+
+def _secret_seed() -> int:
+    """A deal seed nobody knows before it is published (a league file's seed may be shared)."""
+    return secrets.randbits(62)
+
+
+# ------------------------------------------------------------ the entries
+
+
+def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> list[Wanted]:
+    """The entries an open competition's ladder should have: its house bots
+    and each team's version in play (a URL bot only while its pinned address
+    is one `policy` allows), with their secrets."""
+    comp = db.competition(cid)
+    if comp is None:
+        return []
+    out = [Wanted(name=b.name, spec=b) for b in check_league_text(comp.league_toml).bots]
+    for team in db.teams(cid):
+        sub = db.playing_submission(team.id)
+        if sub is None or not still_allowed(sub, policy):
+            continue
+        spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
+        out.append(Wanted(name=entry_name(team.name, db.submission_number(sub.id)), team=team.name,
+                          submission=sub.id, spec=spec))
+    return out
+
+
+def known_of(db: ServiceDB, out_dir: str) -> dict[str, BotSpec]:
+    """The specs, with their secrets, of a ladder's earlier entries (a
+    retired version may still owe the rotations of a deal it was dealt into)."""
+    out: dict[str, BotSpec] = {}
+    for e in ladder_entries(out_dir):
+        if e.submission is None:
+            continue
+        sub = db.submission(e.submission)
+        team = db.team(sub.team_id) if sub is not None else None
+        if sub is None or team is None:
+            continue
+        out[e.name] = msgspec.structs.replace(team_entry(team, sub), name=e.name, secret=sub.secret)
+    return out
+
+
+# ------------------------------------------------------------ the thread
+
+
+class LadderThread:
+    """A competition's ladder played in a thread with its own event loop
+    (like :class:`~referee.web.runs.RunThread`); :meth:`reconcile` from the
+    service's loop brings in new entries."""
+
+    def __init__(self, db_path: Path, run: Run, league: League, wanted: list[Wanted],
+                 known: dict[str, BotSpec], concurrency: int | None) -> None:
+        self.db_path = db_path
+        self.run = run
+        self.ladder = Ladder(league, Path(run.out_dir), wanted=wanted, known=known, concurrency=concurrency,
+                             log=lambda m: log.info("competition %s: %s", run.competition_id, m))
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = threading.Thread(target=self._main, name=f"ladder-{run.competition_id}", daemon=True)
+        #: The run's status once the ladder ends: "finished" when frozen,
+        #: "interrupted" when the server stops (it plays on at the next start).
+        self.end_status = "interrupted"
+        self.status = "running"
+        self.error: str | None = None
+        self._ready = threading.Event()
+
+    def start(self) -> None:
+        self.thread.start()
+        self._ready.wait(10)
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        self._ready.set()
+        try:
+            loop.run_until_complete(self.ladder.run())
+        except Interrupted:
+            self.status = self.end_status
+        except Exception as e:  # noqa: BLE001 - a ladder's crash must not take the service down
+            self.status = "failed"
+            self.error = str(e) if isinstance(e, LeagueError) else f"{type(e).__name__}: {e}"
+            if not isinstance(e, LeagueError):
+                traceback.print_exc()
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+            db = ServiceDB(self.db_path)
+            try:
+                db.end_run(self.run.id, self.status, self.error)
+            finally:
+                db.close()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    async def reconcile(self, wanted: list[Wanted]) -> list[EntryResult]:
+        """Bring the ladder to `wanted` (from the service's loop)."""
+        loop = self.loop
+        if loop is None or loop.is_closed() or not self.alive():
+            return []
+
+        async def go() -> list[EntryResult]:
+            await self.ladder.started.wait()
+            if self.ladder._store is None:  # it ended before it started
+                return []
+            return await self.ladder.reconcile(wanted)
+
+        try:
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(go(), loop))
+        except RuntimeError:  # the loop closed meanwhile
+            return []
+
+    def stop(self, status: str, abandon: bool) -> None:
+        """End the ladder: after its games in flight, or abandoning them
+        (planned, they are played when it starts again)."""
+        self.end_status = status
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self.ladder.stop, abandon)
+        except RuntimeError:
+            pass
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+
+LADDERS: web.AppKey[dict[int, LadderThread]] = web.AppKey("ladders", dict)
+
+
+# ------------------------------------------------------------ the phases
+
+
+class PhaseError(StartError):
+    """A phase change that cannot be made now (409 unless said otherwise)."""
+
+
+def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
+                  concurrency: int | None) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
+    """Mark the competition open and its ladder running: the same ladder as
+    before when it has one (reopened, or the server restarted), else a new
+    one on a secret seed."""
+    comp = db.competition(cid)
+    if comp is None:
+        raise PhaseError(404, f"no competition {cid}")
+    last = db.latest_run_of(cid, "ladder")
+    if last is not None:
+        league = decode_league(last.league_json)
+        run = db.begin_run(cid, out_dir=last.out_dir, league_json=last.league_json, total_games=0,
+                           resume_run=last.id)
+    else:
+        try:
+            league = check_league_text(comp.league_toml, league_filename(db, cid))
+        except LeagueError as e:
+            raise PhaseError(409, f"cannot open: {e}") from None
+        league.tournament.seed = _secret_seed()
+        league.path = league_filename(db, cid)
+        run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=0, kind="ladder")
+        if not isinstance(run, str):
+            out = db.data_dir / f"competition-{cid}" / f"ladder-{run.id}"
+            db.set_out_dir(run.id, str(out))
+            run.out_dir = str(out)
+    if isinstance(run, str):
+        raise PhaseError(409, f"cannot open: {run}")
+    db.set_phase(cid, "open", concurrency=concurrency)
+    return run, league, wanted_of(db, cid, policy), known_of(db, run.out_dir)
+
+
+async def open_competition(app: web.Application, comp: Competition, concurrency: int | None = None) -> Run:
+    """Open the competition (from setup or frozen): its ladder plays from now on."""
+    if comp.phase not in ("setup", "frozen"):
+        raise PhaseError(409, f"competition {comp.id} is {comp.phase}: only a competition in setup or frozen "
+                              "opens")
+    if comp.id in app[LADDERS] and app[LADDERS][comp.id].alive():
+        raise PhaseError(409, f"competition {comp.id}'s ladder is playing already")
+    db = app[DB]
+    run, league, wanted, known = await db.call(_start_ladder, comp.id, app[SETTINGS].bot_policy,
+                                               concurrency)
+    thread = LadderThread(db.path, run, league, wanted, known,
+                          concurrency if concurrency is not None else comp.ladder_concurrency)
+    app[LADDERS][comp.id] = thread
+    await asyncio.to_thread(thread.start)
+    return run
+
+
+async def submission_accepted(app: web.Application, cid: int) -> list[EntryResult]:
+    """A team's new version enters the competition's ladder at once (when it plays)."""
+    thread = app[LADDERS].get(cid)
+    if thread is None or not thread.alive():
+        return []
+    wanted = await app[DB].call(wanted_of, cid, app[SETTINGS].bot_policy)
+    return await thread.reconcile(wanted)
+
+
+async def stop_ladder(app: web.Application, cid: int, status: str, *, abandon: bool) -> None:
+    thread = app[LADDERS].pop(cid, None)
+    if thread is None:
+        return
+    thread.stop(status, abandon)
+    await asyncio.to_thread(thread.join, 120)
+
+
+async def freeze(app: web.Application, comp: Competition) -> None:
+    """Close submissions; the ladder stops once its games in flight end."""
+    if comp.phase != "open":
+        raise PhaseError(409, f"competition {comp.id} is {comp.phase}: only an open competition freezes")
+    await app[DB].call(ServiceDB.set_phase, comp.id, "frozen")
+    await stop_ladder(app, comp.id, "finished", abandon=False)
+
+
+def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> tuple[Run, League]:
+    """The final's run: the house bots and each team's newest version
+    accepted before the freeze, on an adaptive schedule from fresh ratings
+    and a new secret seed."""
+    comp = db.competition(cid)
+    if comp is None:
+        raise PhaseError(404, f"no competition {cid}")
+    if comp.phase != "frozen":
+        raise PhaseError(409, f"competition {cid} is {comp.phase}: the final starts once it is frozen")
+    pending = [s for s in db.pending_submissions()
+               if (t := db.team(s.team_id)) is not None and t.competition_id == cid]
+    if pending:
+        raise PhaseError(409, f"{len(pending)} submission(s) made before the freeze are still being checked: "
+                              "start the final once they are accepted or refused")
+    pairs = []
+    for team in db.teams(cid):
+        sub = db.playing_submission(team.id, before=comp.frozen_at)
+        if sub is not None and still_allowed(sub, policy):
+            pairs.append((team, sub))
+    try:
+        league = build_league(comp.league_toml, pairs, league_filename(db, cid))
+    except LeagueError as e:
+        raise PhaseError(409, f"cannot start the final: {e}") from None
+    league.tournament.schedule = "adaptive"
+    league.tournament.seed = _secret_seed()
+    limit = make_scheduler(league).limit or 0
+    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
+    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=limit,
+                       secrets_from=secrets_from, kind="final")
+    if isinstance(run, str):
+        raise PhaseError(409, f"cannot start the final: {run}")
+    out = db.data_dir / f"competition-{cid}" / f"final-{run.id}"
+    db.set_out_dir(run.id, str(out))
+    run.out_dir = str(out)
+    db.set_phase(cid, "final")
+    return run, with_secrets(db, league, secrets_from)
+
+
+async def start_final(app: web.Application, comp: Competition) -> Run:
+    db = app[DB]
+    run, league = await db.call(_prepare_final, comp.id, app[SETTINGS].bot_policy)
+    thread = RunThread(db.path, run, league, resume=False)
+    app[RUNS][run.id] = thread
+    await asyncio.to_thread(thread.start)
+    return run
+
+
+async def autoplay(app: web.Application) -> None:
+    """At the server's start: open competitions play their ladder again,
+    an unfinished final resumes."""
+    db = app[DB]
+    for comp in await db.call(ServiceDB.competitions_in, "open"):
+        try:
+            run, league, wanted, known = await db.call(_start_ladder, comp.id, app[SETTINGS].bot_policy, None)
+        except StartError as e:
+            log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)
+            continue
+        thread = LadderThread(db.path, run, league, wanted, known, comp.ladder_concurrency)
+        app[LADDERS][comp.id] = thread
+        await asyncio.to_thread(thread.start)
+    for comp in await db.call(ServiceDB.competitions_in, "final"):
+        final = await db.call(ServiceDB.latest_run_of, comp.id, "final")
+        if final is None or final.status == "finished":
+            continue
+        try:
+            run, league = await db.call(prepare_run, comp.id, resume=True, policy=app[SETTINGS].bot_policy)
+        except StartError as e:
+            log.error("competition %s: its final cannot resume: %s", comp.id, e.message)
+            continue
+        final_thread = RunThread(db.path, run, league, resume=True)
+        app[RUNS][run.id] = final_thread
+        await asyncio.to_thread(final_thread.start)
+
+
+async def ladders_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Ladders and finals play on from the server's start; on the way out
+    the ladders stop (their games in flight abandoned: planned, they are
+    played at the next start)."""
+    await autoplay(app)
+    yield
+    threads = list(app[LADDERS].values())
+    for t in threads:
+        t.stop("interrupted", abandon=True)
+    for t in threads:
+        await asyncio.to_thread(t.join, 30)
+
