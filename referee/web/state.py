@@ -41,6 +41,14 @@ class Settings(msgspec.Struct, kw_only=True):
     build_timeout_s: float = 300.0
     #: Cookies only over HTTPS (``referee serve --secure-cookies``, behind TLS).
     secure_cookies: bool = False
+    #: Live event streams open at the same time, in all (then 503).
+    max_streams: int = 1000
+    #: Live event streams open at the same time from one client address (then
+    #: 429): ``request.remote``, behind a reverse proxy the proxy's.
+    max_streams_per_client: int = 4
+    #: A live stream sends at most one update this often; faster ones are
+    #: coalesced (the latest is sent, so the last state always arrives).
+    min_update_s: float = 1.0
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
