@@ -22,6 +22,7 @@ from aiohttp import web
 
 from . import pages
 from .admissions import default_policy, pipeline_ctx
+from .boardcache import BOARDS, BoardCache
 from .data import CACHES, Caches
 from .db import AsyncServiceDB, ServiceDB
 from .live import HUB, Hub, poller
@@ -57,6 +58,7 @@ async def _live_ctx(app: web.Application) -> AsyncIterator[None]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    await app[BOARDS].close()
 
 
 async def _end_streams(app: web.Application) -> None:
@@ -75,6 +77,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[RUNS] = {}
     app[HUB] = Hub()
     app[CACHES] = Caches()
+    app[BOARDS] = BoardCache(settings.board_ttl_s)
     pages.setup(app)
     setup_routes(app)
     # Order: the database outlives the runs (they record their end in it).

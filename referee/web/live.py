@@ -11,7 +11,8 @@ capped (``Settings.max_streams`` in all, then 503;
 ``Settings.max_streams_per_client`` from one address, then 429); a stream
 sends at most one update per ``Settings.min_update_s``, the faster ones
 coalesced into the latest (a :class:`Stream` keeps only the latest not yet
-sent, so the last state always arrives).
+sent, so the last state always arrives); and the board is computed once for
+all of them (:mod:`referee.web.boardcache`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import msgspec
 from aiohttp import web
 
 from . import data
+from .boardcache import BOARDS, latest_board, latest_key
 from .db import Competition, Run, ServiceDB
 from .errors import fail
 from .handlers.common import competition_of
@@ -140,8 +142,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
-        run = await app[DB].call(ServiceDB.latest_run, comp.id)
-        await _send(resp, await data.leaderboard(app, comp, run))
+        await _send(resp, await latest_board(app, comp))
         sent = written = loop.time()
         while not hub.closing and not stream.ended.is_set():
             idle = written + settings.heartbeat_s - loop.time()
@@ -208,10 +209,18 @@ async def poller(app: web.Application) -> None:
                 version = (run.id if run else None, run.status if run else None, games, teams)
                 if hub.versions.get(cid) == version:
                     continue
-                first = cid not in hub.versions
+                # The first look too: a new stream's first board came from
+                # the cache, and may be a little older than this version.
                 hub.versions[cid] = version
-                if not first:
-                    hub.publish(cid, await data.leaderboard(app, comp, run))
+                hub.publish(cid, await _fresh_board(app, comp, run))
             except Exception:  # noqa: BLE001 - keep polling
                 log.exception("live update of competition %s", cid)
 
+
+async def _fresh_board(app: web.Application, comp: Competition, run: Run | None) -> Leaderboard:
+    """The board of ``comp`` computed now (it changed), kept for the pages
+    that fetch it on this update; its other boards (a pinned run's) are
+    computed again when next asked for."""
+    boards = app[BOARDS]
+    boards.invalidate(lambda key: key.competition == comp.id)
+    return await boards.refresh(latest_key(comp.id), lambda: data.leaderboard(app, comp, run))

@@ -2,7 +2,8 @@
 
 Each resource is made and closed by :func:`referee.web.app.make_app`'s
 cleanup contexts; the keys of the live updates (:data:`referee.web.live.HUB`)
-and of the caches (:data:`referee.web.data.CACHES`) sit with their code.
+and of the caches (:data:`referee.web.data.CACHES`,
+:data:`referee.web.boardcache.BOARDS`) sit with their code.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class Settings(msgspec.Struct, kw_only=True):
     #: A live stream sends at most one update this often; faster ones are
     #: coalesced (the latest is sent, so the last state always arrives).
     min_update_s: float = 1.0
+    #: A leaderboard is computed at most once this often for all who ask
+    #: (:mod:`referee.web.boardcache`); a live update computes it afresh.
+    board_ttl_s: float = 0.5
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

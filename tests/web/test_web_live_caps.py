@@ -1,7 +1,8 @@
 """500 viewers do not slow the games (issue 15): the live streams are capped
-(per client: 429, in all: 503, a closed stream frees its slot), and each
-sends at most one update per ``min_update_s`` (coalesced, the last state
-always arrives).
+(per client: 429, in all: 503, a closed stream frees its slot), each sends
+at most one update per ``min_update_s`` (coalesced, the last state always
+arrives), the leaderboard is computed once for all who ask at the same time
+(single-flight, a short TTL, errors not kept).
 
 No assertion here rests on a tight timing: counts and order, generous
 timeouts; the one bound that involves time is measured, so a slow machine
@@ -17,10 +18,12 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import pytest
 from helpers_web import LOOPBACK, league_text, serve
-from test_web_api import error_of, new_competition, read_events
+from test_web_api import auth, error_of, new_competition, read_events
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.web import ServiceDB, Settings, data, make_app
+from referee.web.boardcache import BOARDS, BoardCache
 from referee.web.live import HUB
 from referee.web.schemas import Leaderboard
 
@@ -184,3 +187,197 @@ async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token:
     await asyncio.wait_for(heartbeat(), 30)
     assert buf.startswith(b"event: update\n")
     r.close()
+
+
+# -------------------------------------------------------- the board cache
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_board_is_the_same_object_inside_its_ttl_and_computed_again_after() -> None:
+    clock = Clock()
+    cache: BoardCache[str, object] = BoardCache(ttl=0.5, clock=clock)
+
+    async def compute() -> object:
+        return object()
+
+    a = await cache.get("k", compute)
+    clock.now += 0.4
+    assert await cache.get("k", compute) is a
+    assert (cache.computed, cache.hits) == (1, 1)
+    clock.now += 0.2  # 0.6 after it was computed
+    b = await cache.get("k", compute)
+    assert b is not a and (cache.computed, cache.hits) == (2, 1)
+    assert await cache.get("other", compute) is not b and cache.computed == 3
+
+
+async def test_concurrent_requests_await_one_computation() -> None:
+    cache: BoardCache[str, object] = BoardCache(ttl=60)
+    release = asyncio.Event()
+    calls = 0
+
+    async def compute() -> object:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return object()
+
+    waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(50)]
+    await until(lambda: cache.joined == 49, what="every request awaiting the one computation")
+    # One request that goes away does not cancel the others' computation.
+    waiters.pop().cancel()
+    release.set()
+    got = await asyncio.gather(*waiters)
+    assert calls == 1 and cache.computed == 1 and all(g is got[0] for g in got)
+    assert await cache.get("k", compute) is got[0]
+
+
+async def test_an_error_reaches_every_waiter_and_is_not_kept() -> None:
+    cache: BoardCache[str, object] = BoardCache(ttl=60)
+    release = asyncio.Event()
+    fail = True
+
+    async def compute() -> object:
+        await release.wait()
+        if fail:
+            raise RuntimeError("the board cannot be computed")
+        return "board"
+
+    waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(5)]
+    await until(lambda: cache.joined == 4, what="every request awaiting the one computation")
+    release.set()
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results) and cache.computed == 1
+    assert not cache.values and not cache.flights
+    fail = False
+    assert await cache.get("k", compute) == "board" and cache.computed == 2
+
+
+async def test_a_refresh_is_not_overwritten_by_an_older_computation() -> None:
+    cache: BoardCache[str, str] = BoardCache(ttl=60)
+    release = asyncio.Event()
+
+    async def old() -> str:
+        await release.wait()
+        return "old"
+
+    async def new() -> str:
+        return "new"
+
+    older = asyncio.create_task(cache.get("k", old))
+    await until(lambda: "k" in cache.flights, what="the first computation")
+    assert await cache.refresh("k", new) == "new"
+    release.set()
+    assert await older == "old"  # what that request asked for before the refresh
+    assert await cache.get("k", old) == "new" and cache.computed == 2
+
+
+async def test_the_board_cache_keeps_a_bounded_number_of_keys() -> None:
+    cache: BoardCache[str, str] = BoardCache(ttl=60, size=2)
+
+    def value(v: str) -> Callable[[], Any]:
+        async def compute() -> str:
+            return v
+
+        return compute
+
+    for k in ("a", "b"):
+        await cache.get(k, value(k))
+    await cache.get("a", value("a"))  # a used last: b goes first
+    await cache.get("c", value("c"))
+    assert list(cache.values) == ["a", "c"] and cache.computed == 3
+    cache.invalidate(lambda k: k == "a")
+    assert list(cache.values) == ["c"]
+
+
+async def test_200_viewers_of_the_live_part_compute_its_board_once(
+    service: Service, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = await service(board_ttl_s=60)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    release = asyncio.Event()
+    real = data.leaderboard
+
+    async def slow(*args: Any, **kwargs: Any) -> Leaderboard:
+        await release.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(data, "leaderboard", slow)
+    computed, hits, joined = boards.computed, boards.hits, boards.joined
+    # A session of its own: the test client's would hold 100 connections at most.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def fetch() -> tuple[int, str]:
+            async with session.get(client.make_url(f"/c/{cid}/live")) as r:
+                return r.status, await r.text()
+
+        viewers = [asyncio.create_task(fetch()) for _ in range(200)]
+        await until(lambda: boards.joined - joined == 199, timeout=120,
+                    what="200 requests awaiting one computation")
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*viewers), 120)
+    assert {status for status, _ in answers} == {200}
+    assert len({text for _, text in answers}) == 1
+    assert boards.computed - computed == 1 and boards.hits - hits == 199
+    # The page and the JSON mirror share that board.
+    assert (await client.get(f"/c/{cid}")).status == 200
+    body = await (await client.get(f"/api/competitions/{cid}")).json()
+    assert body["id"] == cid and boards.computed - computed == 1 and boards.hits - hits == 201
+
+
+async def test_after_its_ttl_a_board_is_computed_again(service: Service, admin_token: str) -> None:
+    client = await service(board_ttl_s=0.05)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    assert (await client.get(f"/c/{cid}/live")).status == 200
+    computed = boards.computed
+    await asyncio.sleep(0.3)
+    assert (await client.get(f"/c/{cid}/live")).status == 200
+    assert boards.computed == computed + 1
+
+
+async def test_a_board_that_fails_is_not_cached(service: Service, admin_token: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    client = await service(board_ttl_s=60)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    release = asyncio.Event()
+    real = data.leaderboard
+    calls = 0
+
+    async def flaky(*args: Any, **kwargs: Any) -> Leaderboard:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        if calls == 1:
+            raise RuntimeError("the run folder is gone")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(data, "leaderboard", flaky)
+    computed, joined = boards.computed, boards.joined
+    requests = [asyncio.create_task(client.get(f"/api/competitions/{cid}")) for _ in range(5)]
+    await until(lambda: boards.joined - joined == 4, what="5 requests awaiting one computation")
+    release.set()
+    for r in await asyncio.gather(*requests):
+        err = await error_of(r, 500)
+        assert "RuntimeError" in err["error"]
+    assert calls == 1 and boards.computed - computed == 1
+    r = await client.get(f"/api/competitions/{cid}")
+    assert r.status == 200 and (await r.json())["id"] == cid
+    assert calls == 2 and boards.computed - computed == 2
+
+
+async def test_writes_of_this_server_are_seen_at_once(service: Service, admin_token: str) -> None:
+    client = await service(board_ttl_s=60)
+    cid = await new_competition(client, admin_token)
+    assert (await (await client.get(f"/api/competitions/{cid}")).json())["teams"] == []
+    r = await client.post(f"/api/competitions/{cid}/teams", json={"name": "ada"}, headers=auth(admin_token))
+    assert r.status == 201
+    assert (await (await client.get(f"/api/competitions/{cid}")).json())["teams"] == ["ada"]
