@@ -76,7 +76,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[DB] = AsyncServiceDB(db_path)
     app[RUNS] = {}
     app[HUB] = Hub()
-    app[CACHES] = Caches()
+    app[CACHES] = Caches(settings.replay_cache_bytes)
     app[BOARDS] = BoardCache(settings.board_ttl_s)
     pages.setup(app)
     setup_routes(app)

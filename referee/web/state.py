@@ -53,6 +53,9 @@ class Settings(msgspec.Struct, kw_only=True):
     #: A leaderboard is computed at most once this often for all who ask
     #: (:mod:`referee.web.boardcache`); a live update computes it afresh.
     board_ttl_s: float = 0.5
+    #: The replay viewer's data kept in memory weighs at most this (as JSON);
+    #: a replay heavier than that alone is served, not kept.
+    replay_cache_bytes: int = 64 << 20
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

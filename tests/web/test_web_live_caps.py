@@ -2,7 +2,8 @@
 (per client: 429, in all: 503, a closed stream frees its slot), each sends
 at most one update per ``min_update_s`` (coalesced, the last state always
 arrives), the leaderboard is computed once for all who ask at the same time
-(single-flight, a short TTL, errors not kept).
+(single-flight, a short TTL, errors not kept), and the replays kept in
+memory are bounded by their size.
 
 No assertion here rests on a tight timing: counts and order, generous
 timeouts; the one bound that involves time is measured, so a slow machine
@@ -20,10 +21,11 @@ import aiohttp
 import msgspec
 import pytest
 from helpers_web import LOOPBACK, league_text, serve
-from test_web_api import auth, error_of, new_competition, read_events
+from test_web_api import auth, error_of, new_competition, play_run, read_events
 
 from referee.web import ServiceDB, Settings, data, make_app
-from referee.web.boardcache import BOARDS, BoardCache
+from referee.web.boardcache import BOARDS, BoardCache, BoardKey
+from referee.web.data import CACHES, LRU
 from referee.web.live import HUB
 from referee.web.schemas import Leaderboard
 
@@ -381,3 +383,73 @@ async def test_writes_of_this_server_are_seen_at_once(service: Service, admin_to
     r = await client.post(f"/api/competitions/{cid}/teams", json={"name": "ada"}, headers=auth(admin_token))
     assert r.status == 201
     assert (await (await client.get(f"/api/competitions/{cid}")).json())["teams"] == ["ada"]
+
+
+# ---------------------------------------------------------------- replays
+
+
+def test_the_lru_keeps_what_fits_its_byte_budget() -> None:
+    lru: LRU[str, str] = LRU(size=10, max_bytes=100)
+    for k in "abc":
+        lru.put(k, k, 40)
+    assert list(lru.items) == ["b", "c"] and lru.nbytes == 80
+    assert lru.get("b") == "b"  # b used last: c goes first
+    lru.put("d", "d", 50)
+    assert list(lru.items) == ["b", "d"] and lru.nbytes == 90
+    lru.put("huge", "huge", 101)  # served by the caller, not kept
+    assert lru.get("huge") is None and list(lru.items) == ["b", "d"] and lru.nbytes == 90
+    lru.put("b", "b2", 10)  # a new value weighs anew
+    assert lru.get("b") == "b2" and lru.nbytes == 60
+    counted: LRU[int, int] = LRU(size=2)  # without a budget: by count only
+    for k in range(3):
+        counted.put(k, k)
+    assert list(counted.items) == [1, 2]
+
+
+async def test_the_replay_cache_evicts_by_bytes_and_a_pinned_board_is_one_key(
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
+    client = await service()
+    cid = await new_competition(client, admin_token, house={"g": bot_urls["greedy"], "r": bot_urls["random"]},
+                                rounds=2)
+    final = await play_run(client, cid, admin_token)
+    rid = final["run"]["id"]
+    assert final["games"] >= 3
+    games = f"/api/competitions/{cid}/runs/{rid}/games"
+    replays = client.server.app[CACHES].replays
+    bodies, keys = [], []
+    for i in range(3):
+        bodies.append(await (await client.get(f"{games}/{i}")).read())
+        keys.append(list(replays.items)[-1])  # the one just kept
+    sizes = [len(b) for b in bodies]
+    # Each entry weighs its encoded JSON (what the API sends).
+    assert [replays.weights[k] for k in keys] == sizes and replays.nbytes == sum(sizes)
+
+    # A budget for the last two: the least recently used goes.
+    budget = sizes[1] + sizes[2]
+    replays.max_bytes = budget
+    replays.items.clear()
+    replays.weights.clear()
+    replays.nbytes = 0
+    for i in range(3):
+        assert await (await client.get(f"{games}/{i}")).read() == bodies[i]
+        assert replays.nbytes <= budget
+    assert list(replays.items) == keys[1:] and replays.nbytes == budget
+    assert await (await client.get(f"{games}/0")).read() == bodies[0]  # 0 again: 1 goes (2 is newer)
+    assert keys[1] not in replays.items and list(replays.items)[-1] == keys[0]
+
+    # From the settings: a budget below every replay serves them, keeps none.
+    small = await service(replay_cache_bytes=min(sizes) - 1, board_ttl_s=60)
+    kept = small.server.app[CACHES].replays
+    for i in range(3):
+        r = await small.get(f"{games}/{i}")
+        assert r.status == 200 and await r.read() == bodies[i]
+    assert not kept.items and kept.nbytes == 0
+    # And a pinned run's board is one key of the cache too (a 404 is not kept).
+    boards = small.server.app[BOARDS]
+    computed = boards.computed
+    for path in (f"/c/{cid}?run={rid}", f"/c/{cid}/live?run={rid}", f"/api/competitions/{cid}?run={rid}"):
+        assert (await small.get(path)).status == 200, path
+    assert boards.computed - computed == 1 and BoardKey(cid, rid, True) in boards.values
+    await error_of(await small.get(f"/api/competitions/{cid}?run={rid + 1}"), 404)
+    assert boards.computed - computed == 1
