@@ -22,6 +22,7 @@ from aiohttp import web
 
 from . import pages
 from .admissions import default_policy, pipeline_ctx
+from .boardcache import BOARDS, BoardCache
 from .data import CACHES, Caches
 from .db import AsyncServiceDB, ServiceDB
 from .ladders import LADDERS, ladders_ctx
@@ -58,6 +59,7 @@ async def _live_ctx(app: web.Application) -> AsyncIterator[None]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+    await app[BOARDS].close()
 
 
 async def _end_streams(app: web.Application) -> None:
@@ -76,7 +78,8 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[RUNS] = {}
     app[LADDERS] = {}
     app[HUB] = Hub()
-    app[CACHES] = Caches()
+    app[CACHES] = Caches(settings.replay_cache_bytes)
+    app[BOARDS] = BoardCache(settings.board_ttl_s)
     pages.setup(app)
     setup_routes(app)
     # Order: the database outlives the runs (they record their end in it).

@@ -53,11 +53,17 @@ V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    """The ``size`` most recently used values (used on the event loop only)."""
+    """The ``size`` most recently used values, and with ``max_bytes`` no more
+    than that many bytes of them, as :meth:`put` was told each weighs (used
+    on the event loop only)."""
 
-    def __init__(self, size: int = 32) -> None:
+    def __init__(self, size: int = 32, max_bytes: int | None = None) -> None:
         self.size = size
+        self.max_bytes = max_bytes
         self.items: OrderedDict[K, V] = OrderedDict()
+        self.weights: dict[K, int] = {}
+        #: What the values kept weigh, in all.
+        self.nbytes = 0
 
     def get(self, key: K) -> V | None:
         value = self.items.get(key)
@@ -65,18 +71,40 @@ class LRU(Generic[K, V]):
             self.items.move_to_end(key)
         return value
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, nbytes: int = 0) -> None:
+        """Keep ``value`` (weighing ``nbytes``), the least recently used going
+        first; one heavier than ``max_bytes`` alone is not kept."""
+        self._drop(key)
+        if self.max_bytes is not None and nbytes > self.max_bytes:
+            return
         self.items[key] = value
-        while len(self.items) > self.size:
-            self.items.popitem(last=False)
+        self.weights[key] = nbytes
+        self.nbytes += nbytes
+        while len(self.items) > self.size or (self.max_bytes is not None and self.nbytes > self.max_bytes):
+            self._drop(next(iter(self.items)))
+
+    def _drop(self, key: K) -> None:
+        if key in self.items:
+            del self.items[key]
+            self.nbytes -= self.weights.pop(key)
+
+
+#: What the replay viewer's data kept in memory may weigh (encoded as JSON).
+REPLAY_BYTES = 64 << 20
+
+
+def json_size(value: object) -> int:
+    """What ``value`` weighs encoded as JSON (what a cache entry is counted as)."""
+    return len(msgspec.json.encode(value))
 
 
 class Caches:
-    def __init__(self) -> None:
+    def __init__(self, replay_bytes: int = REPLAY_BYTES) -> None:
         #: The live ratings of a run, by run id: see :func:`run_snapshot`.
         self.ratings: LRU[int, RunRatings] = LRU()
-        #: Replay viewer data, by (replay file, modification time).
-        self.replays: LRU[tuple[str, float], dict[str, Any]] = LRU()
+        #: Replay viewer data, by (replay file, modification time), weighed
+        #: by :func:`json_size`: at most ``replay_bytes`` of it.
+        self.replays: LRU[tuple[str, float], dict[str, Any]] = LRU(max_bytes=replay_bytes)
 
 
 CACHES: web.AppKey[Caches] = web.AppKey("caches", Caches)
@@ -309,5 +337,5 @@ async def replay(app: web.Application, run: Run, idx: int) -> dict[str, Any]:
             data = await asyncio.to_thread(_frames, path)
         except ReplayError as e:
             fail(500, f"the replay of game {idx} cannot be read: {e}")
-        app[CACHES].replays.put(key, data)
+        app[CACHES].replays.put(key, data, await asyncio.to_thread(json_size, data))
     return data

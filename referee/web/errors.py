@@ -15,7 +15,7 @@ from .schemas import ErrorBody
 _CLASSES: dict[int, type[web.HTTPException]] = {
     400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden, 404: web.HTTPNotFound,
     409: web.HTTPConflict, 413: web.HTTPRequestEntityTooLarge, 422: web.HTTPUnprocessableEntity,
-    429: web.HTTPTooManyRequests, 500: web.HTTPInternalServerError,
+    429: web.HTTPTooManyRequests, 500: web.HTTPInternalServerError, 503: web.HTTPServiceUnavailable,
 }
 
 

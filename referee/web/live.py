@@ -5,6 +5,14 @@ looks, for competitions someone is watching, whether the latest run changed
 (new games, a new status, a new run, a new team; played by this process or
 by ``referee start``) and publishes the new data; :func:`events` is the
 stream, ``GET /api/competitions/{cid}/events``.
+
+So that 500 viewers do not slow the games: the streams open at once are
+capped (``Settings.max_streams`` in all, then 503;
+``Settings.max_streams_per_client`` from one address, then 429); a stream
+sends at most one update per ``Settings.min_update_s``, the faster ones
+coalesced into the latest (a :class:`Stream` keeps only the latest not yet
+sent, so the last state always arrives); and the board is computed once for
+all of them (:mod:`referee.web.boardcache`).
 """
 
 from __future__ import annotations
@@ -12,50 +20,104 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 
 import msgspec
 from aiohttp import web
 
 from . import data
+from .boardcache import BOARDS, latest_board, latest_key
 from .db import Competition, Run, ServiceDB
+from .errors import fail
 from .handlers.common import competition_of
 from .runs import count_games
 from .schemas import Leaderboard
-from .state import DB, SETTINGS
+from .state import DB, SETTINGS, Settings
 
 log = logging.getLogger("referee.web")
 
 Update = Leaderboard | None  # None: the stream ends
 
+#: Seconds a refused stream is told to wait (``Retry-After``).
+RETRY_AFTER_S = 10
+#: How often an idle stream looks whether its client is gone (without
+#: handler cancellation, aiohttp tells a handler only when it writes).
+LIVENESS_S = 1.0
+
+
+class Stream:
+    """One open event stream: the latest update not sent yet (a newer one
+    replaces it), and whether it is to end."""
+
+    def __init__(self, cid: int, client: str) -> None:
+        self.cid = cid
+        self.client = client
+        self.pending: Leaderboard | None = None
+        #: Set by :meth:`put`: something to send (or the end).
+        self.wake = asyncio.Event()
+        self.ended = asyncio.Event()
+
+    def put(self, update: Update) -> None:
+        if update is None:
+            self.ended.set()
+        else:
+            self.pending = update
+        self.wake.set()
+
+    def take(self) -> Leaderboard | None:
+        board, self.pending = self.pending, None
+        self.wake.clear()
+        return board
+
 
 class Hub:
-    """The open streams of each competition, as queues of updates."""
+    """The open streams of each competition, and how many each client has."""
 
     def __init__(self) -> None:
-        self.queues: dict[int, set[asyncio.Queue[Update]]] = {}
+        self.streams: dict[int, set[Stream]] = {}
         #: What each watched competition looked like at the last poll.
         self.versions: dict[int, tuple[object, ...]] = {}
+        self.clients: Counter[str] = Counter()
+        self.open = 0
         self.closing = False
 
-    def subscribe(self, cid: int) -> asyncio.Queue[Update]:
-        q: asyncio.Queue[Update] = asyncio.Queue(maxsize=16)
-        self.queues.setdefault(cid, set()).add(q)
-        return q
+    def refusal(self, client: str, settings: Settings) -> tuple[int, str] | None:
+        """Why one more stream from ``client`` is refused (429: it has its
+        share; 503: the server has its limit), or None."""
+        if self.clients[client] >= settings.max_streams_per_client:
+            return 429, (f"too many live streams from {client}: at most {settings.max_streams_per_client} "
+                         "at a time (close a page of a leaderboard)")
+        if self.open >= settings.max_streams:
+            return 503, f"the server has {self.open} live streams open, its limit: try again later"
+        return None
 
-    def unsubscribe(self, cid: int, q: asyncio.Queue[Update]) -> None:
-        self.queues.get(cid, set()).discard(q)
+    def subscribe(self, cid: int, client: str) -> Stream:
+        stream = Stream(cid, client)
+        self.streams.setdefault(cid, set()).add(stream)
+        self.clients[client] += 1
+        self.open += 1
+        return stream
+
+    def unsubscribe(self, stream: Stream) -> None:
+        streams = self.streams.get(stream.cid, set())
+        if stream not in streams:
+            return
+        streams.discard(stream)
+        if not streams:
+            del self.streams[stream.cid]
+        self.open -= 1
+        self.clients[stream.client] -= 1
+        if self.clients[stream.client] <= 0:
+            del self.clients[stream.client]
 
     def publish(self, cid: int, update: Update) -> None:
-        for q in list(self.queues.get(cid, ())):
-            if q.full():  # a slow reader gets the latest state only
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    q.get_nowait()
-            q.put_nowait(update)
+        for stream in list(self.streams.get(cid, ())):
+            stream.put(update)
 
     def close(self) -> None:
         """End every stream (the server is stopping)."""
         self.closing = True
-        for cid in list(self.queues):
+        for cid in list(self.streams):
             self.publish(cid, None)
 
 
@@ -64,33 +126,57 @@ HUB: web.AppKey[Hub] = web.AppKey("hub", Hub)
 
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: ``update`` with the leaderboard's data now and
-    whenever a game is recorded or the run's status changes."""
+    whenever a game is recorded or the run's status changes (at most one
+    per ``min_update_s``); a comment line when idle for ``heartbeat_s``."""
     app = request.app
     comp = await competition_of(request)
-    hub = app[HUB]
+    hub, settings = app[HUB], app[SETTINGS]
+    client = request.remote or "unknown"
+    refused = hub.refusal(client, settings)
+    if refused is not None:
+        fail(*refused, headers={"Retry-After": str(RETRY_AFTER_S)})
+    stream = hub.subscribe(comp.id, client)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
-    await resp.prepare(request)
-    q = hub.subscribe(comp.id)
+    loop = asyncio.get_running_loop()
     try:
-        run = await app[DB].call(ServiceDB.latest_run, comp.id)
-        await _send(resp, await data.leaderboard(app, comp, run))
-        heartbeat = app[SETTINGS].heartbeat_s
-        while not hub.closing:
-            try:
-                update = await asyncio.wait_for(q.get(), heartbeat)
-            except asyncio.TimeoutError:
-                await resp.write(b": keep-alive\n\n")
-                continue
-            if update is None:
+        await resp.prepare(request)
+        await _send(resp, await latest_board(app, comp))
+        sent = written = loop.time()
+        while not hub.closing and not stream.ended.is_set():
+            idle = written + settings.heartbeat_s - loop.time()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stream.wake.wait(), max(0.0, min(LIVENESS_S, idle)))
+            if _gone(request):
                 break
-            await _send(resp, update)
+            if not stream.wake.is_set():
+                if loop.time() - written >= settings.heartbeat_s:
+                    await resp.write(b": keep-alive\n\n")
+                    written = loop.time()
+                continue
+            # At most one update per min_update_s: the ones arriving before
+            # then replace the pending one, which is sent when it is time.
+            wait = sent + settings.min_update_s - loop.time()
+            if wait > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stream.ended.wait(), wait)
+                if stream.ended.is_set():
+                    break
+            board = stream.take()
+            if board is not None:
+                await _send(resp, board)
+                sent = written = loop.time()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
-        hub.unsubscribe(comp.id, q)
+        hub.unsubscribe(stream)
     return resp
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def _send(resp: web.StreamResponse, board: Leaderboard) -> None:
@@ -111,8 +197,8 @@ async def poller(app: web.Application) -> None:
     hub, db, settings = app[HUB], app[DB], app[SETTINGS]
     while True:
         await asyncio.sleep(settings.poll_s)
-        for cid, queues in list(hub.queues.items()):
-            if not queues:
+        for cid, streams in list(hub.streams.items()):
+            if not streams:
                 continue
             try:
                 watched = await db.call(_watched, cid)
@@ -123,9 +209,18 @@ async def poller(app: web.Application) -> None:
                 version = (run.id if run else None, run.status if run else None, games, teams)
                 if hub.versions.get(cid) == version:
                     continue
-                first = cid not in hub.versions
+                # The first look too: a new stream's first board came from
+                # the cache, and may be a little older than this version.
                 hub.versions[cid] = version
-                if not first:
-                    hub.publish(cid, await data.leaderboard(app, comp, run))
+                hub.publish(cid, await _fresh_board(app, comp, run))
             except Exception:  # noqa: BLE001 - keep polling
                 log.exception("live update of competition %s", cid)
+
+
+async def _fresh_board(app: web.Application, comp: Competition, run: Run | None) -> Leaderboard:
+    """The board of ``comp`` computed now (it changed), kept for the pages
+    that fetch it on this update; its other boards (a pinned run's) are
+    computed again when next asked for."""
+    boards = app[BOARDS]
+    boards.invalidate(lambda key: key.competition == comp.id)
+    return await boards.refresh(latest_key(comp.id), lambda: data.leaderboard(app, comp, run))

@@ -2,7 +2,8 @@
 
 Each resource is made and closed by :func:`referee.web.app.make_app`'s
 cleanup contexts; the keys of the live updates (:data:`referee.web.live.HUB`)
-and of the caches (:data:`referee.web.data.CACHES`) sit with their code.
+and of the caches (:data:`referee.web.data.CACHES`,
+:data:`referee.web.boardcache.BOARDS`) sit with their code.
 """
 
 from __future__ import annotations
@@ -41,6 +42,20 @@ class Settings(msgspec.Struct, kw_only=True):
     build_timeout_s: float = 300.0
     #: Cookies only over HTTPS (``referee serve --secure-cookies``, behind TLS).
     secure_cookies: bool = False
+    #: Live event streams open at the same time, in all (then 503).
+    max_streams: int = 1000
+    #: Live event streams open at the same time from one client address (then
+    #: 429): ``request.remote``, behind a reverse proxy the proxy's.
+    max_streams_per_client: int = 4
+    #: A live stream sends at most one update this often; faster ones are
+    #: coalesced (the latest is sent, so the last state always arrives).
+    min_update_s: float = 1.0
+    #: A leaderboard is computed at most once this often for all who ask
+    #: (:mod:`referee.web.boardcache`); a live update computes it afresh.
+    board_ttl_s: float = 0.5
+    #: The replay viewer's data kept in memory weighs at most this (as JSON);
+    #: a replay heavier than that alone is served, not kept.
+    replay_cache_bytes: int = 64 << 20
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

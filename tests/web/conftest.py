@@ -53,8 +53,9 @@ def service(
     """``await service(**settings)``: a test client of a new app on the database."""
 
     async def make(**settings: Any) -> Client:
-        return await aiohttp_client(make_app(db_path, Settings(**{"poll_s": 0.05, "bot_policy": LOOPBACK,
-                                                                   **settings})))
+        # Live updates as fast as the short games come (the rate cap has its own tests).
+        quick = {"poll_s": 0.05, "min_update_s": 0.05, "bot_policy": LOOPBACK}
+        return await aiohttp_client(make_app(db_path, Settings(**{**quick, **settings})))
 
     return make
 

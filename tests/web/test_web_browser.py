@@ -38,7 +38,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
             team, _ = db.add_team(comp.id, name)
             db.add_submission(team.id, kind="url", url=urls[name], image=None, secret=None, note="", status="accepted")
         db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK)))
+        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK)))
         yield {"base": base, "token": token, "cid": comp.id}
     finally:
         bg.close()

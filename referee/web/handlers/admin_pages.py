@@ -14,6 +14,7 @@ from aiohttp import web
 
 from .. import pages
 from ...tournament.ladder import ladder_entries
+from ..boardcache import forget
 from ..data import submission_info
 from ..db import Competition, Run, ServiceDB
 from ..errors import fail, message_of
@@ -183,6 +184,7 @@ async def add_teams(request: web.Request) -> web.Response:
         teams = await db.call(_teams_view, comp.id)
         return _competition_page(request, who, comp, teams, error="; ".join(problems[:20]), names=text)
     made = await db.call(ServiceDB.add_teams, comp.id, names)
+    forget(request.app, comp.id)
     teams = await db.call(_teams_view, comp.id)
     return _competition_page(request, who, comp, teams,
                              created=[(t.id, t.name, token) for t, token in made])

@@ -6,10 +6,11 @@ from aiohttp import web
 
 from .. import data, pages
 from ..auth import require_admin
+from ..boardcache import BOARDS, BoardKey, latest_board
 from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..runs import check_league_text
-from ..schemas import CompetitionCreated, NewCompetition
+from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
 from ..state import DB, SETTINGS
 from ...tournament.league import LeagueError
 from ..validation import check_name, read_body
@@ -24,18 +25,29 @@ async def list_competitions(request: web.Request) -> web.Response:
     return json_response(await data.index(request.app))
 
 
+async def shown_board(request: web.Request, comp: Competition) -> Leaderboard:
+    """The board of the run a page shows (:func:`~.common.shown_run`), from
+    the cache all its viewers share (:mod:`referee.web.boardcache`)."""
+    app = request.app
+    if "run" not in request.query:
+        return await latest_board(app, comp)
+    run, pinned = await shown_run(request, comp)  # 404 unless the run is comp's
+    assert run is not None
+    return await app[BOARDS].get(BoardKey(comp.id, run.id, pinned),
+                                 lambda: data.leaderboard(app, comp, run, pinned))
+
+
 async def leaderboard_page(request: web.Request) -> web.Response:
     comp = await competition_of(request)
-    run, pinned = await shown_run(request, comp)
-    board = await data.leaderboard(request.app, comp, run, pinned)
+    board = await shown_board(request, comp)
     return pages.render(request, "leaderboard.html", {"board": board})
 
 
 async def live_fragment(request: web.Request) -> web.Response:
-    """The live part of the leaderboard, fetched again on every update."""
+    """The live part of the leaderboard, fetched again on every update
+    (by every viewer at once: the board comes from the shared cache)."""
     comp = await competition_of(request)
-    run, pinned = await shown_run(request, comp)
-    board = await data.leaderboard(request.app, comp, run, pinned)
+    board = await shown_board(request, comp)
     resp = pages.render(request, "live.html", {"board": board})
     resp.headers["Cache-Control"] = "no-store"
     return resp
@@ -43,8 +55,7 @@ async def live_fragment(request: web.Request) -> web.Response:
 
 async def get_competition(request: web.Request) -> web.Response:
     comp = await competition_of(request)
-    run, pinned = await shown_run(request, comp)
-    return json_response(await data.leaderboard(request.app, comp, run, pinned))
+    return json_response(await shown_board(request, comp))
 
 
 async def create_competition(request: web.Request, name: str, league_text: str) -> Competition:

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from .. import ladders
 from ..auth import require_admin
+from ..boardcache import forget
 from ..data import run_info
 from ..db import Competition, ServiceDB
 from ..errors import fail
@@ -44,6 +45,8 @@ async def _change(request: web.Request, comp: Competition, action: str, concurre
         return (await ladders.start_final(request.app, comp)).id
     except ladders.PhaseError as e:
         fail(e.status, e.message)
+    finally:
+        forget(request.app, comp.id)
 
 
 async def _answer(request: web.Request, cid: int, rid: int, status: int) -> web.Response:

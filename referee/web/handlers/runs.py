@@ -8,6 +8,7 @@ from aiohttp import web
 
 from .. import data, pages
 from ..auth import is_admin, require_admin
+from ..boardcache import forget
 from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
@@ -43,6 +44,7 @@ async def start_run(request: web.Request) -> web.Response:
     thread = RunThread(db.path, run, league, resume=body.resume)
     app[RUNS][run.id] = thread
     await asyncio.to_thread(thread.start)
+    forget(app, comp.id)
     fresh = await db.call(ServiceDB.run, run.id)
     assert fresh is not None
     return json_response(run_info(fresh, private=True), 202)
@@ -57,6 +59,7 @@ async def stop_run(request: web.Request) -> web.Response:
         fail(409, f"run {run.id} is not running in this server")
     thread.stop(abandon=True)
     await asyncio.to_thread(thread.join, 30)
+    forget(request.app, comp.id)
     fresh = await request.app[DB].call(ServiceDB.run, run.id)
     assert fresh is not None
     return json_response(run_info(fresh, private=True))

@@ -9,6 +9,7 @@ from aiohttp import web
 from ...tournament.league import LeagueError
 from ..admissions import PIPELINE, team_dir
 from ..auth import require_admin, require_team
+from ..boardcache import forget
 from ..data import submission_detail, submission_info
 from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
@@ -57,6 +58,7 @@ async def new_team(request: web.Request) -> web.Response:
     body = await read_body(request, NewTeam)
     name = await check_team_name(request, comp, body.name)
     team, token = await request.app[DB].call(ServiceDB.add_team, comp.id, name)
+    forget(request.app, comp.id)
     return json_response(TeamCreated(id=team.id, name=team.name, competition=comp.id, token=token), 201)
 
 

@@ -1,0 +1,455 @@
+"""500 viewers do not slow the games (issue 15): the live streams are capped
+(per client: 429, in all: 503, a closed stream frees its slot), each sends
+at most one update per ``min_update_s`` (coalesced, the last state always
+arrives), the leaderboard is computed once for all who ask at the same time
+(single-flight, a short TTL, errors not kept), and the replays kept in
+memory are bounded by their size.
+
+No assertion here rests on a tight timing: counts and order, generous
+timeouts; the one bound that involves time is measured, so a slow machine
+only loosens it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+import pytest
+from helpers_web import LOOPBACK, league_text, serve
+from test_web_api import auth, error_of, new_competition, play_run, read_events
+
+from referee.web import ServiceDB, Settings, data, make_app
+from referee.web.boardcache import BOARDS, BoardCache, BoardKey
+from referee.web.data import CACHES, LRU
+from referee.web.live import HUB
+from referee.web.schemas import Leaderboard
+
+Service = Callable[..., Awaitable[Any]]
+
+
+async def until(check: Callable[[], bool], timeout: float = 30, what: str = "") -> None:
+    """Wait until ``check()`` holds (polling; generous by default)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what or check}"
+        await asyncio.sleep(0.02)
+
+
+async def open_stream(client: Any, cid: int) -> Any:
+    """An event stream, once its first update arrived."""
+    r = await client.get(f"/api/competitions/{cid}/events")
+    assert r.status == 200, await r.text()
+    await read_events(r, lambda d: True)
+    return r
+
+
+# ------------------------------------------------------------- stream caps
+
+
+async def test_a_client_gets_429_beyond_its_streams_and_a_closed_one_frees_its_slot(
+    service: Service, admin_token: str
+) -> None:
+    client = await service()
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    streams = [await open_stream(client, cid) for _ in range(4)]
+    assert hub.open == 4 and hub.clients["127.0.0.1"] == 4
+    r = await client.get(f"/api/competitions/{cid}/events")
+    err = await error_of(r, 429)
+    assert err["status"] == 429 and "too many live streams" in err["error"]
+    assert int(r.headers["Retry-After"]) >= 1
+    assert hub.open == 4  # a refused stream takes no slot
+    # Another page of the service is not limited by the streams.
+    assert (await client.get(f"/api/competitions/{cid}")).status == 200
+
+    streams.pop(0).close()
+    await until(lambda: hub.open == 3, what="the closed stream's slot")
+    streams.append(await open_stream(client, cid))
+    await error_of(await client.get(f"/api/competitions/{cid}/events"), 429)
+
+    for s in streams:
+        s.close()
+    await until(lambda: hub.open == 0, what="every slot freed")
+    assert not hub.clients and not hub.streams
+    streams = [await open_stream(client, cid) for _ in range(4)]
+    for s in streams:
+        s.close()
+
+
+async def test_a_client_gone_frees_its_slot_without_handler_cancellation(db_path: Path) -> None:
+    """As ``referee serve`` runs it (aiohttp does not cancel a handler whose
+    client left; the test client's server does): an idle stream whose
+    client is gone is noticed, and its slot freed."""
+    db = ServiceDB(db_path)
+    try:
+        cid = db.add_competition("class", league_text()).id
+    finally:
+        db.close()
+    # No poll and no heartbeat: no write, which would find the client gone.
+    app = make_app(db_path, Settings(max_streams_per_client=1, poll_s=3600, heartbeat_s=3600,
+                                     bot_policy=LOOPBACK))
+    runner, base = await serve(app)
+    try:
+        async with aiohttp.ClientSession() as session:
+            r = await session.get(f"{base}/api/competitions/{cid}/events")
+            assert r.status == 200
+            await read_events(r, lambda d: True)
+            await error_of(await session.get(f"{base}/api/competitions/{cid}/events"), 429)
+            r.close()
+            await until(lambda: app[HUB].open == 0, what="the slot of a client gone")
+            r = await session.get(f"{base}/api/competitions/{cid}/events")
+            assert r.status == 200
+            r.close()
+    finally:
+        await runner.cleanup()
+
+
+async def test_the_server_gets_503_beyond_its_streams(service: Service, admin_token: str) -> None:
+    client = await service(max_streams=3, max_streams_per_client=10)
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    other = await new_competition(client, admin_token, name="other")
+    streams = [await open_stream(client, cid), await open_stream(client, other), await open_stream(client, cid)]
+    for c in (cid, other):
+        r = await client.get(f"/api/competitions/{c}/events")
+        err = await error_of(r, 503)
+        assert err["status"] == 503 and "live streams" in err["error"]
+        assert int(r.headers["Retry-After"]) >= 1
+    assert hub.open == 3
+    streams.pop(1).close()
+    await until(lambda: hub.open == 2, what="the closed stream's slot")
+    streams.append(await open_stream(client, other))
+    for s in streams:
+        s.close()
+    await until(lambda: hub.open == 0, what="every slot freed")
+
+
+async def test_an_unknown_competition_takes_no_slot(service: Service) -> None:
+    client = await service(max_streams_per_client=1)
+    for _ in range(3):
+        await error_of(await client.get("/api/competitions/99/events"), 404)
+    assert client.server.app[HUB].open == 0
+
+
+# -------------------------------------------------------------- rate cap
+
+
+async def test_updates_are_coalesced_and_the_last_state_arrives(service: Service, admin_token: str) -> None:
+    # The poller is kept quiet: the updates here are the test's own.
+    client = await service(min_update_s=0.5, poll_s=3600)
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    r = await client.get(f"/api/competitions/{cid}/events")
+    assert r.status == 200
+    first = (await read_events(r, lambda d: True))[0]
+    board = msgspec.json.decode(json.dumps(first), type=Leaderboard)
+
+    def publish(games: int) -> None:
+        hub.publish(cid, msgspec.structs.replace(board, games=games))
+
+    # A burst, all at once: one update, the latest.
+    for games in range(1, 51):
+        publish(games)
+    seen = await read_events(r, lambda d: d["games"] == 50)
+    assert [d["games"] for d in seen] == [50]
+
+    # Updates faster than the cap: fewer arrive than were sent, in order,
+    # and the last one is among them.
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for games in range(51, 91):
+        publish(games)
+        await asyncio.sleep(0.02)
+    spread = loop.time() - start
+    seen = await read_events(r, lambda d: d["games"] == 90)
+    got = [d["games"] for d in seen]
+    assert got == sorted(set(got)) and got[-1] == 90, got
+    assert len(got) <= spread / 0.5 + 2, (got, spread)
+    r.close()
+
+
+async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token: str) -> None:
+    client = await service(heartbeat_s=0.2, poll_s=3600)
+    cid = await new_competition(client, admin_token)
+    r = await client.get(f"/api/competitions/{cid}/events")
+    buf = b""
+
+    async def heartbeat() -> None:
+        nonlocal buf
+        while b": keep-alive\n\n" not in buf:
+            chunk = await r.content.readany()
+            assert chunk, "the event stream closed"
+            buf += chunk
+
+    await asyncio.wait_for(heartbeat(), 30)
+    assert buf.startswith(b"event: update\n")
+    r.close()
+
+
+# -------------------------------------------------------- the board cache
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_board_is_the_same_object_inside_its_ttl_and_computed_again_after() -> None:
+    clock = Clock()
+    cache: BoardCache[str, object] = BoardCache(ttl=0.5, clock=clock)
+
+    async def compute() -> object:
+        return object()
+
+    a = await cache.get("k", compute)
+    clock.now += 0.4
+    assert await cache.get("k", compute) is a
+    assert (cache.computed, cache.hits) == (1, 1)
+    clock.now += 0.2  # 0.6 after it was computed
+    b = await cache.get("k", compute)
+    assert b is not a and (cache.computed, cache.hits) == (2, 1)
+    assert await cache.get("other", compute) is not b and cache.computed == 3
+
+
+async def test_concurrent_requests_await_one_computation() -> None:
+    cache: BoardCache[str, object] = BoardCache(ttl=60)
+    release = asyncio.Event()
+    calls = 0
+
+    async def compute() -> object:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return object()
+
+    waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(50)]
+    await until(lambda: cache.joined == 49, what="every request awaiting the one computation")
+    # One request that goes away does not cancel the others' computation.
+    waiters.pop().cancel()
+    release.set()
+    got = await asyncio.gather(*waiters)
+    assert calls == 1 and cache.computed == 1 and all(g is got[0] for g in got)
+    assert await cache.get("k", compute) is got[0]
+
+
+async def test_an_error_reaches_every_waiter_and_is_not_kept() -> None:
+    cache: BoardCache[str, object] = BoardCache(ttl=60)
+    release = asyncio.Event()
+    fail = True
+
+    async def compute() -> object:
+        await release.wait()
+        if fail:
+            raise RuntimeError("the board cannot be computed")
+        return "board"
+
+    waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(5)]
+    await until(lambda: cache.joined == 4, what="every request awaiting the one computation")
+    release.set()
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results) and cache.computed == 1
+    assert not cache.values and not cache.flights
+    fail = False
+    assert await cache.get("k", compute) == "board" and cache.computed == 2
+
+
+async def test_a_refresh_is_not_overwritten_by_an_older_computation() -> None:
+    cache: BoardCache[str, str] = BoardCache(ttl=60)
+    release = asyncio.Event()
+
+    async def old() -> str:
+        await release.wait()
+        return "old"
+
+    async def new() -> str:
+        return "new"
+
+    older = asyncio.create_task(cache.get("k", old))
+    await until(lambda: "k" in cache.flights, what="the first computation")
+    assert await cache.refresh("k", new) == "new"
+    release.set()
+    assert await older == "old"  # what that request asked for before the refresh
+    assert await cache.get("k", old) == "new" and cache.computed == 2
+
+
+async def test_the_board_cache_keeps_a_bounded_number_of_keys() -> None:
+    cache: BoardCache[str, str] = BoardCache(ttl=60, size=2)
+
+    def value(v: str) -> Callable[[], Any]:
+        async def compute() -> str:
+            return v
+
+        return compute
+
+    for k in ("a", "b"):
+        await cache.get(k, value(k))
+    await cache.get("a", value("a"))  # a used last: b goes first
+    await cache.get("c", value("c"))
+    assert list(cache.values) == ["a", "c"] and cache.computed == 3
+    cache.invalidate(lambda k: k == "a")
+    assert list(cache.values) == ["c"]
+
+
+async def test_200_viewers_of_the_live_part_compute_its_board_once(
+    service: Service, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = await service(board_ttl_s=60)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    release = asyncio.Event()
+    real = data.leaderboard
+
+    async def slow(*args: Any, **kwargs: Any) -> Leaderboard:
+        await release.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(data, "leaderboard", slow)
+    computed, hits, joined = boards.computed, boards.hits, boards.joined
+    # A session of its own: the test client's would hold 100 connections at most.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def fetch() -> tuple[int, str]:
+            async with session.get(client.make_url(f"/c/{cid}/live")) as r:
+                return r.status, await r.text()
+
+        viewers = [asyncio.create_task(fetch()) for _ in range(200)]
+        await until(lambda: boards.joined - joined == 199, timeout=120,
+                    what="200 requests awaiting one computation")
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*viewers), 120)
+    assert {status for status, _ in answers} == {200}
+    assert len({text for _, text in answers}) == 1
+    assert boards.computed - computed == 1 and boards.hits - hits == 199
+    # The page and the JSON mirror share that board.
+    assert (await client.get(f"/c/{cid}")).status == 200
+    body = await (await client.get(f"/api/competitions/{cid}")).json()
+    assert body["id"] == cid and boards.computed - computed == 1 and boards.hits - hits == 201
+
+
+async def test_after_its_ttl_a_board_is_computed_again(service: Service, admin_token: str) -> None:
+    client = await service(board_ttl_s=0.05)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    assert (await client.get(f"/c/{cid}/live")).status == 200
+    computed = boards.computed
+    await asyncio.sleep(0.3)
+    assert (await client.get(f"/c/{cid}/live")).status == 200
+    assert boards.computed == computed + 1
+
+
+async def test_a_board_that_fails_is_not_cached(service: Service, admin_token: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    client = await service(board_ttl_s=60)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    release = asyncio.Event()
+    real = data.leaderboard
+    calls = 0
+
+    async def flaky(*args: Any, **kwargs: Any) -> Leaderboard:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        if calls == 1:
+            raise RuntimeError("the run folder is gone")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(data, "leaderboard", flaky)
+    computed, joined = boards.computed, boards.joined
+    requests = [asyncio.create_task(client.get(f"/api/competitions/{cid}")) for _ in range(5)]
+    await until(lambda: boards.joined - joined == 4, what="5 requests awaiting one computation")
+    release.set()
+    for r in await asyncio.gather(*requests):
+        err = await error_of(r, 500)
+        assert "RuntimeError" in err["error"]
+    assert calls == 1 and boards.computed - computed == 1
+    r = await client.get(f"/api/competitions/{cid}")
+    assert r.status == 200 and (await r.json())["id"] == cid
+    assert calls == 2 and boards.computed - computed == 2
+
+
+async def test_writes_of_this_server_are_seen_at_once(service: Service, admin_token: str) -> None:
+    client = await service(board_ttl_s=60)
+    cid = await new_competition(client, admin_token)
+    assert (await (await client.get(f"/api/competitions/{cid}")).json())["teams"] == []
+    r = await client.post(f"/api/competitions/{cid}/teams", json={"name": "ada"}, headers=auth(admin_token))
+    assert r.status == 201
+    assert (await (await client.get(f"/api/competitions/{cid}")).json())["teams"] == ["ada"]
+
+
+# ---------------------------------------------------------------- replays
+
+
+def test_the_lru_keeps_what_fits_its_byte_budget() -> None:
+    lru: LRU[str, str] = LRU(size=10, max_bytes=100)
+    for k in "abc":
+        lru.put(k, k, 40)
+    assert list(lru.items) == ["b", "c"] and lru.nbytes == 80
+    assert lru.get("b") == "b"  # b used last: c goes first
+    lru.put("d", "d", 50)
+    assert list(lru.items) == ["b", "d"] and lru.nbytes == 90
+    lru.put("huge", "huge", 101)  # served by the caller, not kept
+    assert lru.get("huge") is None and list(lru.items) == ["b", "d"] and lru.nbytes == 90
+    lru.put("b", "b2", 10)  # a new value weighs anew
+    assert lru.get("b") == "b2" and lru.nbytes == 60
+    counted: LRU[int, int] = LRU(size=2)  # without a budget: by count only
+    for k in range(3):
+        counted.put(k, k)
+    assert list(counted.items) == [1, 2]
+
+
+async def test_the_replay_cache_evicts_by_bytes_and_a_pinned_board_is_one_key(
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
+    client = await service()
+    cid = await new_competition(client, admin_token, house={"g": bot_urls["greedy"], "r": bot_urls["random"]},
+                                rounds=2)
+    final = await play_run(client, cid, admin_token)
+    rid = final["run"]["id"]
+    assert final["games"] >= 3
+    games = f"/api/competitions/{cid}/runs/{rid}/games"
+    replays = client.server.app[CACHES].replays
+    bodies, keys = [], []
+    for i in range(3):
+        bodies.append(await (await client.get(f"{games}/{i}")).read())
+        keys.append(list(replays.items)[-1])  # the one just kept
+    sizes = [len(b) for b in bodies]
+    # Each entry weighs its encoded JSON (what the API sends).
+    assert [replays.weights[k] for k in keys] == sizes and replays.nbytes == sum(sizes)
+
+    # A budget for the last two: the least recently used goes.
+    budget = sizes[1] + sizes[2]
+    replays.max_bytes = budget
+    replays.items.clear()
+    replays.weights.clear()
+    replays.nbytes = 0
+    for i in range(3):
+        assert await (await client.get(f"{games}/{i}")).read() == bodies[i]
+        assert replays.nbytes <= budget
+    assert list(replays.items) == keys[1:] and replays.nbytes == budget
+    assert await (await client.get(f"{games}/0")).read() == bodies[0]  # 0 again: 1 goes (2 is newer)
+    assert keys[1] not in replays.items and list(replays.items)[-1] == keys[0]
+
+    # From the settings: a budget below every replay serves them, keeps none.
+    small = await service(replay_cache_bytes=min(sizes) - 1, board_ttl_s=60)
+    kept = small.server.app[CACHES].replays
+    for i in range(3):
+        r = await small.get(f"{games}/{i}")
+        assert r.status == 200 and await r.read() == bodies[i]
+    assert not kept.items and kept.nbytes == 0
+    # And a pinned run's board is one key of the cache too (a 404 is not kept).
+    boards = small.server.app[BOARDS]
+    computed = boards.computed
+    for path in (f"/c/{cid}?run={rid}", f"/c/{cid}/live?run={rid}", f"/api/competitions/{cid}?run={rid}"):
+        assert (await small.get(path)).status == 200, path
+    assert boards.computed - computed == 1 and BoardKey(cid, rid, True) in boards.values
+    await error_of(await small.get(f"/api/competitions/{cid}?run={rid + 1}"), 404)
+    assert boards.computed - computed == 1
