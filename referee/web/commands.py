@@ -37,9 +37,16 @@ from referee import engine_status
 @click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
 @click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where runs, ladders and finals play their games: this process, or Ray workers "
+                   "(pip install -e '.[ray]').")
+@click.option("--address", help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); "
+                                "default: a local one.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, allow_house_commands: bool, max_upload: str,
-          secure_cookies: bool) -> None:
+          secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -63,6 +70,14 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         raise click.BadParameter(str(e), param_hint="--max-upload") from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
 
+    if executor == "ray":
+        from ..tournament.executors import ExecutorError
+        from .runs import start_ray
+
+        try:
+            start_ray(address)
+        except ExecutorError as e:
+            raise click.ClickException(str(e)) from None
     db = ServiceDB(db_path)
     try:
         token = db.ensure_admin_token(reset=reset_admin_token)
@@ -72,7 +87,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         click.echo(f"admin token (shown once, keep it): {token}")
     app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
-                                     secure_cookies=secure_cookies))
+                                     secure_cookies=secure_cookies, executor=executor,
+                                     executor_address=address, executor_workers=workers))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

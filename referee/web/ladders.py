@@ -19,11 +19,12 @@ resumes (:func:`autoplay`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import threading
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import msgspec
@@ -31,6 +32,7 @@ from aiohttp import web
 
 from ..bots.factory import BotSpec
 from ..bots.netpolicy import AddressPolicy
+from ..tournament.executors import Executor, LocalExecutor
 from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted
@@ -43,6 +45,7 @@ from .runs import (
     check_league_text,
     decode_league,
     encode_league,
+    executor_factory,
     league_filename,
     prepare_run,
     still_allowed,
@@ -104,9 +107,11 @@ class LadderThread:
     service's loop brings in new entries."""
 
     def __init__(self, db_path: Path, run: Run, league: League, wanted: list[Wanted],
-                 known: dict[str, BotSpec], concurrency: int | None) -> None:
+                 known: dict[str, BotSpec], concurrency: int | None,
+                 executor: Callable[[], Executor] = LocalExecutor) -> None:
         self.db_path = db_path
         self.run = run
+        self.make_executor = executor
         self.ladder = Ladder(league, Path(run.out_dir), wanted=wanted, known=known, concurrency=concurrency,
                              log=lambda m: log.info("competition %s: %s", run.competition_id, m))
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -127,6 +132,7 @@ class LadderThread:
         self.loop = loop
         self._ready.set()
         try:
+            self.ladder.executor = self.make_executor()
             loop.run_until_complete(self.ladder.run())
         except Interrupted:
             self.status = self.end_status
@@ -136,6 +142,8 @@ class LadderThread:
             if not isinstance(e, LeagueError):
                 traceback.print_exc()
         finally:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(self.ladder.executor.close())
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
@@ -183,6 +191,12 @@ class LadderThread:
 
 
 LADDERS: web.AppKey[dict[int, LadderThread]] = web.AppKey("ladders", dict)
+
+
+def executor_of(app: web.Application) -> Callable[[], Executor]:
+    """The executor every run, ladder and final of this server plays on."""
+    s = app[SETTINGS]
+    return executor_factory(s.executor, s.executor_address, s.executor_workers)
 
 
 # ------------------------------------------------------------ the phases
@@ -234,7 +248,7 @@ async def open_competition(app: web.Application, comp: Competition, concurrency:
     run, league, wanted, known = await db.call(_start_ladder, comp.id, app[SETTINGS].bot_policy,
                                                concurrency)
     thread = LadderThread(db.path, run, league, wanted, known,
-                          concurrency if concurrency is not None else comp.ladder_concurrency)
+                          concurrency if concurrency is not None else comp.ladder_concurrency, executor_of(app))
     app[LADDERS][comp.id] = thread
     await asyncio.to_thread(thread.start)
     return run
@@ -265,7 +279,8 @@ async def freeze(app: web.Application, comp: Competition) -> None:
     await stop_ladder(app, comp.id, "finished", abandon=False)
 
 
-def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> tuple[Run, League]:
+def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
+                   seed: int | None = None) -> tuple[Run, League]:
     """The final's run: the house bots and each team's newest version
     accepted before the freeze, on an adaptive schedule from fresh ratings
     and a new secret seed."""
@@ -289,7 +304,7 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> tup
     except LeagueError as e:
         raise PhaseError(409, f"cannot start the final: {e}") from None
     league.tournament.schedule = "adaptive"
-    league.tournament.seed = _secret_seed()
+    league.tournament.seed = _secret_seed() if seed is None else seed
     limit = make_scheduler(league).limit or 0
     secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
     run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=limit,
@@ -303,10 +318,10 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> tup
     return run, with_secrets(db, league, secrets_from)
 
 
-async def start_final(app: web.Application, comp: Competition) -> Run:
+async def start_final(app: web.Application, comp: Competition, seed: int | None = None) -> Run:
     db = app[DB]
-    run, league = await db.call(_prepare_final, comp.id, app[SETTINGS].bot_policy)
-    thread = RunThread(db.path, run, league, resume=False)
+    run, league = await db.call(_prepare_final, comp.id, app[SETTINGS].bot_policy, seed)
+    thread = RunThread(db.path, run, league, resume=False, executor=executor_of(app))
     app[RUNS][run.id] = thread
     await asyncio.to_thread(thread.start)
     return run
@@ -322,7 +337,7 @@ async def autoplay(app: web.Application) -> None:
         except StartError as e:
             log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)
             continue
-        thread = LadderThread(db.path, run, league, wanted, known, comp.ladder_concurrency)
+        thread = LadderThread(db.path, run, league, wanted, known, comp.ladder_concurrency, executor_of(app))
         app[LADDERS][comp.id] = thread
         await asyncio.to_thread(thread.start)
     for comp in await db.call(ServiceDB.competitions_in, "final"):
@@ -334,7 +349,7 @@ async def autoplay(app: web.Application) -> None:
         except StartError as e:
             log.error("competition %s: its final cannot resume: %s", comp.id, e.message)
             continue
-        final_thread = RunThread(db.path, run, league, resume=True)
+        final_thread = RunThread(db.path, run, league, resume=True, executor=executor_of(app))
         app[RUNS][run.id] = final_thread
         await asyncio.to_thread(final_thread.start)
 

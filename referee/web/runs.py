@@ -12,9 +12,11 @@ over the games recorded so far).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -28,6 +30,7 @@ from ..tournament.league import (
     check_league,
     parse_league,
 )
+from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.ladder import read_entries
 from ..tournament.ratings import Standing, Table
 from ..tournament.runner import DB_NAME, Interrupted, Tournament
@@ -99,17 +102,35 @@ def decode_league(data: str) -> League:
 # ------------------------------------------------------------------ running
 
 
+def executor_factory(kind: str, address: str | None = None, workers: int = 2) -> Callable[[], Executor]:
+    """Where a run's games are played (``referee serve --executor``): a new
+    executor for each run, made in the run's thread. With Ray, the cluster
+    is joined once by the service (:func:`start_ray`); a run's executor has
+    its own worker actors and leaves the cluster up when it closes."""
+    if kind == "ray":
+        return lambda: RayExecutor(address=address, workers=workers)
+    return LocalExecutor
+
+
+def start_ray(address: str | None) -> None:
+    """Join (or start, on loopback) the Ray cluster the service's runs play on;
+    :class:`ExecutorError` when it cannot be."""
+    RayExecutor(address=address, workers=0)
+
+
 class RunThread:
     """A run played in a thread of its own, with its own event loop (the
     service's loop stays free, and the runner's signal handlers, which only
     the main thread may install, are left to the service).
     """
 
-    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool) -> None:
+    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool,
+                 executor: Callable[[], Executor] = LocalExecutor) -> None:
         self.db_path = db_path
         self.run = run
         self.league = league
         self.resume = resume
+        self.make_executor = executor
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tournament: Tournament | None = None
         self.thread = threading.Thread(target=self._main, name=f"run-{run.id}", daemon=True)
@@ -125,18 +146,24 @@ class RunThread:
         loop = asyncio.new_event_loop()
         self.loop = loop
         log: list[str] = []
+        executor: Executor | None = None
         try:
+            executor = self.make_executor()
             self.tournament = Tournament(self.league, Path(self.run.out_dir), resume=self.resume,
-                                         progress=False, log=log.append, drop_unreachable=True)
+                                         progress=False, log=log.append, drop_unreachable=True,
+                                         executor=executor)
             self._ready.set()
             loop.run_until_complete(self.tournament.run())
             self.status = "finished"
         except Exception as e:  # noqa: BLE001 - a run's crash must not take the service down
             self.status, self.error = _ended(e)
-            if not isinstance(e, Interrupted | LeagueError):
+            if not isinstance(e, Interrupted | LeagueError | ExecutorError):
                 traceback.print_exc()
         finally:
             self._ready.set()
+            if executor is not None:
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(executor.close())
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:

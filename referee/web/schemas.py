@@ -45,6 +45,13 @@ class OpenCompetition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     concurrency: int | None = None
 
 
+class StartFinal(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: The seed the final's deals derive from (default: a new secret one,
+    #: published when the final is finished); give the published seed to
+    #: play the same final again.
+    seed: int | None = None
+
+
 class StartRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Continue the last run (interrupted or failed) instead of a new one.
     resume: bool = False

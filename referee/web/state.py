@@ -56,6 +56,14 @@ class Settings(msgspec.Struct, kw_only=True):
     #: The replay viewer's data kept in memory weighs at most this (as JSON);
     #: a replay heavier than that alone is served, not kept.
     replay_cache_bytes: int = 64 << 20
+    #: Where runs, ladders and finals play their games (``referee serve
+    #: --executor``): "local" (this process) or "ray" (Ray workers, the
+    #: executor of ``referee tournament --executor ray``).
+    executor: str = "local"
+    #: With "ray": an existing cluster (``auto``, ``ray://HOST:10001``); None: a local one.
+    executor_address: str | None = None
+    #: With "ray": worker actors per run.
+    executor_workers: int = 2
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

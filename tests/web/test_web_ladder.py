@@ -119,6 +119,14 @@ async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
     page = await client.get("/api/competitions/%d/bots/%s" % (cid, "ada v1"))
     assert page.status == 200 and (await page.json())["standing"]["retired"]
 
+    # the team's diagnostics follow its newest version, or the one it asks for; never another team's
+    diag_url = f"/api/competitions/{cid}/teams/{tid}/diagnostics"
+    diag = await (await client.get(diag_url, headers=auth(token))).json()
+    assert diag["bot"] == "ada v2" and diag["games"]
+    diag = await (await client.get(diag_url, params={"version": "ada v1"}, headers=auth(token))).json()
+    assert diag["bot"] == "ada v1" and diag["games"]
+    assert (await client.get(diag_url, params={"version": "bo v1"}, headers=auth(token))).status == 404
+
     # a restart in the middle: the ladder plays on by itself, nothing lost, nothing twice
     before = (await board(client, cid))["games"]
     await client.close()

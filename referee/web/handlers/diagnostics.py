@@ -12,6 +12,7 @@ from aiohttp import web
 
 from ...diagnostics import LATENCY_BUCKETS_MS, BotDiagnostics, diagnose
 from ...record import LatencyStats
+from ...tournament.ladder import ladder_entries
 from .. import pages
 from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Team
@@ -50,7 +51,15 @@ async def diagnostics_of(request: web.Request, comp: Competition, team: Team) ->
         return run, BotDiagnostics(bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
                                    histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
     out = Path(run.out_dir)
-    return run, await asyncio.to_thread(diagnose, out, team.name, log_paths=bot_logs(out, team.name))
+    name = team.name
+    if run.kind == "ladder":  # one of the team's versions: ?version=NAME, else its newest that played
+        versions = [e.name for e in await asyncio.to_thread(ladder_entries, out)
+                    if e.team == team.name and e.status != "unreachable"]
+        want = request.query.get("version")
+        if want is not None and want not in versions:
+            fail(404, f"no version {want[:60]!r} of team {team.name!r} in the ladder")
+        name = want or (versions[-1] if versions else team.name)
+    return run, await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
 
 
 async def team_diagnostics(request: web.Request) -> web.Response:

@@ -15,7 +15,7 @@ from ..boardcache import forget
 from ..data import run_info
 from ..db import Competition, ServiceDB
 from ..errors import fail
-from ..schemas import OpenCompetition
+from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
 from ..state import DB
 from ..validation import has_body, read_body
@@ -32,7 +32,8 @@ def _check_concurrency(concurrency: int | None) -> int | None:
     return concurrency
 
 
-async def _change(request: web.Request, comp: Competition, action: str, concurrency: int | None = None) -> int:
+async def _change(request: web.Request, comp: Competition, action: str, concurrency: int | None = None,
+                  seed: int | None = None) -> int:
     """Do `action` ("open", "freeze" or "final"): the run it started or stopped."""
     try:
         if action == "open":
@@ -42,7 +43,7 @@ async def _change(request: web.Request, comp: Competition, action: str, concurre
             rid = thread.run.id if thread is not None else 0
             await ladders.freeze(request.app, comp)
             return rid
-        return (await ladders.start_final(request.app, comp)).id
+        return (await ladders.start_final(request.app, comp, seed)).id
     except ladders.PhaseError as e:
         fail(e.status, e.message)
     finally:
@@ -77,7 +78,10 @@ async def freeze(request: web.Request) -> web.Response:
 async def start_final(request: web.Request) -> web.Response:
     await require_admin(request)
     comp = await competition_of(request)
-    rid = await _change(request, comp, "final")
+    body = await read_body(request, StartFinal) if await has_body(request) else StartFinal()
+    if body.seed is not None and not 0 <= body.seed < 2**63:
+        fail(422, f"'seed': must be between 0 and 2**63 - 1, got {body.seed}", "seed")
+    rid = await _change(request, comp, "final", seed=body.seed)
     return await _answer(request, comp.id, rid, 202)
 
 

@@ -12,6 +12,7 @@ from ..boardcache import forget
 from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
+from ..ladders import executor_of
 from ..runs import RunThread, StartError, games_list, prepare_run
 from ..schemas import StartRun
 from ..state import DB, RUNS, SETTINGS
@@ -41,7 +42,7 @@ async def start_run(request: web.Request) -> web.Response:
                                     policy=app[SETTINGS].bot_policy)
     except StartError as e:
         fail(e.status, e.message)
-    thread = RunThread(db.path, run, league, resume=body.resume)
+    thread = RunThread(db.path, run, league, resume=body.resume, executor=executor_of(app))
     app[RUNS][run.id] = thread
     await asyncio.to_thread(thread.start)
     forget(app, comp.id)
