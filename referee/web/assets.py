@@ -72,7 +72,16 @@ JS = r"""
       fetch(live.getAttribute("data-fragment"), {cache: "no-store"})
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
-          if (html !== null) { live.innerHTML = html; }  // server-rendered, escaped
+          if (html !== null) {
+            live.innerHTML = html;  // server-rendered, escaped
+            // what only a competition in setup offers (the admin's start form) follows its phase
+            var about = live.querySelector("[data-phase]");
+            if (about) {
+              var setup = about.getAttribute("data-phase") === "setup";
+              Array.prototype.forEach.call(document.querySelectorAll("[data-setup-only]"),
+                                           function (el) { el.hidden = !setup; });
+            }
+          }
           live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
         })
         .catch(function () {})

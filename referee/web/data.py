@@ -293,7 +293,7 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
         snap = await run_snapshot(app, run)
         data.standing = next((s for s in snap.standings + snap.retired if s.bot == name), None)
         data.history = [RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
-                        for g, b, mu, sg in snap.history if b == name]
+                        for g, mu, sg in list(snap.history.get(name, ()))]
         data.games = await asyncio.to_thread(games_list, run.out_dir, name)
     return data
 

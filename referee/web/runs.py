@@ -219,8 +219,10 @@ def _ended(e: BaseException) -> tuple[str, str]:
 class Snapshot(msgspec.Struct, kw_only=True):
     games: int
     standings: list[Standing]
-    #: (game index, bot, mu, sigma) after each game, in schedule order.
-    history: list[tuple[int, str, float, float]]
+    #: Each bot's (game index, mu, sigma) after each of its games, in schedule
+    #: order: lists kept and appended to by :class:`RunRatings` (read them,
+    #: never change them), so a snapshot costs nothing per game played.
+    history: dict[str, list[tuple[int, float, float]]]
     #: A ladder's retired and dropped entries (its standings hold those in play).
     retired: list[Standing] = msgspec.field(default_factory=list)
 
@@ -248,6 +250,8 @@ class RunRatings:
         #: The index of the next game to apply.
         self.next = 0
         self._entries: dict[str, str] = {}
+        self._history: dict[str, list[tuple[int, float, float]]] = {}
+        self._seen = 0
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
 
@@ -280,6 +284,10 @@ class RunRatings:
                             break  # a game before it is still being played
                         self.table.add(o)
                         self.next += 1
+                    history = self.table.history
+                    for g, bot, mu, sigma in history[self._seen:]:
+                        self._history.setdefault(bot, []).append((g, mu, sigma))
+                    self._seen = len(history)
             if self._snapshot is None or self.next != before or changed:
                 confidence = self.league.stop.confidence
                 if self.ladder:
@@ -288,7 +296,7 @@ class RunRatings:
                 else:
                     standings, retired = self.table.standings(confidence), []
                 self._snapshot = Snapshot(games=self.next, standings=standings, retired=retired,
-                                          history=self.table.history[:])
+                                          history=self._history)
             return self._snapshot
 
 

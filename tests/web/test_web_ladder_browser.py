@@ -298,6 +298,7 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             board.goto(f"{base}/c/{cid}")
             expect(board.locator("h1")).to_contain_text("Ladder class")
             expect(board.locator("#progress")).to_contain_text("no run yet")
+            expect(board.locator("form[data-admin-start]")).to_be_visible()
             board.evaluate("window.__noReload = 1")
 
             teacher.goto(admin_page)
@@ -312,6 +313,8 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             progress = board.locator("#progress")
             expect(progress).to_have_attribute("data-kind", "ladder")
             expect(progress).to_have_attribute("data-status", "running")
+            expect(board.locator("#phase")).to_have_text("open: the ladder plays")
+            expect(board.locator("form[data-admin-start]")).to_be_hidden()  # runs by hand are for setup
             first = number_at_least(board, "#progress", "data-done", 1)
             standings = board.locator("#live > table.standings")
             for bot in ["house", *(f"{n} v1" for n in playing)]:
@@ -373,6 +376,11 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             ada.screenshot(path=str(SCREENS / "ladder-closed.png"), full_page=True)
             ada.goto(f"{base}/team")
             expect(ada.locator("#submissions tr[class^='status-']")).to_have_count(1)  # nothing recorded
+            expect(ada.locator("#closed")).to_contain_text("Submissions are closed")  # and no form offered now
+            expect(ada.locator("form#submit")).to_have_count(0)
+            # the public board, never reloaded, follows the phase; the setup-only start form stays hidden
+            expect(board.locator("#phase")).to_have_text("submissions closed")
+            expect(board.locator("form[data-admin-start]")).to_be_hidden()
             assert int(progress.get_attribute("data-done") or 0) == frozen_games  # nothing plays while frozen
             timings["frozen"] = time.monotonic() - t0
 
@@ -382,6 +390,8 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             expect(teacher.locator("#phase")).to_have_attribute("data-phase", "final")
             expect(progress).to_have_attribute("data-kind", "final")
             expect(progress).to_have_attribute("data-status", "finished", timeout=FINAL_MS)
+            expect(board.locator("#phase")).to_have_text("final")
+            expect(ada.locator("#versions-heading")).to_have_text("In the final")  # ada's page, live too
             timings["final finished"] = time.monotonic() - t0
             done = int(progress.get_attribute("data-done") or 0)
             assert 0 < done <= FINAL_GAMES, done
