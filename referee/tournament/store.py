@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS faults (
     overrun_ms REAL
 );
 CREATE INDEX IF NOT EXISTS faults_bot ON faults(bot);
+CREATE INDEX IF NOT EXISTS faults_game ON faults(game_idx);
+CREATE INDEX IF NOT EXISTS games_deal ON games(deal_seed);
 CREATE TABLE IF NOT EXISTS ratings (
     game_idx INTEGER NOT NULL,
     bot TEXT NOT NULL,

@@ -16,7 +16,7 @@ import contextlib
 import importlib.util
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
@@ -316,12 +316,18 @@ def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = N
     query = ("SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified,"
              " replay, finished_at, game_id FROM games")
     with Store(path) as store:
+        faults: dict[int, int] = {}
+        fault_rows: Iterable[tuple[int, int]] = ()
         if last is not None and bot is None:
+            # the latest games only: their faults only (a cost that does not grow with the games played)
             rows = store.db.execute(query + " ORDER BY idx DESC LIMIT ?", (last,)).fetchall()[::-1]
+            if rows:
+                fault_rows = store.db.execute(
+                    "SELECT game_idx, COUNT(*) FROM faults WHERE game_idx >= ? GROUP BY game_idx", (rows[0][0],))
         else:
             rows = store.db.execute(query + " ORDER BY idx").fetchall()
-        faults: dict[int, int] = {}
-        for idx, n in store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx"):
+            fault_rows = store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx")
+        for idx, n in fault_rows:
             faults[int(idx)] = int(n)
     for idx, rnd, meeting, rotation, seats, places, turns, adj, dq, replay, finished, gid in rows:
         seat_names = msgspec.json.decode(seats, type=list[str])
