@@ -418,11 +418,12 @@ class Ladder(Tournament):
         return None
 
     async def reconcile(self, wanted: Sequence[Wanted]) -> list[EntryResult]:
-        """Bring the ladder to `wanted` (call on the ladder's loop once it
-        has :attr:`started`): each new entry is reached and taken in, and the
-        entry of its team (or its house bot) it replaces retires. An entry
-        that cannot be reached is recorded as unreachable and leaves the
-        previous version in play."""
+        """Bring the ladder to `wanted`, every entry it should have (call on
+        the ladder's loop once it has :attr:`started`): each new entry is
+        reached and taken in, and the entry of its team it replaces retires.
+        An entry that cannot be reached is recorded as unreachable and leaves
+        the previous version in play. A team's entry whose team is not in
+        `wanted` at all retires (withdrawn)."""
         store = self._store
         assert store is not None
         results: list[EntryResult] = []
@@ -455,6 +456,12 @@ class Ladder(Tournament):
             store.put_bot(w.name, spec.kind, spec.target, None)
             self.log(f"ladder: {w.name!r} enters" + (f", {replaced!r} retires" if replaced else ""))
             results.append(EntryResult(name=w.name, outcome="entered", replaced=replaced))
+        teams = {w.team for w in wanted if w.team is not None}
+        for e in list(self.entries.values()):
+            if e.status == "active" and e.team is not None and e.team not in teams:
+                # e.g. its pinned address is one the service no longer allows
+                self._retire(e, "retired", "no longer in play: the service withdrew it")
+                self.log(f"ladder: {e.name!r} is withdrawn")
         self._wake.set()
         return results
 
