@@ -23,6 +23,7 @@ import contextlib
 import logging
 import secrets
 import threading
+import time
 import traceback
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -112,8 +113,12 @@ class LadderThread:
         self.db_path = db_path
         self.run = run
         self.make_executor = executor
-        self.ladder = Ladder(league, Path(run.out_dir), wanted=wanted, known=known, concurrency=concurrency,
-                             log=lambda m: log.info("competition %s: %s", run.competition_id, m))
+        self.league, self.known, self.concurrency = league, known, concurrency
+        self.wanted = wanted
+        self.ladder = self._new_ladder(wanted)
+        #: Times the ladder failed and started again, since it last played a while.
+        self.restarts = 0
+        self._stopping = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._main, name=f"ladder-{run.competition_id}", daemon=True)
         #: The run's status once the ladder ends: "finished" when frozen,
@@ -127,20 +132,44 @@ class LadderThread:
         self.thread.start()
         self._ready.wait(10)
 
+    def _new_ladder(self, wanted: list[Wanted]) -> Ladder:
+        cid = self.run.competition_id
+        return Ladder(self.league, Path(self.run.out_dir), wanted=wanted, known=self.known,
+                      concurrency=self.concurrency, log=lambda m: log.info("competition %s: %s", cid, m))
+
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
         self.loop = loop
         self._ready.set()
         try:
-            self.ladder.executor = self.make_executor()
-            loop.run_until_complete(self.ladder.run())
-        except Interrupted:
-            self.status = self.end_status
-        except Exception as e:  # noqa: BLE001 - a ladder's crash must not take the service down
-            self.status = "failed"
-            self.error = str(e) if isinstance(e, LeagueError) else f"{type(e).__name__}: {e}"
-            if not isinstance(e, LeagueError):
-                traceback.print_exc()
+            while True:
+                began = time.monotonic()
+                try:
+                    self.ladder.executor = self.make_executor()
+                    loop.run_until_complete(self.ladder.run())
+                except Interrupted:
+                    self.status = self.end_status
+                    break
+                except Exception as e:  # noqa: BLE001 - a ladder's crash must not take the service down
+                    self.error = str(e) if isinstance(e, LeagueError) else f"{type(e).__name__}: {e}"
+                    if not isinstance(e, LeagueError):
+                        traceback.print_exc()
+                    # A game that could not be played (the disk, a bug): the ladder starts again over
+                    # its folder after a pause, unless it fails again and again.
+                    self.restarts = 1 if time.monotonic() - began > RESTART_RESET_S else self.restarts + 1
+                    if isinstance(e, LeagueError) or self.restarts > RESTARTS or self._stopping:
+                        self.status = "failed"
+                        break
+                    log.error("competition %s: the ladder failed (%s); it starts again in %.0f s (%d of %d)",
+                              self.run.competition_id, self.error, RESTART_S * self.restarts, self.restarts,
+                              RESTARTS)
+                    with contextlib.suppress(Exception):
+                        loop.run_until_complete(self.ladder.executor.close())
+                    loop.run_until_complete(self._pause(RESTART_S * self.restarts))
+                    if self._stopping:
+                        self.status = self.end_status
+                        break
+                    self.ladder = self._new_ladder(self.wanted)
         finally:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(self.ladder.executor.close())
@@ -158,7 +187,9 @@ class LadderThread:
         return self.thread.is_alive()
 
     async def reconcile(self, wanted: list[Wanted]) -> list[EntryResult]:
-        """Bring the ladder to `wanted` (from the service's loop)."""
+        """Bring the ladder to `wanted` (from the service's loop); a ladder
+        starting again after a failure starts from the latest `wanted`."""
+        self.wanted = wanted
         loop = self.loop
         if loop is None or loop.is_closed() or not self.alive():
             return []
@@ -174,10 +205,16 @@ class LadderThread:
         except RuntimeError:  # the loop closed meanwhile
             return []
 
+    async def _pause(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self._stopping and time.monotonic() < end:
+            await asyncio.sleep(min(0.1, seconds))
+
     def stop(self, status: str, abandon: bool) -> None:
         """End the ladder: after its games in flight, or abandoning them
         (planned, they are played when it starts again)."""
         self.end_status = status
+        self._stopping = True
         loop = self.loop
         if loop is None or loop.is_closed():
             return
@@ -191,6 +228,13 @@ class LadderThread:
 
 
 LADDERS: web.AppKey[dict[int, LadderThread]] = web.AppKey("ladders", dict)
+
+#: A ladder that fails starts again after RESTART_S x the failures in a row,
+#: RESTARTS times at most; a ladder that played RESTART_RESET_S seconds
+#: before failing counts as failing for the first time.
+RESTARTS = 5
+RESTART_S = 5.0
+RESTART_RESET_S = 300.0
 
 
 def executor_of(app: web.Application) -> Callable[[], Executor]:

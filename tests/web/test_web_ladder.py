@@ -250,3 +250,45 @@ async def test_an_admin_opens_freezes_and_starts_the_final_from_the_page(
                        timeout=300)
     html = await (await client.get(f"/admin/c/{cid}")).text()
     assert 'id="final-csv"' in html and data["phase"] == "final"
+
+
+async def test_a_ladder_that_fails_starts_again_by_itself(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path,
+        monkeypatch: Any) -> None:
+    """A game that cannot be played (here: its replay cannot be written) fails
+    the ladder; it starts again over its folder after a pause and plays on
+    once the cause is gone, losing nothing."""
+    from referee.web import ladders
+
+    monkeypatch.setattr(ladders, "RESTART_S", 0.2)
+    client = await service()
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    tid, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, tid, token, {"url": bot_urls["random"]})
+    assert (await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token))).status == 202
+    await until(client, cid, lambda d: d["games"] >= 4)
+    out = ladder_dir(db_path, cid)
+    replays = out / "replays"
+    replays.rename(out / "replays.kept")
+    replays.write_text("not a folder")  # every replay write, and the restart's mkdir, fail
+    thread = client.app[ladders.LADDERS][cid]
+    deadline = asyncio.get_running_loop().time() + 120
+    while thread.restarts < 2:
+        assert asyncio.get_running_loop().time() < deadline and thread.alive(), thread.error
+        await asyncio.sleep(0.05)
+    assert thread.error is not None and "replays" in thread.error
+    replays.unlink()
+    (out / "replays.kept").rename(replays)
+    before = len(recorded(out))
+    data = await until(client, cid, lambda d: d["games"] >= before + 6)
+    assert data["run"]["status"] == "running" and thread.alive()
+    games = recorded(out)
+    assert [i for i, _, _ in games] == list(range(len(games)))
+    # failing again and again, it gives up: the run says failed, and why (to the admin)
+    monkeypatch.setattr(ladders, "RESTARTS", 1)
+    replays.rename(out / "replays.kept")
+    replays.write_text("not a folder")
+    await asyncio.to_thread(thread.join, 120)
+    assert not thread.alive() and thread.status == "failed"
+    runs = await (await client.get(f"/api/competitions/{cid}/runs", headers=auth(admin_token))).json()
+    assert runs[-1]["status"] == "failed" and "replays" in runs[-1]["error"]
