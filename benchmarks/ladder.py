@@ -8,59 +8,117 @@ Everything goes through the real service, on loopback:
 * **The service** (``make_app``, what ``referee serve`` runs) in a
   **subprocess** of its own, so that its CPU time is read honestly from
   ``/proc/<pid>/stat`` (every thread: the web loop, the ladder's thread, the
-  database and ``to_thread`` workers), the bots' and this client's left out.
-  Its settings differ from the defaults in four places, all said here:
-  ``bot_policy`` allows 127.0.0.0/8 (``--bot-networks 127.0.0.0/8``),
-  ``validation_games`` = ``--validation-games`` (1) and ``admission_workers``
-  = 8 (the admission of 100 teams is not what is measured), and
-  ``max_streams_per_client`` = viewers + 16: every viewer comes from
-  127.0.0.1, and the default cap of 4 streams per address would refuse them
-  (429). The teams are made, submitted (a URL each) and admitted through the
-  HTTP API, then the admin opens the competition (``POST
-  /api/competitions/{cid}/open``, ``{"concurrency": N}``) and the ladder
-  plays until ``--games`` games are recorded; then it is frozen.
-* **Windows.** The ``--games`` games are cut into four windows by their
-  count: quiet, viewers, quiet, viewers (a quarter each; the first starts
-  after 2% of the games, the ladder warm). *Viewers*: ``--viewers`` (500)
-  browser-like clients in another process, arriving over ``--ramp`` seconds:
-  each loads ``/c/{cid}``, opens the event stream ``GET
+  database and ``to_thread`` workers), the bots' and this client's left out;
+  ``/proc/<pid>/task/*`` splits it by thread (a route the benchmark adds,
+  ``/_bench/threads``, names them). Its settings differ from the defaults in
+  four places: ``bot_policy`` allows 127.0.0.0/8 (as ``referee serve
+  --bot-networks 127.0.0.0/8``), ``validation_games`` =
+  ``--validation-games`` (1) and ``admission_workers`` = 8 (admitting 100
+  teams is not what is measured), and ``max_streams_per_client`` = viewers +
+  16: every viewer comes from 127.0.0.1, and the default cap of 4 event
+  streams per address would refuse all but 4 (429). The teams are made,
+  submitted (a URL each) and admitted through the HTTP API, then the admin
+  opens the competition (``POST /api/competitions/{cid}/open``,
+  ``{"concurrency": N}``), the ladder plays, and it is frozen (``POST
+  .../freeze``) once about ``--games`` games are recorded.
+* **Windows**, by games recorded (read from the ladder's
+  ``tournament.sqlite``): after 2% of ``--games`` (warm-up), *quiet* for 43%,
+  *viewers* for 5%, quiet for 45%, viewers for 5% (a viewer window ends after
+  ``--viewer-seconds``, 300, if its games are not played by then). The quiet
+  windows are also cut every 5% of the games (*trend*): what the service
+  costs as its games pile up. *Viewers*: ``--viewers`` (500) browser-like
+  clients in another process, arriving over ``--ramp`` (5) seconds: each
+  loads ``/c/{cid}``, opens the event stream ``GET
   /api/competitions/{cid}/events`` and fetches ``/c/{cid}/live`` on every
-  update (one fetch at a time, a newer update coalesced, like the page's
-  script). A viewer window starts once every stream has its first update and
-  ends when the count is reached; the games played while viewers come and go
-  count in no window.
+  update (one fetch at a time, a newer update coalesced: what the page's
+  script does). A viewer window starts once every stream has had its first
+  update; the games played while viewers come and go are in no window.
 * **Sampled latency.** All the time, a client in this process GETs
-  ``/c/{cid}``, ``/api/competitions/{cid}`` and a bare aiohttp handler (a
-  process of its own answering a body of the page's size) in turn,
-  ``--sample-hz`` (4) times a second each, each request on its own schedule
-  (a slow answer does not delay the next sample): p50/p95 per window, and
-  once more after the freeze with nothing playing (*idle*).
+  ``/c/{cid}``, a bare aiohttp handler (a process of its own answering a body
+  of the page's size) and ``/api/competitions/{cid}``, in turn,
+  ``--sample-hz`` (0.5) times a second each, each request on its own
+  schedule (a slow answer does not delay the next one): p50/p95 per window,
+  and for 20 s after the freeze with nothing playing (*idle*). The page and
+  the API are 2/3 of a period apart, more than the service's shared board
+  cache keeps a board (``board_ttl_s``, 0.5 s): each finds the board to be
+  computed again when games came since, as a visitor arriving then would.
 * **Baseline, same run**: ``referee tournament``'s runner
-  (:class:`referee.tournament.runner.Tournament`, in this process) on the
-  same bot processes, the same 100 URL entries (pinned to 127.0.0.1, as the
+  (:class:`referee.tournament.runner.Tournament`, in this process) on the same
+  bot processes, the same 100 URL entries (pinned to 127.0.0.1, as the
   service pins them), table size, concurrency, timeouts and replays, a
   balanced schedule; half of ``--baseline-games`` before the ladder, half
   after, so that the machine's drift falls on both.
 
-Figures: games/s per window and for the quiet ones (the ladder's throughput)
-against the runner's (``x runner``); the service's CPU per move (process CPU
-/ moves, moves = ``SUM(games.turns)`` of the games recorded in the window,
-read from the ladder's ``tournament.sqlite``) against the runner's process
-CPU per move, and split by thread (web loop, ladder, others); the bots' CPU
-per move; the viewer windows' games/s against the quiet ones' (the claim
-"500 viewers do not slow the games": met when >= 0.90); the page latencies
-against the bare handler's in the same window.
+Figures: games/s of the ladder (its quiet windows) against the runner's; the
+service's CPU per move (process CPU / moves, moves = ``SUM(games.turns)`` of
+the games recorded in the window) against the runner's process CPU per
+move, split into the web loop (main thread), the ladder's thread and the
+other threads (the board computations run in ``to_thread`` workers), with
+the bots' CPU per move beside it; each viewer window's games/s against the
+last 10% of quiet games before it (the claim "500 viewers do not slow the
+games" holds at >= 0.90); page and API latency against the bare handler's in
+the same window (``xbare``: page p50 / bare p50).
 
     python benchmarks/ladder.py [--teams 100] [--games 10000] [--concurrency 16] [--table-size 4]
-                                [--viewers 500] [--baseline-games 1000] [--quick] [--json]
+                                [--viewers 500] [--baseline-games 1000] [--sample-hz 0.5]
+                                [--quick] [--profile-service FILE] [--json]
 
 ``--quick``: 20 teams, 1,000 games, 100 viewers, 200 baseline games (a smoke
-run, a few minutes). ``--json`` prints the figures as one JSON object on the
-last line.
+run, ~8 minutes). ``--profile-service FILE`` runs the service's web loop
+under cProfile (stats to FILE). ``--json`` prints the figures as one JSON
+object on the last line.
 
-Measured (2 cores, shared with other work: load average 3-9; pure-Python
-engine, REFEREE_PURE=1): see the end of this docstring, filled in from a
-``--quick`` and a full run.
+Measured on this machine (2 cores, shared with other work: load average
+2-8 during the runs; pure-Python engine, ``REFEREE_PURE=1``; 2026-12-01).
+The machine's speed drifts with that other work (the runner's two halves
+differ by up to 1.6x), so read the ratios of neighbouring windows.
+
+``--quick`` (20 teams, 1,000 games, 100 viewers): 20 teams admitted in
+12 s; the runner 4.67 games/s (halves 3.75 and 6.20), 560 us CPU per move;
+the ladder's quiet windows 5.54 games/s (1.19x the runner's), the service
+580 us CPU per move (1.03x the runner's: its ladder thread ~535, web loop
+~8, other threads ~28-45), the bots ~715; page p50/p95 39/93 ms and
+41/188 ms, API 43/145 and 74/180 ms, bare handler 1.4/6.6 ms (page 28x
+bare); idle after the freeze page 17 ms, API 9 ms, bare 1.0 ms. With 100
+viewers: 2.04 and 2.52 games/s, 0.48x and 0.41x the quiet stretch before
+each (the claim does not hold), the service 1,650-1,880 us CPU per move (the
+web loop ~1,100-1,250 of it), page p50/p95 150/253 ms, the viewers'
+``/live`` fetches 126/302 ms; the web loop was quiet 2 s after they left;
+frozen in 1.7 s.
+
+Full run (100 teams, 10,000 games, 500 viewers; one run, an earlier version
+of this file that ended at the freeze, see below): 100 teams admitted in
+51 s; the runner (first half only) 4.68 games/s. The ladder's first quiet
+window (4,300 games) 3.38 games/s (0.72x the runner), the service 742 us CPU
+per move; the second (4,500 games) 2.24 games/s, 874 us per move. By 5% of
+the games (trend), the other threads' CPU per move, where the service
+computes its boards, grows with the games recorded: 35 us at 500 games, 144
+at 4,000, 250 at 6,000, 350 at 9,500, while the ladder's thread stays at
+~500-630; page p50 75 ms at 500 games, 136 ms at 4,500, 0.4-1.2 s from
+8,000 on (p95 5.0 s over the second quiet window; bare 1.4/64 ms). With 500
+viewers (at 4,500 and at 9,500 games, each window stopped by
+``--viewer-seconds`` 300): 1.36 and 1.20 games/s, 0.43x and 0.76x the last
+10% of quiet games before each (the claim does not hold; the second quiet
+stretch was already slowed by the boards), the service 2,218 and 2,421 us
+CPU per move; page p50/p95 30/45 s and 34/58 s, API alike, ``/live`` fetch
+p50 30 s and 33 s; the 500 streams got 5,691 and 5,299 updates in 300 s
+(0.04 per stream per second, for one a second at most). After the viewers
+left, their abandoned requests kept the web loop busy (the next 500 games
+at 1.19 games/s, the web loop 1,957 us per move); after the second window
+the admin's ``POST .../freeze`` could not even connect within aiohttp's
+30 s connect timeout, which ended that run. This file now waits for the web
+loop to calm down after the viewers leave (``drain``) and gives the admin's
+requests no time limit.
+
+Where the time goes (for the owner of referee/web and referee/tournament):
+every ``/c/{cid}/live`` is rendered from its template anew, for every viewer
+on every update (cProfile of the web loop, 20 teams, 100 viewers: 76 s of
+its 118 s of work in Jinja, ~2,400 renders), in the process whose GIL the
+ladder's thread needs; and :meth:`Table.standings` sorts every latency ever
+recorded for each bot (``sorted(self.latencies[bot])``), twice per board
+(``RunRatings.update``): on the full run's store at 8,877 games (2.15 M
+latencies kept) that is 775 + 511 ms per board, against 12 ms without the
+latency lists.
 """
 
 from __future__ import annotations
@@ -132,6 +190,14 @@ def cpu_s(pid: int, tid: int | None = None) -> float:
     path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     fields = Path(path).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory now, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
 
 
 def thread_cpu(pid: int, names: dict[int, str]) -> dict[str, float]:
@@ -534,7 +600,8 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
     sampler_task: asyncio.Task[None] | None = None
     try:
         await wait_http(service.base + "/", "the service")
-        session = aiohttp.ClientSession()
+        # no time limit: a swamped service takes minutes to accept the admin's freeze (see the docstring)
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
         try:
             # the competition, its teams and their URL bots, through the API
             league = LEAGUE.format(table_size=args.table_size, concurrency=args.concurrency, move_ms=MOVE_MS)
@@ -583,6 +650,19 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                         return m
                     await asyncio.sleep(0.1)
 
+            async def drain(limit: float = 300.0) -> float:
+                """Seconds until the web loop's thread uses under 0.1 core for 2 s running."""
+                t0 = time.perf_counter()
+                calm = 0
+                last = await asyncio.to_thread(mark)
+                while calm < 2 and time.perf_counter() - t0 < limit:
+                    await asyncio.sleep(1.0)
+                    now = await asyncio.to_thread(mark)
+                    busy = (now.threads["web"] - last.threads["web"]) / (now.t - last.t)
+                    calm = calm + 1 if busy < 0.1 else 0
+                    last = now
+                return time.perf_counter() - t0
+
             # open: the ladder plays from now on
             t_open = time.perf_counter()
             async with session.post(f"{service.base}/api/competitions/{cid}/open", headers=service.admin,
@@ -628,7 +708,11 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                     w.viewers = json.loads(await viewers_proc.stdout.readline())
                     await viewers_proc.wait()
                     viewers_proc = None
-                    await asyncio.sleep(1.0)  # the streams close, their handlers end
+                    # the viewers are gone, but not always the work they asked for: wait until the
+                    # web loop is back to what it costs without them
+                    w.viewers["drain_s"] = round(await drain(), 1)
+                    print(f"  the viewers left; the web loop was quiet again {w.viewers['drain_s']} s later",
+                          flush=True)
                     start = await asyncio.to_thread(mark)
                 else:
                     w = Window(kind, start)
@@ -642,9 +726,12 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                 windows.append(w)
                 print(_window_line(w, sampler), flush=True)
             # freeze: the ladder stops after its games in flight
+            t_freeze = time.perf_counter()
             async with session.post(f"{service.base}/api/competitions/{cid}/freeze", headers=service.admin) as r:
                 assert r.status == 200, await r.text()
+            freeze_s = time.perf_counter() - t_freeze
             frozen = await asyncio.to_thread(mark)
+            print(f"frozen in {freeze_s:.1f} s (its games in flight, then the ladder's outputs)", flush=True)
             await asyncio.sleep(max(10.0, 10 / args.sample_hz))
             idle = Window("idle", frozen)
             idle.end = await asyncio.to_thread(mark)
@@ -664,6 +751,8 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
             "page_bytes": page_size,
             "recorded": frozen.games,
             "ladder_seconds": round(frozen.t - first.t, 1),
+            "freeze_s": round(freeze_s, 1),
+            "service_rss_mb": round(rss_mb(service.proc.pid), 1),
             "standings": len(board["standings"]),
             "faults": faults,
             "windows": [_window(w, sampler) for w in windows],
@@ -728,6 +817,8 @@ def _window_line(w: Window, sampler: Sampler) -> str:
         v = w.viewers
         line += (f"; {v['streams']} streams ({v['refused'] or 'none'} refused), {v['updates']} updates, "
                  f"{v['live_fetches']} /live fetches p50/p95 {v['live_p50_ms']}/{v['live_p95_ms']} ms")
+        if "drain_s" in v:
+            line += f"; the web loop quiet {v['drain_s']} s after they left"
     return line
 
 
@@ -764,9 +855,15 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
     for w in windows:
         if w["kind"] != "viewers":
             continue
-        before = [t for t in trend if t["at_games"] <= w["at_games"] - w["games"]]
-        if before and before[-1]["games_per_s"] and w["games_per_s"] is not None:
-            pairs.append(w["games_per_s"] / before[-1]["games_per_s"])
+        # the last 10% of the games before the window (two stretches of 5%, or more when they are short)
+        before: list[dict[str, Any]] = []
+        for t in reversed([t for t in trend if t["at_games"] <= w["at_games"] - w["games"]]):
+            before.append(t)
+            if sum(b["games"] for b in before) >= figures["games"] // 10:
+                break
+        seconds = sum(b["seconds"] for b in before)
+        if seconds and w["games_per_s"] is not None:
+            pairs.append(w["games_per_s"] / (sum(b["games"] for b in before) / seconds))
     adjacent = round(statistics.mean(pairs), 3) if pairs else None
     return {
         "runner_games_per_s": base["games_per_s"],
@@ -868,7 +965,8 @@ def main(argv: list[str] | None = None) -> int:
     s = figures["summary"] = summary(figures)
     lad = figures["ladder"]
     print(f"\nladder: {lad['recorded']} games recorded in {lad['ladder_seconds']} s, {lad['standings']} entries "
-          f"standing, {lad['faults']} faults")
+          f"standing, {lad['faults']} faults; frozen in {lad['freeze_s']} s; the service's RSS then "
+          f"{lad['service_rss_mb']} MB")
     head = (f"{'':<8} {'to games':>8} {'games':>6} {'s':>7} {'games/s':>8} {'svc us/mv':>9} {'web':>5} "
             f"{'ladder':>6} {'other':>5} {'bots':>5} {'cores':>5} {'page p50/p95':>16} {'api p50/p95':>16} "
             f"{'bare p50/p95':>13} {'xbare':>6}")
@@ -882,6 +980,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{w['ladder_us_per_move'] or 0:>6.0f} {w['other_us_per_move'] or 0:>5.0f} "
                   f"{w['bots_us_per_move'] or 0:>5.0f} {w['service_cores'] or 0:>5.2f} "
                   f"{_pair(w['page']):>16} {_pair(w['api']):>16} {_pair(w['bare']):>13} {w['page_x_bare'] or 0:>6.1f}")
+    for w in lad["windows"]:
+        if "viewers" in w:
+            v = w["viewers"]
+            print(f"viewers to {w['at_games']}: {v['streams']} of {v['viewers']} streams open ({v['refused'] or 'none'} "
+                  f"refused, {v['errors']} broken), {v['updates']} updates, {v['live_fetches']} /live fetches "
+                  f"p50/p95 {v['live_p50_ms']}/{v['live_p95_ms']} ms; the web loop quiet {v.get('drain_s')} s "
+                  "after they left")
     print(f"\nrunner (referee tournament's, same bots): {figures['baseline']['games']} games, "
           f"{s['runner_games_per_s']} games/s (halves {figures['baseline']['halves_games_per_s']}), "
           f"{s['runner_us_per_move']} us CPU per move")
