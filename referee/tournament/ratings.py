@@ -215,7 +215,8 @@ class Table:
         rows: list[Standing] = []
         for i, bot in enumerate(order):
             r = self.ratings[bot]
-            lat = sorted(self.latencies[bot])
+            lat = self.latencies[bot]
+            lat.sort()  # in place: sorted once, then each time a merge of the new tail (Timsort), O(n)
             p = probs[i] if i < len(probs) else None
             low, high = intervals[i]
             rows.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import data, pages
+from ..data import LRU
 from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, latest_board
 from ..db import Competition, ServiceDB
@@ -48,9 +49,18 @@ async def live_fragment(request: web.Request) -> web.Response:
     (by every viewer at once: the board comes from the shared cache)."""
     comp = await competition_of(request)
     board = await shown_board(request, comp)
-    resp = pages.render(request, "live.html", {"board": board})
+    # One rendering per board for all its viewers: the cache hands every one of them the same object.
+    rendered = request.app[FRAGMENTS].get(id(board))
+    if rendered is None or rendered[0] is not board:
+        rendered = (board, pages.render_string(request, "live.html", {"board": board}).encode())
+        request.app[FRAGMENTS].put(id(board), rendered)
+    resp = web.Response(body=rendered[1], content_type="text/html", charset="utf-8")
     resp.headers["Cache-Control"] = "no-store"
     return resp
+
+
+#: The rendered live part of the latest boards (keyed by the board object, checked by identity).
+FRAGMENTS: web.AppKey[LRU[int, tuple[object, bytes]]] = web.AppKey("fragments", LRU)
 
 
 async def get_competition(request: web.Request) -> web.Response:
