@@ -36,8 +36,7 @@ from pathlib import Path
 import msgspec
 
 from ..bots.base import BotError
-from ..bots.factory import BotFactory, BotSpec
-from ..bots.http import make_session
+from ..bots.factory import BotSpec
 from ..report import Progress
 from .executors import Executor
 from .league import League, LeagueError
@@ -505,13 +504,7 @@ class Ladder(Tournament):
         try:
             todo = self._restore(store)
             recorded = {o.index: o for o in store.outcomes()}
-            session = make_session(connections_per_bot=max(8, self.concurrency * 2))
-            league = self.league
-            self._factory = BotFactory(
-                log_dir=self.out / "logs", base_dir=Path(league.path).parent if league.path else Path.cwd(),
-                session=session, out_dir=self.out, limits=league.containers,
-                labels={"referee.tournament": league.tournament.name},
-            )
+            session = self._new_factory()
             try:
                 # The bots of planned games first (they are owed), then the wanted entries.
                 needed = [self._entries[n] for n in self._owed if n in self._entries]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import aiohttp
 import msgspec
 
 from ..bots.base import Bot, BotError
@@ -155,6 +156,18 @@ class Tournament:
         store.set_meta("total_games", str(total if total is not None else self.scheduler.limit))
         return store
 
+    def _new_factory(self) -> aiohttp.ClientSession:
+        """The HTTP session and the bot factory of this run (the session, to close at the end)."""
+        session = make_session(connections_per_bot=max(8, self.concurrency * 2))
+        league = self.league
+        self._factory = BotFactory(
+            log_dir=self.out / "logs",
+            base_dir=Path(league.path).parent if league.path else Path.cwd(),
+            session=session, out_dir=self.out, limits=league.containers,
+            labels={"referee.tournament": league.tournament.name},
+        )
+        return session
+
     async def _start_bots(self, store: Store) -> None:
         """Reach or start every bot before any game; a bot that cannot be used
         stops the tournament here with a message naming it."""
@@ -231,14 +244,7 @@ class Tournament:
             recorded = {o.index: o for o in store.outcomes()}
             if self.resume and recorded:
                 self.log(f"resuming: {len(recorded)} games recorded")
-            session = make_session(connections_per_bot=max(8, self.concurrency * 2))
-            league = self.league
-            self._factory = BotFactory(
-                log_dir=self.out / "logs",
-                base_dir=Path(league.path).parent if league.path else Path.cwd(),
-                session=session, out_dir=self.out, limits=league.containers,
-                labels={"referee.tournament": league.tournament.name},
-            )
+            session = self._new_factory()
             try:
                 await self._start_bots(store)
                 if self.replays:  # only once every bot is ready: a league that stops leaves none

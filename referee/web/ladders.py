@@ -46,6 +46,7 @@ from .runs import (
     check_league_text,
     decode_league,
     encode_league,
+    end_thread,
     executor_factory,
     league_filename,
     prepare_run,
@@ -171,17 +172,7 @@ class LadderThread:
                         break
                     self.ladder = self._new_ladder(self.wanted)
         finally:
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(self.ladder.executor.close())
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-            db = ServiceDB(self.db_path)
-            try:
-                db.end_run(self.run.id, self.status, self.error)
-            finally:
-                db.close()
+            end_thread(loop, self.ladder.executor, self.db_path, self.run.id, self.status, self.error)
 
     def alive(self) -> bool:
         return self.thread.is_alive()

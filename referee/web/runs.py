@@ -118,6 +118,24 @@ def start_ray(address: str | None) -> None:
     RayExecutor(address=address, workers=0)
 
 
+def end_thread(loop: asyncio.AbstractEventLoop, executor: Executor | None, db_path: Path, rid: int,
+               status: str, error: str | None) -> None:
+    """The end of a run's (or a ladder's) thread: its executor closed, its
+    loop closed, its status recorded in the service database."""
+    if executor is not None:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(executor.close())
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+    db = ServiceDB(db_path)
+    try:
+        db.end_run(rid, status, error)
+    finally:
+        db.close()
+
+
 class RunThread:
     """A run played in a thread of its own, with its own event loop (the
     service's loop stays free, and the runner's signal handlers, which only
@@ -161,18 +179,7 @@ class RunThread:
                 traceback.print_exc()
         finally:
             self._ready.set()
-            if executor is not None:
-                with contextlib.suppress(Exception):
-                    loop.run_until_complete(executor.close())
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
-            db = ServiceDB(self.db_path)
-            try:
-                db.end_run(self.run.id, self.status, self.error)
-            finally:
-                db.close()
+            end_thread(loop, executor, self.db_path, self.run.id, self.status, self.error)
 
     def stop(self, abandon: bool = True) -> None:
         """Stop the run: the games in flight are finished, or abandoned
