@@ -122,7 +122,9 @@ class Table:
         self.wins: dict[str, int] = {}
         self.place_sum: dict[str, int] = {}
         self.faults: dict[str, dict[str, int]] = {}
-        self.latencies: dict[str, list[float]] = {}
+        #: Each bot's request latencies, as a bounded histogram (a list of
+        #: every one would grow with the games played).
+        self.latencies: dict[str, LatencyHistogram] = {}
         self.retired: set[str] = set()
         self.design = settle.DesignEffect()
         self.history: list[tuple[int, str, float, float]] = []
@@ -150,7 +152,7 @@ class Table:
         self.wins[name] = 0
         self.place_sum[name] = 0
         self.faults[name] = {}
-        self.latencies[name] = []
+        self.latencies[name] = LatencyHistogram()
 
     def retire(self, name: str) -> None:
         """Keep the bot in the standings, flagged, but out of :meth:`uncertain_pairs`."""
@@ -181,7 +183,7 @@ class Table:
             for kind in o.faults[seat] if seat < len(o.faults) else ():
                 self.faults[bot][kind] = self.faults[bot].get(kind, 0) + 1
             if seat < len(o.latencies):
-                self.latencies[bot] += o.latencies[seat]
+                self.latencies[bot].extend(o.latencies[seat])
             if seat < len(o.points):
                 self.points[bot] += o.points[seat]
         self.design.add(o.deal, o.seats, scores, infos)
@@ -214,34 +216,43 @@ class Table:
         separated = settle.separations(probs, confidence)
         rows: list[Standing] = []
         for i, bot in enumerate(order):
-            r = self.ratings[bot]
-            lat = self.latencies[bot]
-            lat.sort()  # in place: sorted once, then each time a merge of the new tail (Timsort), O(n)
             p = probs[i] if i < len(probs) else None
             low, high = intervals[i]
-            rows.append(
-                Standing(
-                    bot=bot,
-                    mu=round(r.mu, 4),
-                    sigma=round(r.sigma, 4),
-                    score=round(r.mu - 3 * r.sigma, 4),
-                    games=self.games[bot],
-                    wins=self.wins[bot],
-                    avg_place=round(self.place_sum[bot] / self.games[bot], 4) if self.games[bot] else 0.0,
-                    faults=dict(sorted(self.faults[bot].items())),
-                    latency_p50_ms=round(percentile(lat, 50), 3) if lat else None,
-                    latency_p95_ms=round(percentile(lat, 95), 3) if lat else None,
-                    rank=i + 1,
-                    points=self.points[bot] if self.series else None,
-                    p_above_next=None if p is None else round(p, 4),
-                    rank_low=min(low, i + 1),
-                    rank_high=max(high, i + 1),
-                    separated_below=p is None or separated[i],
-                    separated_above=i == 0 or rows[i - 1].separated_below,
-                    retired=bot in self.retired,
-                )
-            )
+            row = self._row(bot, i + 1)
+            row.p_above_next = None if p is None else round(p, 4)
+            row.rank_low, row.rank_high = min(low, i + 1), max(high, i + 1)
+            row.separated_below = p is None or separated[i]
+            row.separated_above = i == 0 or rows[i - 1].separated_below
+            rows.append(row)
         return rows
+
+    def retired_rows(self) -> list[Standing]:
+        """The retired bots' rows, in the order of the whole table (their
+        rank is their place in it), without settledness: a retired bot is
+        compared with no one (the p and the interval are left empty). Costs
+        O(n log n), against :meth:`standings`' sampled rank intervals."""
+        return [self._row(bot, i + 1) for i, bot in enumerate(self._order()) if bot in self.retired]
+
+    def _row(self, bot: str, rank: int) -> Standing:
+        """A bot's row at `rank`, its settledness left to the caller."""
+        r = self.ratings[bot]
+        p50, p95 = self.latencies[bot].percentiles((50, 95))
+        games = self.games[bot]
+        return Standing(
+            bot=bot,
+            mu=round(r.mu, 4),
+            sigma=round(r.sigma, 4),
+            score=round(r.mu - 3 * r.sigma, 4),
+            games=games,
+            wins=self.wins[bot],
+            avg_place=round(self.place_sum[bot] / games, 4) if games else 0.0,
+            faults=dict(sorted(self.faults[bot].items())),
+            latency_p50_ms=None if math.isnan(p50) else round(p50, 3),
+            latency_p95_ms=None if math.isnan(p95) else round(p95, 3),
+            rank=rank,
+            points=self.points[bot] if self.series else None,
+            retired=bot in self.retired,
+        )
 
     def uncertain_pairs(self, confidence: float = 0.95) -> list[tuple[str, str, float]]:
         """Neighbours in the standings order, retired bots left out, that are
@@ -257,12 +268,51 @@ class Table:
         return [(order[i], order[j], round(p, 4)) for (i, j), p, sep in zip(pairs, probs, separated) if not sep]
 
 
-def percentile(sorted_values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile of already sorted values."""
-    if not sorted_values:
-        return math.nan
-    k = max(0, min(len(sorted_values) - 1, math.ceil(p / 100 * len(sorted_values)) - 1))
-    return float(sorted_values[k])
+class LatencyHistogram:
+    """Latencies (ms) counted in logarithmic buckets 1% wide, so that a
+    percentile is within 0.5% of the exact one, at a size bounded by the
+    range of the values (about 230 buckets a decade), never by their number.
+    Values of 1 µs or less share one bucket."""
+
+    #: The ratio of a bucket's upper bound to its lower bound.
+    BASE = 1.01
+    FLOOR_MS = 0.001
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.count = 0
+        self._log_base = math.log(self.BASE)
+        self._log_floor = math.log(self.FLOOR_MS)
+
+    def add(self, ms: float) -> None:
+        b = int((math.log(ms) - self._log_floor) / self._log_base) if ms > self.FLOOR_MS else -1
+        self.counts[b] = self.counts.get(b, 0) + 1
+        self.count += 1
+
+    def extend(self, values: Iterable[float]) -> None:
+        for ms in values:
+            self.add(ms)
+
+    def percentile(self, p: float) -> float:
+        """The nearest-rank percentile: the geometric middle of its bucket
+        (the floor for the values at or below it); NaN when empty."""
+        return self.percentiles((p,))[0]
+
+    def percentiles(self, ps: Sequence[float]) -> list[float]:
+        """:meth:`percentile` of each of ``ps``, in one pass over the buckets."""
+        if not self.count:
+            return [math.nan for _ in ps]
+        ranks = [max(1, min(self.count, math.ceil(p / 100 * self.count))) for p in ps]
+        out: dict[int, float] = {}
+        todo = sorted(set(ranks))
+        seen = 0
+        for b in sorted(self.counts):
+            seen += self.counts[b]
+            while todo and seen >= todo[0]:
+                out[todo.pop(0)] = self.FLOOR_MS if b < 0 else math.exp(self._log_floor + (b + 0.5) * self._log_base)
+            if not todo:
+                break
+        return [out[k] for k in ranks]
 
 
 def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]:

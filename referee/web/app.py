@@ -27,7 +27,7 @@ from .data import CACHES, LRU, Caches
 from .db import AsyncServiceDB, ServiceDB
 from .handlers.competitions import FRAGMENTS
 from .ladders import LADDERS, ladders_ctx
-from .live import HUB, Hub, poller
+from .live import ENCODED, HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
 from .routes import setup_routes
 from .state import DB, RUNS, SETTINGS, Settings
@@ -79,6 +79,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[RUNS] = {}
     app[LADDERS] = {}
     app[FRAGMENTS] = LRU(64)
+    app[ENCODED] = LRU(64)
     app[HUB] = Hub()
     app[CACHES] = Caches(settings.replay_cache_bytes)
     app[BOARDS] = BoardCache(settings.board_ttl_s)

@@ -65,30 +65,32 @@ JS = r"""
   // ------------------------------------------------ leaderboard: live updates (SSE)
   var live = document.querySelector("[data-live]");
   if (live && window.EventSource) {
+    var show = function (html) {
+      live.innerHTML = html;  // server-rendered, escaped
+      // what only a competition in setup offers (the admin's start form) follows its phase
+      var about = live.querySelector("[data-phase]");
+      if (about) {
+        var setup = about.getAttribute("data-phase") === "setup";
+        Array.prototype.forEach.call(document.querySelectorAll("[data-setup-only]"),
+                                     function (el) { el.hidden = !setup; });
+      }
+      live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
+    };
+    // a stream of the data only: fetch the live part on each update, one fetch at a time
     var busy = false, again = false;
     var refresh = function () {
       if (busy) { again = true; return; }
       busy = true;
       fetch(live.getAttribute("data-fragment"), {cache: "no-store"})
         .then(function (r) { return r.ok ? r.text() : null; })
-        .then(function (html) {
-          if (html !== null) {
-            live.innerHTML = html;  // server-rendered, escaped
-            // what only a competition in setup offers (the admin's start form) follows its phase
-            var about = live.querySelector("[data-phase]");
-            if (about) {
-              var setup = about.getAttribute("data-phase") === "setup";
-              Array.prototype.forEach.call(document.querySelectorAll("[data-setup-only]"),
-                                           function (el) { el.hidden = !setup; });
-            }
-          }
-          live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
-        })
+        .then(function (html) { if (html !== null) { show(html); } })
         .catch(function () {})
         .then(function () { busy = false; if (again) { again = false; refresh(); } });
     };
     var es = new EventSource(live.getAttribute("data-events"));
     es.addEventListener("update", refresh);
+    // a stream of the live part itself (?view=live): nothing to fetch
+    es.addEventListener("live", function (ev) { show(ev.data); });
   }
 
   // ------------------------------------------------ admin: start a tournament

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections import Counter
 
 import msgspec
@@ -28,8 +29,10 @@ from aiohttp import web
 from . import data
 from .boardcache import BOARDS, latest_board, latest_key
 from .db import Competition, Run, ServiceDB
+from .data import LRU
 from .errors import fail
 from .handlers.common import competition_of
+from .handlers.competitions import live_html
 from .runs import count_games
 from .schemas import Leaderboard
 from .state import DB, SETTINGS, Settings
@@ -124,12 +127,23 @@ class Hub:
 HUB: web.AppKey[Hub] = web.AppKey("hub", Hub)
 
 
+#: What a stream sends (``?view=``): the leaderboard's data (``update``), or
+#: the leaderboard page's live part rendered (``live``: the page needs no
+#: other request per update).
+VIEWS = ("update", "live")
+
+
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-sent events: ``update`` with the leaderboard's data now and
-    whenever a game is recorded or the run's status changes (at most one
-    per ``min_update_s``); a comment line when idle for ``heartbeat_s``."""
+    """Server-sent events: ``update`` with the leaderboard's data (or with
+    ``?view=live``, ``live`` with the page's live part) now and whenever a
+    game is recorded or the run's status changes (at most one per
+    ``min_update_s``); a comment line when idle for ``heartbeat_s``. Each
+    update is encoded once for all the streams that send it."""
     app = request.app
     comp = await competition_of(request)
+    view = request.query.get("view", "update")
+    if view not in VIEWS:
+        fail(422, f"'view' must be one of {', '.join(VIEWS)}, got {view!r}", "view")
     hub, settings = app[HUB], app[SETTINGS]
     client = request.remote or "unknown"
     refused = hub.refusal(client, settings)
@@ -142,7 +156,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
-        await _send(resp, await latest_board(app, comp))
+        await resp.write(_event(request, view, await latest_board(app, comp)))
         sent = written = loop.time()
         while not hub.closing and not stream.ended.is_set():
             idle = written + settings.heartbeat_s - loop.time()
@@ -165,7 +179,7 @@ async def events(request: web.Request) -> web.StreamResponse:
                     break
             board = stream.take()
             if board is not None:
-                await _send(resp, board)
+                await resp.write(_event(request, view, board))
                 sent = written = loop.time()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
@@ -179,8 +193,27 @@ def _gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-async def _send(resp: web.StreamResponse, board: Leaderboard) -> None:
-    await resp.write(b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n")
+def _event(request: web.Request, view: str, board: Leaderboard) -> bytes:
+    """The event of ``board`` for a ``view`` stream, encoded once for all the
+    streams that send it (the boards are shared: :mod:`.boardcache`)."""
+    kept = request.app[ENCODED].get((id(board), view))
+    if kept is not None and kept[0] is board:
+        return kept[1]
+    if view == "live":
+        # every line of the data is its own ``data:`` field; the client joins them with "\n"
+        html = live_html(request, board).decode()
+        body = b"event: live\n" + "".join(f"data: {line}\n" for line in LINE_BREAK.split(html)).encode() + b"\n"
+    else:
+        body = b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n"
+    request.app[ENCODED].put((id(board), view), (board, body))
+    return body
+
+
+#: What ends a line in an event stream.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+#: The events of the latest boards, encoded (keyed by the board object and the view, checked by identity).
+ENCODED: web.AppKey[LRU[tuple[int, str], tuple[object, bytes]]] = web.AppKey("encoded_events", LRU)
 
 
 def _watched(db: ServiceDB, cid: int) -> tuple[Competition, Run | None, int] | None:

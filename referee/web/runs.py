@@ -299,7 +299,7 @@ class RunRatings:
                 confidence = self.league.stop.confidence
                 if self.ladder:
                     standings = self.table.standings(confidence, retired=False)
-                    retired = [s for s in self.table.standings(confidence) if s.retired]
+                    retired = self.table.retired_rows()
                 else:
                     standings, retired = self.table.standings(confidence), []
                 self._snapshot = Snapshot(games=self.next, standings=standings, retired=retired,

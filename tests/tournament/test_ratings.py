@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from referee.tournament.league import Ratings
-from referee.tournament.ratings import Outcome, Table
+from referee.tournament.ratings import LatencyHistogram, Outcome, Table
 from referee.report import format_table
 from referee.tournament.runner import load_standings, write_outputs
 
@@ -62,3 +67,38 @@ def test_D14_V4_the_leaderboard_page_shows_the_points_it_ranks_by() -> None:
     series = standings_table(1, table(series=True).standings(), None)
     assert ">points</th>" in series and "<td><b>16</b></td>" in series
     assert ">points</th>" not in standings_table(1, table(series=False).standings(), None)
+
+
+# ---------------------------------------------------------------- latencies
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=60_000.0, allow_nan=False), min_size=1, max_size=400),
+       st.sampled_from([1, 5, 50, 95, 99, 100]))
+def test_latency_percentiles_are_within_half_a_percent_of_the_exact_ones(values: list[float], p: int) -> None:
+    h = LatencyHistogram()
+    h.extend(values)
+    exact = sorted(values)[max(0, math.ceil(p / 100 * len(values)) - 1)]  # nearest rank
+    got = h.percentile(p)
+    if exact <= LatencyHistogram.FLOOR_MS:
+        assert got == LatencyHistogram.FLOOR_MS
+    else:
+        assert abs(got - exact) <= 0.005 * exact + 1e-12, (got, exact)
+
+
+def test_a_bots_latencies_take_bounded_memory_however_many_games_it_plays() -> None:
+    """A standing's latency figures cost the same at game 100,000 as at game
+    10: the table keeps a histogram, not every latency (issue 15)."""
+    t = Table(["a", "b"], Ratings())
+    rng = random.Random(7)
+    for i in range(2_000):
+        lat = [[rng.lognormvariate(1.5, 0.8) for _ in range(50)] for _ in range(2)]
+        t.add(Outcome(index=i, seats=["a", "b"], places=[1, 2] if i % 2 else [2, 1], latencies=lat))
+    h = t.latencies["a"]
+    assert h.count == 100_000
+    assert len(h.counts) < 1_200  # ~230 buckets a decade over the values' range
+    row = {s.bot: s for s in t.standings()}["a"]
+    assert row.latency_p50_ms is not None and row.latency_p95_ms is not None
+    # lognormal(1.5, 0.8): median e^1.5 = 4.48 ms, p95 e^(1.5 + 1.645*0.8) = 16.6 ms
+    assert 4.2 < row.latency_p50_ms < 4.8 and 15.0 < row.latency_p95_ms < 18.5
+    assert LatencyHistogram().percentile(50) != LatencyHistogram().percentile(50)  # NaN when empty

@@ -23,10 +23,11 @@ import pytest
 from helpers_web import LOOPBACK, league_text, serve
 from test_web_api import auth, error_of, new_competition, play_run, read_events
 
-from referee.web import ServiceDB, Settings, data, make_app
+from referee.web import ServiceDB, Settings, data, make_app, pages
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
 from referee.web.data import CACHES, LRU
 from referee.web.live import HUB
+from referee.web.state import DB
 from referee.web.schemas import Leaderboard
 
 Service = Callable[..., Awaitable[Any]]
@@ -171,6 +172,67 @@ async def test_updates_are_coalesced_and_the_last_state_arrives(service: Service
     assert got == sorted(set(got)) and got[-1] == 90, got
     assert len(got) <= spread / 0.5 + 2, (got, spread)
     r.close()
+
+
+async def read_live(resp: Any, timeout: float = 60) -> str:
+    """The next ``live`` event of a ``?view=live`` stream: its data lines joined as a browser joins them."""
+
+    async def go() -> str:
+        buf = b""
+        while True:
+            while b"\n\n" in buf:
+                raw, buf = buf.split(b"\n\n", 1)
+                lines = raw.decode().split("\n")
+                if "event: live" in lines:
+                    return "\n".join(x[len("data: "):] for x in lines if x.startswith("data: "))
+            chunk = await resp.content.readany()
+            assert chunk, "the event stream closed"
+            buf += chunk
+
+    return await asyncio.wait_for(go(), timeout)
+
+
+async def test_the_page_stream_carries_the_live_part_rendered_once_for_all_its_streams(
+    service: Service, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``?view=live``: the leaderboard page needs no request per update, and
+    an update is rendered once however many streams send it (issue 15)."""
+    client = await service(min_update_s=0.05, poll_s=3600)
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    fragment = await (await client.get(f"/c/{cid}/live")).text()
+    page = await (await client.get(f"/c/{cid}")).text()
+    assert f'data-events="/api/competitions/{cid}/events?view=live"' in page and "data-fragment" not in page
+    streams = []
+    for _ in range(3):
+        r = await client.get(f"/api/competitions/{cid}/events?view=live")
+        assert r.status == 200 and r.headers["Content-Type"].startswith("text/event-stream")
+        assert await read_live(r) == fragment  # the same bytes as the fragment's URL
+        streams.append(r)
+
+    renders = []
+    real = pages.render_string
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        renders.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pages, "render_string", counted)
+    app = client.server.app
+    comp = await app[DB].call(ServiceDB.competition, cid)
+    assert comp is not None
+    board = await app[BOARDS].refresh(BoardKey(cid, None, False), lambda: data.leaderboard(app, comp, None))
+    hub.publish(cid, msgspec.structs.replace(board, teams=["eve <b>"]))
+    got = [await read_live(r) for r in streams]
+    assert len(set(got)) == 1 and "eve &lt;b&gt;" in got[0] and got[0] != fragment
+    assert renders == ["live.html"]
+    # The data streams (the API's) are unchanged: JSON ``update`` events.
+    r = await client.get(f"/api/competitions/{cid}/events")
+    assert (await read_events(r, lambda d: True))[0]["id"] == cid
+    err = await error_of(await client.get(f"/api/competitions/{cid}/events?view=html"), 422)
+    assert err["field"] == "view" and "update, live" in err["error"]
+    for s_ in streams + [r]:
+        s_.close()
 
 
 async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token: str) -> None:

@@ -45,18 +45,24 @@ async def leaderboard_page(request: web.Request) -> web.Response:
 
 
 async def live_fragment(request: web.Request) -> web.Response:
-    """The live part of the leaderboard, fetched again on every update
-    (by every viewer at once: the board comes from the shared cache)."""
+    """The live part of the leaderboard (the team page and a pinned run's
+    page fetch it on every update; the latest board's page gets it in its
+    event stream instead, ``?view=live``)."""
     comp = await competition_of(request)
     board = await shown_board(request, comp)
-    # One rendering per board for all its viewers: the cache hands every one of them the same object.
+    resp = web.Response(body=live_html(request, board), content_type="text/html", charset="utf-8")
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+def live_html(request: web.Request, board: Leaderboard) -> bytes:
+    """``live.html`` of ``board``, rendered once for all its viewers (the
+    cache hands every one of them the same object)."""
     rendered = request.app[FRAGMENTS].get(id(board))
     if rendered is None or rendered[0] is not board:
         rendered = (board, pages.render_string(request, "live.html", {"board": board}).encode())
         request.app[FRAGMENTS].put(id(board), rendered)
-    resp = web.Response(body=rendered[1], content_type="text/html", charset="utf-8")
-    resp.headers["Cache-Control"] = "no-store"
-    return resp
+    return rendered[1]
 
 
 #: The rendered live part of the latest boards (keyed by the board object, checked by identity).
