@@ -127,6 +127,12 @@ def render_string(request: web.Request, template: str, context: Mapping[str, Any
     return aiohttp_jinja2.render_string(template, request, context)
 
 
+def rendered(part: bytes) -> Markup:
+    """A part of a page this module rendered (autoescaped) and cached as
+    bytes, put into another page as it is."""
+    return Markup(part.decode())
+
+
 def standings_table(cid: int, standings: Sequence[Standing], run_id: int | None) -> str:
     """The leaderboard's standings table alone."""
     macros = environment().get_template("macros.html").module

@@ -41,7 +41,9 @@ async def shown_board(request: web.Request, comp: Competition) -> Leaderboard:
 async def leaderboard_page(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     board = await shown_board(request, comp)
-    return pages.render(request, "leaderboard.html", {"board": board})
+    # its live part rendered once per board, shared with the live streams and /live
+    live_part = pages.rendered(live_html(request, board))
+    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part})
 
 
 async def live_fragment(request: web.Request) -> web.Response:
