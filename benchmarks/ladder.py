@@ -289,6 +289,8 @@ class ViewerStats:
         self.fetches: list[float] = []
         self.fetch_errors = 0
         self.pages: list[float] = []
+        #: Pages that failed, by status (0: a page naming no event stream).
+        self.page_errors: collections.Counter[int] = collections.Counter()
 
 
 async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
@@ -335,10 +337,15 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
             t0 = time.perf_counter()
             async with session.get(f"{base}/c/{cid}") as r:
                 page = await r.text()
+                if r.status != 200:
+                    stats.page_errors[r.status] += 1
+                    return
             stats.pages.append(time.perf_counter() - t0)
             events_path = attribute(page, "data-events")
             fragment_path = attribute(page, "data-fragment")
-            assert events_path is not None, "the page names no event stream"
+            if events_path is None:
+                stats.page_errors[0] += 1  # a page that names no event stream
+                return
             async with session.get(f"{base}{events_path}") as r:
                 if r.status != 200:
                     stats.refused[r.status] += 1
@@ -405,7 +412,7 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
     await session.close()
     print(json.dumps({
         "viewers": n, "streams": stats.streams, "refused": dict(stats.refused), "errors": stats.errors,
-        "updates": stats.updates, "updates_in_stream": stats.in_stream,
+        "page_errors": dict(stats.page_errors), "updates": stats.updates, "updates_in_stream": stats.in_stream,
         "live_part_kb": round(stats.in_stream_chars / max(1, stats.in_stream) / 1024, 1),
         "live_fetches": len(stats.fetches), "live_fetch_errors": stats.fetch_errors,
         "live_p50_ms": _ms(_pct(stats.fetches, 50)), "live_p95_ms": _ms(_pct(stats.fetches, 95)),
@@ -857,7 +864,8 @@ def _window_line(w: Window, sampler: Sampler) -> str:
             f"{r['bare']['p50_ms']}/{r['bare']['p95_ms']} ms")
     if w.viewers:
         v = w.viewers
-        line += (f"; {v['streams']} streams ({v['refused'] or 'none'} refused), {v['updates']} updates, "
+        line += (f"; {v['streams']} streams ({v['refused'] or 'none'} refused, pages failed "
+                 f"{v.get('page_errors') or 'none'}), {v['updates']} updates, "
                  f"{v['live_fetches']} /live fetches; viewers' CPU {v.get('client_cpu_share')} core")
         if "drain_s" in v:
             line += f"; the web loop quiet {v['drain_s']} s after they left"
@@ -1020,7 +1028,7 @@ def main(argv: list[str] | None = None) -> int:
         if "viewers" in w:
             v = w["viewers"]
             print(f"viewers to {w['at_games']}: {v['streams']} of {v['viewers']} streams open ({v['refused'] or 'none'} "
-                  f"refused, {v['errors']} broken), {v['updates']} updates ({v.get('updates_in_stream')} "
+                  f"refused, {v['errors']} broken, pages failed {v.get('page_errors') or 'none'}), {v['updates']} updates ({v.get('updates_in_stream')} "
                   f"carrying the live part, {v.get('live_part_kb')} KB), {v['live_fetches']} /live fetches; the "
                   f"viewers' own CPU {v.get('client_cpu_share')} core; the web loop quiet {v.get('drain_s')} s "
                   "after they left")
