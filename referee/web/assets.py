@@ -87,10 +87,21 @@ JS = r"""
         .catch(function () {})
         .then(function () { busy = false; if (again) { again = false; refresh(); } });
     };
-    var es = new EventSource(live.getAttribute("data-events"));
-    es.addEventListener("update", refresh);
-    // a stream of the live part itself (?view=live): nothing to fetch
-    es.addEventListener("live", function (ev) { show(ev.data); });
+    var connect = function () {
+      var es = new EventSource(live.getAttribute("data-events"));
+      es.addEventListener("update", refresh);
+      // a stream of the live part itself (?view=live): nothing to fetch
+      es.addEventListener("live", function (ev) { show(ev.data); });
+      // A refused stream (429: this address has its share; 503: the server has its limit) is not
+      // retried by the browser: try again later, spread out (the server's Retry-After, and a jitter).
+      es.addEventListener("error", function () {
+        if (es.readyState !== EventSource.CLOSED) { return; }  // the browser reconnects by itself
+        var wait = Number(live.getAttribute("data-retry-s") || 10);
+        live.setAttribute("data-retries", String(Number(live.getAttribute("data-retries") || 0) + 1));
+        setTimeout(connect, 1000 * wait * (1 + Math.random() / 2));
+      });
+    };
+    connect();
   }
 
   // ------------------------------------------------ admin: start a tournament

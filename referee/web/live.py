@@ -35,14 +35,12 @@ from .handlers.common import competition_of
 from .handlers.competitions import live_html
 from .runs import count_games
 from .schemas import Leaderboard
-from .state import DB, SETTINGS, Settings
+from .state import DB, SETTINGS, STREAM_RETRY_S, Settings
 
 log = logging.getLogger("referee.web")
 
 Update = Leaderboard | None  # None: the stream ends
 
-#: Seconds a refused stream is told to wait (``Retry-After``).
-RETRY_AFTER_S = 10
 #: How often an idle stream looks whether its client is gone (without
 #: handler cancellation, aiohttp tells a handler only when it writes).
 LIVENESS_S = 1.0
@@ -148,7 +146,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     client = request.remote or "unknown"
     refused = hub.refusal(client, settings)
     if refused is not None:
-        fail(*refused, headers={"Retry-After": str(RETRY_AFTER_S)})
+        fail(*refused, headers={"Retry-After": str(STREAM_RETRY_S)})
     stream = hub.subscribe(comp.id, client)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",

@@ -30,6 +30,7 @@ from markupsafe import Markup
 from ..tournament.ratings import Standing
 from .assets import CSS, JS
 from .charts import rating_chart, sigma_bars
+from .state import STREAM_RETRY_S
 
 
 def json_for_script(data: Any) -> str:
@@ -86,7 +87,8 @@ FILTERS: dict[str, Callable[..., str]] = {
     "inline_script": _inline_script,
     "inline_style": _inline_style,
 }
-GLOBALS = {"zip": zip, "sigma_bars": sigma_bars, "rating_chart": rating_chart, "css": CSS, "js": JS}
+GLOBALS = {"zip": zip, "sigma_bars": sigma_bars, "rating_chart": rating_chart, "css": CSS, "js": JS,
+           "retry_s": STREAM_RETRY_S}
 
 
 def _options() -> dict[str, Any]:

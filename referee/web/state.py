@@ -16,6 +16,11 @@ from .db import AsyncServiceDB
 from .runs import RunThread
 
 
+#: Seconds a refused live stream is told to wait (``Retry-After``), and that
+#: the pages' script waits (more a jitter) before it asks again.
+STREAM_RETRY_S = 10
+
+
 class Settings(msgspec.Struct, kw_only=True):
     #: Request bodies above this are refused with 413.
     max_body: int = 64 * 1024

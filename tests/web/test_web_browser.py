@@ -124,3 +124,45 @@ def test_leaderboard_live_bot_page_and_replay_viewer(page: Any, site: dict[str, 
     page.select_option("#mode", "full")
     assert other.locator(".card.face").count() > 0
     assert errors == [], errors
+
+
+@pytest.mark.slow
+def test_a_refused_live_stream_is_asked_again_later(page: Any, tmp_path: Path) -> None:
+    """A page whose event stream is refused (503: the server has its limit;
+    429 alike) asks again after the server's Retry-After, and follows the
+    league once there is room: the browser alone would give up for good."""
+    from playwright.sync_api import expect
+
+    from referee.web.state import SETTINGS, STREAM_RETRY_S
+
+    bg = Background()
+    try:
+        db_path = tmp_path / "service.sqlite"
+        db = ServiceDB(db_path)
+        comp = db.add_competition("Retry", league_text(name="retry", rounds=1, concurrency=1))
+        db.close()
+        apps: list[Any] = []
+
+        def make() -> Any:
+            apps.append(make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK,
+                                                   max_streams=0)))
+            return apps[0]
+
+        base = bg.serve(make)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/c/{comp.id}")
+        live = page.locator("#live")
+        expect(live).to_have_attribute("data-retries", "1", timeout=10_000)  # refused at once
+        assert live.get_attribute("data-updates") is None
+        apps[0][SETTINGS].max_streams = 10  # room again
+        # the next try comes 1-1.5x Retry-After later, and its stream's first update arrives
+        for _ in range(int(STREAM_RETRY_S * 1.5 + 10) * 10):
+            if live.get_attribute("data-updates") is not None:
+                break
+            page.wait_for_timeout(100)
+        assert int(live.get_attribute("data-updates") or 0) >= 1, "the page did not ask for its stream again"
+        assert live.get_attribute("data-retries") == "1"
+        assert errors == [], errors
+    finally:
+        bg.close()
