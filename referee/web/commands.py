@@ -31,6 +31,10 @@ from referee import engine_status
               help="Networks where teams' URL bots may be although not public (a class LAN: "
                    "192.168.1.0/24). Loopback, link-local and this server's own addresses are refused "
                    "unless listed here.")
+@click.option("--trusted-proxies", default="", metavar="CIDR,...",
+              help="Reverse proxies in front of this server (127.0.0.1 for one on this host): a request "
+                   "from one of them comes from the client its X-Forwarded-For names (the live-stream "
+                   "cap per client counts by that address). Without it the header is ignored.")
 @click.option("--allow-house-commands", is_flag=True,
               help="Let league files sent through the web start commands and open unix sockets on this "
                    "server (house bots). Off: only URL and image house bots.")
@@ -45,7 +49,7 @@ from referee import engine_status
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
-          window: float, bot_networks: str, allow_house_commands: bool, max_upload: str,
+          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
           secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
     """Serve the classroom service over the database DB.
 
@@ -64,6 +68,10 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         networks = parse_networks(bot_networks) if bot_networks.strip() else ()
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--bot-networks") from None
+    try:
+        proxies = parse_networks(trusted_proxies) if trusted_proxies.strip() else ()
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--trusted-proxies") from None
     try:
         upload_cap = parse_size(max_upload)
     except ValueError as e:
@@ -88,7 +96,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies, executor=executor,
-                                     executor_address=address, executor_workers=workers))
+                                     executor_address=address, executor_workers=workers,
+                                     trusted_proxies=proxies))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

@@ -31,7 +31,7 @@ from .boardcache import BOARDS, latest_board, latest_key
 from .db import Competition, Run, ServiceDB
 from .data import LRU
 from .errors import fail
-from .handlers.common import competition_of
+from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html
 from .runs import count_games
 from .schemas import Leaderboard
@@ -143,7 +143,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     if view not in VIEWS:
         fail(422, f"'view' must be one of {', '.join(VIEWS)}, got {view!r}", "view")
     hub, settings = app[HUB], app[SETTINGS]
-    client = request.remote or "unknown"
+    client = client_address(request)
     refused = hub.refusal(client, settings)
     if refused is not None:
         fail(*refused, headers={"Retry-After": str(STREAM_RETRY_S)})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
-from ..bots.netpolicy import AddressPolicy
+from ..bots.netpolicy import AddressPolicy, IPNetwork
 from .db import AsyncServiceDB
 from .runs import RunThread
 
@@ -50,8 +50,12 @@ class Settings(msgspec.Struct, kw_only=True):
     #: Live event streams open at the same time, in all (then 503).
     max_streams: int = 1000
     #: Live event streams open at the same time from one client address (then
-    #: 429): ``request.remote``, behind a reverse proxy the proxy's.
+    #: 429): the peer's, or behind a proxy of ``trusted_proxies`` the client's.
     max_streams_per_client: int = 4
+    #: Reverse proxies in front of the server (``--trusted-proxies``): a
+    #: request from one of them comes from the address its
+    #: ``X-Forwarded-For`` names (:func:`~referee.web.handlers.common.client_address`).
+    trusted_proxies: tuple[IPNetwork, ...] = ()
     #: A live stream sends at most one update this often; faster ones are
     #: coalesced (the latest is sent, so the last state always arrives).
     min_update_s: float = 1.0

@@ -12,6 +12,7 @@ only loosens it."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -108,6 +109,58 @@ async def test_a_client_gone_frees_its_slot_without_handler_cancellation(db_path
             r.close()
     finally:
         await runner.cleanup()
+
+
+async def _stream(client: Any, cid: int, forwarded: str | None) -> Any:
+    headers = {"X-Forwarded-For": forwarded} if forwarded is not None else {}
+    return await client.get(f"/api/competitions/{cid}/events", headers=headers)
+
+
+async def test_behind_a_trusted_proxy_a_client_is_the_address_it_forwards(
+    service: Service, admin_token: str
+) -> None:
+    """``--trusted-proxies``: every viewer behind a proxy on this host would
+    share its address, 4 streams for all of them; the proxy's
+    X-Forwarded-For names the client instead, read from the right."""
+    client = await service(trusted_proxies=(ipaddress.ip_network("127.0.0.0/8"),))
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    # a client may write its own X-Forwarded-For: the proxy appends what it saw, which counts
+    opened = [await _stream(client, cid, f"198.51.100.{i}, 203.0.113.5") for i in range(4)]
+    assert all(r.status == 200 for r in opened) and hub.clients["203.0.113.5"] == 4
+    await error_of(await _stream(client, cid, "203.0.113.5"), 429)
+    other = await _stream(client, cid, "203.0.113.6, 127.0.0.1")  # two trusted hops: the next one counts
+    assert other.status == 200 and hub.clients["203.0.113.6"] == 1
+    assert "127.0.0.1" not in hub.clients
+    for r in opened + [other]:
+        r.close()
+    await until(lambda: hub.open == 0, what="every slot freed")
+
+
+async def test_a_client_cannot_dodge_its_stream_cap_with_a_forwarded_header(
+    service: Service, admin_token: str
+) -> None:
+    """Attack: without a trusted proxy, X-Forwarded-For is the client's own
+    words and changes nothing (else any client could open streams without
+    limit under made-up addresses)."""
+    client = await service()
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    opened = [await _stream(client, cid, f"203.0.113.{i}") for i in range(4)]
+    assert all(r.status == 200 for r in opened) and hub.clients == {"127.0.0.1": 4}
+    await error_of(await _stream(client, cid, "203.0.113.99"), 429)
+    for r in opened:
+        r.close()
+    await until(lambda: hub.open == 0, what="every slot freed")
+
+
+def test_serve_refuses_a_trusted_proxy_that_is_not_a_network(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from referee.cli import main
+
+    r = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--trusted-proxies", "10.0.0.1/8"])
+    assert r.exit_code == 2 and "--trusted-proxies" in r.output and "did you mean 10.0.0.0/8" in r.output
 
 
 async def test_the_server_gets_503_beyond_its_streams(service: Service, admin_token: str) -> None:

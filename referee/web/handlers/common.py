@@ -3,6 +3,7 @@ run and team (404 when there is none)."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import msgspec
@@ -10,12 +11,37 @@ from aiohttp import web
 
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
-from ..state import DB
+from ..state import DB, SETTINGS
 from ..validation import path_int
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
     return web.Response(body=msgspec.json.encode(data), status=status, content_type="application/json")
+
+
+def client_address(request: web.Request) -> str:
+    """The address of the client a request comes from: the peer's, or behind
+    a reverse proxy of ``--trusted-proxies`` the nearest address in its
+    ``X-Forwarded-For`` that is not one of those proxies (read from the
+    right: what a proxy appends is what it saw; what the client wrote itself
+    is further left, and never trusted over it)."""
+    peer = request.remote or "unknown"
+    trusted = request.app[SETTINGS].trusted_proxies
+    if not trusted or not _within(peer, trusted):
+        return peer
+    hops = [h.strip() for v in request.headers.getall("X-Forwarded-For", ()) for h in v.split(",")]
+    for hop in reversed([h for h in hops if h]):
+        if not _within(hop, trusted):
+            return hop
+    return peer
+
+
+def _within(address: str, networks: tuple[Any, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
 
 
 async def competition_of(request: web.Request) -> Competition:
