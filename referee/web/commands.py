@@ -40,6 +40,9 @@ from referee import engine_status
                    "server (house bots). Off: only URL and image house bots.")
 @click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
+@click.option("--live-rate", default="4m", show_default=True, metavar="SIZE",
+              help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
+                   "viewers, each is updated less often (at most once a second).")
 @click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where runs, ladders and finals play their games: this process, or Ray workers "
@@ -50,7 +53,7 @@ from referee import engine_status
               help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
+          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -76,6 +79,12 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         upload_cap = parse_size(max_upload)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--max-upload") from None
+    try:
+        live_bytes = parse_size(live_rate)
+        if live_bytes < 1024:
+            raise ValueError(f"at least 1k a second, got {live_rate!r}")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--live-rate") from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
 
     if executor == "ray":
@@ -97,7 +106,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
-                                     trusted_proxies=proxies))
+                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

@@ -9,10 +9,13 @@ stream, ``GET /api/competitions/{cid}/events``.
 So that 500 viewers do not slow the games: the streams open at once are
 capped (``Settings.max_streams`` in all, then 503;
 ``Settings.max_streams_per_client`` from one address, then 429); a stream
-sends at most one update per ``Settings.min_update_s``, the faster ones
-coalesced into the latest (a :class:`Stream` keeps only the latest not yet
-sent, so the last state always arrives); and the board is computed once for
-all of them (:mod:`referee.web.boardcache`).
+sends at most one update per ``Settings.min_update_s``, and less often when
+all the streams would send more than ``Settings.live_bytes_per_s`` (so 500
+viewers cost what 50 do), the faster ones coalesced into the latest (a
+:class:`Stream` keeps only the latest not yet sent, so the last state always
+arrives); and the board is computed once for all of them
+(:mod:`referee.web.boardcache`), and rendered and encoded once for all the
+streams that send it.
 """
 
 from __future__ import annotations
@@ -154,12 +157,14 @@ async def events(request: web.Request) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
-        await resp.write(_event(request, view, await latest_board(app, comp)))
+        body = _event(request, view, await latest_board(app, comp))
+        await resp.write(body)
         sent = written = loop.time()
         while not hub.closing and not stream.ended.is_set():
             idle = written + settings.heartbeat_s - loop.time()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stream.wake.wait(), max(0.0, min(LIVENESS_S, idle)))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, min(LIVENESS_S, idle))):
+                    await stream.wake.wait()
             if _gone(request):
                 break
             if not stream.wake.is_set():
@@ -167,23 +172,34 @@ async def events(request: web.Request) -> web.StreamResponse:
                     await resp.write(b": keep-alive\n\n")
                     written = loop.time()
                 continue
-            # At most one update per min_update_s: the ones arriving before
-            # then replace the pending one, which is sent when it is time.
-            wait = sent + settings.min_update_s - loop.time()
+            # The updates arriving before it is time replace the pending
+            # one, which is sent when it is time (:func:`update_gap`).
+            wait = sent + update_gap(settings, hub.open, len(body)) - loop.time()
             if wait > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stream.ended.wait(), wait)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await stream.ended.wait()
                 if stream.ended.is_set():
                     break
             board = stream.take()
             if board is not None:
-                await resp.write(_event(request, view, board))
+                body = _event(request, view, board)
+                await resp.write(body)
                 sent = written = loop.time()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
         hub.unsubscribe(stream)
     return resp
+
+
+def update_gap(settings: Settings, streams: int, size: int) -> float:
+    """Seconds a stream waits between two updates: ``min_update_s``, or
+    longer when the streams open would send more than
+    ``live_bytes_per_s`` in all at that rate (each as big as this one's
+    last). So the live updates cost the server about the same with 50
+    viewers or 500: each of the 500 is updated less often."""
+    return max(settings.min_update_s, streams * size / max(1, settings.live_bytes_per_s))
 
 
 def _gone(request: web.Request) -> bool:

@@ -59,6 +59,10 @@ class Settings(msgspec.Struct, kw_only=True):
     #: A live stream sends at most one update this often; faster ones are
     #: coalesced (the latest is sent, so the last state always arrives).
     min_update_s: float = 1.0
+    #: What the live updates send, in all, at most (bytes a second): with
+    #: more viewers each is updated less often (``referee serve --live-rate``;
+    #: 500 viewers of a 100-team leaderboard, 80 KB an update: every ~10 s).
+    live_bytes_per_s: int = 4 << 20
     #: A leaderboard is computed at most once this often for all who ask
     #: (:mod:`referee.web.boardcache`); a live update computes it afresh.
     board_ttl_s: float = 0.5

@@ -27,8 +27,8 @@ from test_web_api import auth, error_of, new_competition, play_run, read_events
 from referee.web import ServiceDB, Settings, data, make_app, pages
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
 from referee.web.data import CACHES, LRU
-from referee.web.live import HUB
-from referee.web.state import DB
+from referee.web.live import HUB, update_gap
+from referee.web.state import DB, SETTINGS
 from referee.web.schemas import Leaderboard
 
 Service = Callable[..., Awaitable[Any]]
@@ -154,13 +154,16 @@ async def test_a_client_cannot_dodge_its_stream_cap_with_a_forwarded_header(
     await until(lambda: hub.open == 0, what="every slot freed")
 
 
-def test_serve_refuses_a_trusted_proxy_that_is_not_a_network(tmp_path: Path) -> None:
+def test_serve_refuses_a_trusted_proxy_that_is_not_a_network_and_a_live_rate_that_is_no_size(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from referee.cli import main
 
     r = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--trusted-proxies", "10.0.0.1/8"])
     assert r.exit_code == 2 and "--trusted-proxies" in r.output and "did you mean 10.0.0.0/8" in r.output
+    for rate, why in (("0", "at least 1k"), ("fast", "expected a size")):
+        r = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--live-rate", rate])
+        assert r.exit_code == 2 and "--live-rate" in r.output and why in r.output, r.output
 
 
 async def test_the_server_gets_503_beyond_its_streams(service: Service, admin_token: str) -> None:
@@ -286,6 +289,41 @@ async def test_the_page_stream_carries_the_live_part_rendered_once_for_all_its_s
     assert err["field"] == "view" and "update, live" in err["error"]
     for s_ in streams + [r]:
         s_.close()
+
+
+def test_the_update_gap_grows_with_the_streams_beyond_the_byte_budget() -> None:
+    settings = Settings(min_update_s=1.0, live_bytes_per_s=4 << 20)
+    assert update_gap(settings, 1, 80_000) == 1.0
+    assert update_gap(settings, 50, 80_000) == 1.0  # 3.8 MB/s: within the budget
+    assert update_gap(settings, 500, 80_000) == pytest.approx(500 * 80_000 / (4 << 20))  # ~9.5 s
+    assert update_gap(Settings(live_bytes_per_s=0), 2, 10) >= 1.0  # never a division by zero
+
+
+async def test_many_streams_share_the_byte_budget(service: Service, admin_token: str) -> None:
+    """3 streams and a budget of 3 updates a second in all: each stream is
+    updated about once a second although min_update_s allows 20 (issue 15:
+    500 viewers cost the server what 50 do)."""
+    client = await service(min_update_s=0.05, poll_s=3600)
+    app = client.server.app
+    hub = app[HUB]
+    cid = await new_competition(client, admin_token)
+    streams = [await client.get(f"/api/competitions/{cid}/events") for _ in range(3)]
+    firsts = [(await read_events(r, lambda d: True))[0] for r in streams]
+    board = msgspec.json.decode(json.dumps(firsts[0]), type=Leaderboard)
+    size = len(b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n")
+    app[SETTINGS].live_bytes_per_s = 3 * size  # 3 updates a second in all: 1 s a stream
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for games in range(1, 41):
+        hub.publish(cid, msgspec.structs.replace(board, games=games))
+        await asyncio.sleep(0.05)
+    spread = loop.time() - start
+    for r in streams:
+        got = [d["games"] for d in await read_events(r, lambda d: d["games"] == 40)]
+        assert got[-1] == 40 and got == sorted(set(got)), got  # the last state arrives, in order
+        # ~1 s between updates (the sizes vary by a few bytes): far fewer than 40
+        assert len(got) <= spread / 0.9 + 2, (got, spread)
+        r.close()
 
 
 async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token: str) -> None:
