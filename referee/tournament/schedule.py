@@ -33,9 +33,23 @@ workers play block k-1 while block k is decided (one block of look-ahead).
     blocks, which have no standings to go by), then each block seats the
     neighbours of the standings whose order is not settled (not separated at
     ``[stop] confidence``: see :func:`~referee.tournament.settle.separations`):
-    windows of ``table_size`` consecutive places around the least
-    settled pairs, a pair's need halving with each table that seats it, at
-    most about one round's worth of tables per block and two tables per bot.
+    windows of ``table_size`` consecutive places around the pairs that
+    need them most (:meth:`AdaptiveScheduler.weights`: of the pairs that
+    the games left can settle, the one needing the most games first; then
+    the others, the one needing the fewest first), a pair's weight halving
+    with each table that seats it, at most about one round's worth of tables
+    per block and two tables per bot. Pairs that look equal, which no budget
+    may settle, come last: spending the games on them first (the least
+    settled first, as this schedule did before) starved the bots next to a
+    nearly settled boundary (24 games against 150 for others, issue 13),
+    kept groups of equal bots playing among themselves, and ordered the
+    entries of two close bots worse than a balanced schedule did.
+    One table in :data:`RETEST_SHARE` of a block seats a pair that is
+    separated already, the one whose two bots have met least (two places
+    above and below its boundary): a separation made by the luck of the
+    first games is tested again with fresh games rather than kept for ever
+    (issue 13: entries of one bot sorted into two groups by that luck, each
+    group then playing among itself, looked ever surer apart).
     With ``top = N`` only the pairs of the first N places count, and a bot
     below them whose rank interval (``rank_low``) still reaches into them gets
     a table with the bots around place N. The league ends when nothing is
@@ -630,6 +644,19 @@ def _normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
+#: One table in RETEST_SHARE of an adaptive block seats a separated pair
+#: again (issue 13): a separation made by chance early is tested with fresh
+#: games instead of being kept for ever.
+RETEST_SHARE = 3
+
+#: Below this |z| (p within about 0.08 of 1/2) a pair looks equal: it is
+#: weighed as if at |z| = Z_EQUAL, so that such pairs are told apart by their
+#: games, the fewest first.
+Z_EQUAL = 0.2
+
+_NORMAL = statistics.NormalDist()
+
+
 class AdaptiveScheduler(BalancedScheduler):
     """Balanced rounds, then tables that separate the ranks not yet settled,
     until the ``[stop]`` condition (see the module's docstring)."""
@@ -721,6 +748,43 @@ class AdaptiveScheduler(BalancedScheduler):
                 out.append(b)
         return out
 
+    def weights(self, order: Sequence[int], probs: Sequence[float],
+                uncertain: Sequence[int]) -> dict[int, float]:
+        """Each unsettled pair's weight: the higher, the sooner it is seated.
+
+        A pair at probability p, whose bots have played n games (their
+        harmonic mean), needs about G = n·((z*/z(p))² − 1) more games a bot,
+        the evidence growing with the square root of the games for a fixed
+        difference (:func:`referee.report.format_settled` estimates the
+        same); z* is the threshold of the next separation under the
+        false-discovery rule (:func:`~referee.tournament.settle.separations`),
+        and |z(p)| is taken as at least ``Z_EQUAL``. With L games a bot left
+        before ``max_games``, a pair with G ≤ L weighs 1 + G/L: the games left
+        can settle it, and the one needing most goes first so that they all
+        settle together (with no real limit, as in ``benchmarks/schedule.py``,
+        every pair is of this kind). A pair with G > L weighs 1/(1 + G):
+        after those, the one needing fewest first, and a pair that looks
+        equal last. So a league of equal entries spends its games where they
+        can change what the table reports (a boundary between two groups of
+        entries, a gap that early luck made, a bot with few games) rather
+        than on pairs no budget may settle."""
+        m = len(probs)
+        if not m:
+            return {}
+        settled = sum(separations(probs, self.confidence))
+        target = _NORMAL.inv_cdf(1.0 - (1.0 - self.confidence) * min(m, settled + 1) / m)
+        limit = self.limit
+        assert limit is not None
+        left = max(0, limit - self.next_index) * self.table_size / len(order)
+        out: dict[int, float] = {}
+        for i in uncertain:
+            z = max(abs(_NORMAL.inv_cdf(min(max(probs[i], 1e-9), 1.0 - 1e-9))), Z_EQUAL)
+            a, b = self.games[order[i]], self.games[order[i + 1]]
+            n = 2.0 * a * b / (a + b) if a and b else 0.0
+            more = n * max(0.0, (target / z) ** 2 - 1.0)
+            out[i] = 1.0 + more / left if 0 < left and more <= left else 1.0 / (1.0 + more)
+        return out
+
     def _adaptive_tables(self, standings: Sequence[Standing], k: int) -> list[list[int]] | None:
         t = self.table_size
         order, probs = self.order(standings)
@@ -771,10 +835,17 @@ class AdaptiveScheduler(BalancedScheduler):
             around = sorted(range(m), key=lambda i: (abs(i - edge + 0.25), i))
             for b in contenders:
                 seat([b, *[order[i] for i in around if order[i] != b][: t - 1]])
-        # Then the unsettled pairs, the least settled first; a pair's need
-        # halves with each table that seats it.
-        span = self.confidence - 0.5
-        need = {i: min(1.0, max(0.05, 1.0 - (probs[i] - 0.5) / span)) for i in uncertain}
+        # Separated pairs tested again, those whose two bots have met least
+        # first: a table across each one's boundary.
+        last = m - 1 if self.top is None else min(self.top, m - 1)
+        open_pairs = set(uncertain)
+        separated = sorted((i for i in range(last) if i not in open_pairs),
+                           key=lambda i: (self.met[order[i]].get(order[i + 1], 0), i))
+        for i in separated[: most_tables // RETEST_SHARE]:
+            take(min(max(0, i - (t - 2) // 2), m - t))
+        # Then the unsettled pairs, by their weights (see `weights`); a
+        # pair's weight halves with each table that seats it.
+        need = self.weights(order, probs, uncertain)
         while need and len(tables) < most_tables:
             i = max(need, key=lambda j: (need[j], -j))
             best: tuple[float, int, int] | None = None

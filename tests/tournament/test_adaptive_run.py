@@ -94,20 +94,31 @@ def _free_port() -> int:
         return port
 
 
+#: The forty entries' game budget. A tactician beats a greedy bot in 58-60% of
+#: their meetings (72% over a deal's four rotations), so that every one of 14
+#: tactician entries ranks above every one of 13 greedy entries takes many more
+#: games than the bots' order: in 10 synthetic leagues of that shape
+#: (test_schedule.py::test_adaptive_orders_the_entries_of_two_close_bots),
+#: 1,000 games left some entry out of place in 5, 1,500 games in 1.
+MAX_GAMES = 1500
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 13, open: the order by bot comes out right, and the table's false-discovery rule keeps "
-    "most equal entries apart, but now and then two groups of one bot's entries are separated (seen: "
-    "tactician-06 over tactician-03 at p = 0.998). The adaptive windows stop seating a pair once it "
-    "looks separated, so the groups' gap, made by chance early, is never tested again, and p_above "
-    "treats the two posteriors as independent although little data links the groups (the comparison "
-    "graph's effective resistance puts 1.57 times the variance on that pair)"))
 def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> None:
     """40 league entries served by 3 sample-bot processes (a service plays
     many games at once), 4-seat tables, adaptive: the league ends by itself;
     every tactician entry ranks above every greedy entry above every random
-    entry, and entries of one bot are not reported as separated."""
+    entry, and entries of one bot are not reported as separated.
+
+    Still open (issue 13), and an expected failure when it happens: now and
+    then a greedy entry ranks among the tacticians (seen: greedy-05 10th, at
+    p = 0.50 against the tactician below it, 1 run in 4 at 1,500 games). The
+    table is honest about it, the pair is not separated, but the strict
+    order by entry is not always right: TrueSkill's μ of an entry wanders by
+    about its σ (0.7, its floor under τ) however many games it plays, against
+    about 3 points between the two bots, and 27 entries give it many chances.
+    Everything else is asserted."""
     procs = []
     urls = {}
     try:
@@ -129,13 +140,15 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
         counts = {"tactician": 14, "greedy": 13, "random": 13}
         lines = ["[tournament]", 'name = "forty"', "seed = 5", "table_size = 4",
                  'schedule = "adaptive"', "concurrency = 16", "", "[timeouts]", "move_ms = 2000", "",
-                 "[stop]", "confidence = 0.95", "max_games = 1000", ""]
+                 "[stop]", "confidence = 0.95", f"max_games = {MAX_GAMES}", ""]
         for module, n in counts.items():
             for i in range(n):
                 lines += ["[[bots]]", f'name = "{module}-{i:02d}"', f'url = "{urls[module]}"', ""]
         league = write_league(tmp_path, "\n".join(lines))
         out = tmp_path / "out"
-        r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+        # 6 to 8 minutes on 2 loaded cores: within the test's own timeout
+        r = subprocess.run([PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+                           capture_output=True, text=True, timeout=1100, cwd=ROOT)
         assert r.returncode == 0, r.stderr
     finally:
         for p in procs:
@@ -143,9 +156,17 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
             p.wait()
     rows = json.loads((out / "standings.json").read_text())
     order = [row["bot"].split("-")[0] for row in rows]
-    assert order == ["tactician"] * 14 + ["greedy"] * 13 + ["random"] * 13, order
-    for upper, lower in zip(rows, rows[1:]):
-        if upper["bot"].split("-")[0] == lower["bot"].split("-")[0]:
-            assert not upper["separated_below"], (upper["bot"], lower["bot"])
+    bots = list(counts)
+    for upper, lower in zip(rows, rows[1:]):  # never two entries of one bot, never in the wrong order
+        if upper["separated_below"]:
+            assert bots.index(upper["bot"].split("-")[0]) < bots.index(lower["bot"].split("-")[0]), (
+                upper["bot"], lower["bot"], upper["p_above_next"])
     assert "settled" in r.stdout
-    assert sum(row["games"] for row in rows) <= 4 * 1000
+    assert sum(row["games"] for row in rows) <= 4 * MAX_GAMES
+    ranks: dict[str, list[int]] = {}
+    for row in rows:
+        ranks.setdefault(row["bot"].split("-")[0], []).append(row["rank"])
+    assert max(ranks["greedy"]) < min(ranks["random"]) and max(ranks["tactician"]) < min(ranks["random"]), order
+    assert sorted(ranks, key=lambda bot: sum(ranks[bot]) / len(ranks[bot])) == bots  # by their mean rank
+    if order != [bot for bot, n in counts.items() for _ in range(n)]:
+        pytest.xfail(f"issue 13, open: the strict order by entry, {''.join(b[0] for b in order)}")

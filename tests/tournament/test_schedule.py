@@ -8,7 +8,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from referee.tournament.league import Ratings
 from referee.tournament.ratings import Outcome, Standing, Table
 from referee.tournament.schedule import (
+    RETEST_SHARE,
     AdaptiveScheduler,
     BalancedScheduler,
     GameSpec,
@@ -270,9 +271,11 @@ class League:
     """A scheduler driven like the runner drives it: block k planned from the
     standings after the blocks before k-1."""
 
-    def __init__(self, s: AdaptiveScheduler, strength: dict[str, float], tau: float = 0.0) -> None:
+    def __init__(self, s: AdaptiveScheduler, strength: dict[str, float], tau: float = 0.0,
+                 game: Callable[[GameSpec, dict[str, float]], Outcome] | None = None) -> None:
         self.s = s
         self.strength = strength
+        self.game = game or play
         self.table = Table(list(strength), Ratings(tau=tau))
         self.blocks: list[list[GameSpec]] = []
         self.seen: list[list[Standing] | None] = []
@@ -284,7 +287,7 @@ class League:
         if k >= 2:
             while self.applied < k - 1:
                 for g in self.blocks[self.applied]:
-                    self.table.add(play(g, self.strength))
+                    self.table.add(self.game(g, self.strength))
                 self.applied += 1
             standings = self.table.standings(self.s.confidence)
         self.seen.append(standings)
@@ -347,9 +350,103 @@ def test_adaptive_stops_at_max_games() -> None:
     assert set(Counter(g.deal_seed for g in lg.games).values()) == {4}
 
 
+def entries_of(bots: dict[str, int]) -> dict[str, str]:
+    """League entries by bot: {"t": 2} gives entries t-00 and t-01."""
+    return {f"{bot}-{i:02d}": bot for bot, n in bots.items() for i in range(n)}
+
+
+def deterministic(kind: dict[str, str], level: dict[str, float]) -> Callable[[GameSpec, dict[str, float]], Outcome]:
+    """Games between deterministic bots, several entries each: the places are
+    a function of the deal and of which bot holds each seat, never of the
+    entry, so the entries of one bot are truly equal (only the seat and the
+    bots around it tell them apart) and a deal's rotations cancel out."""
+    def game(g: GameSpec, _: dict[str, float]) -> Outcome:
+        bots = tuple(kind[e] for e in g.seats)
+        perf = [level[b] + random.Random(f"{g.deal_seed}:{s}:{bots}").gauss(0, 1) for s, b in enumerate(bots)]
+        order = sorted(range(len(bots)), key=lambda s: -perf[s])
+        places = [0] * len(bots)
+        for place, seat in enumerate(order, 1):
+            places[seat] = place
+        return Outcome(index=g.index, seats=list(g.seats), places=places, deal=g.deal_seed)
+    return game
+
+
+def entries_league(counts: dict[str, int], level: dict[str, float], seed: int,
+                   max_games: int) -> tuple[dict[str, str], list[Standing]]:
+    """An adaptive league of several entries of each bot, 4-seat tables,
+    played to `max_games` (entries of one bot never settle): each entry's bot
+    and the final standings."""
+    kind = entries_of(counts)
+    lg = League(AdaptiveScheduler(list(kind), 4, 1, True, seed, max_games=max_games), dict.fromkeys(kind, 0.0),
+                tau=Ratings().tau, game=deterministic(kind, level))
+    lg.run()
+    assert lg.s.stopped == "max_games"
+    return kind, lg.table.standings()
+
+
+def same_bot_separated(kind: dict[str, str], rows: Sequence[Standing]) -> list[tuple[str, str, float | None]]:
+    """Neighbours of the standings, entries of one bot, reported separated."""
+    return [(a.bot, b.bot, a.p_above_next) for a, b in zip(rows, rows[1:])
+            if kind[a.bot] == kind[b.bot] and a.separated_below]
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_adaptive_does_not_separate_the_entries_of_one_bot(seed: int) -> None:
+    """Issue 13 (tests/tournament/test_adaptive_run.py, 40 entries of 3 sample
+    bots, without HTTP): the windows stopped seating a pair once it looked
+    separated, so a gap between two groups of one bot's entries, made by
+    chance early (the entries sorted by their first games' luck), was never
+    tested again, and the games of each group among themselves made it look
+    surer with every block (a batch Bradley–Terry fit of those games sees the
+    gap too: it is in the games the schedule chose). Before separated pairs
+    were seated again, 5 of these leagues in 10 (seeds 0-9) separated two
+    entries of one bot, seeds 1 and 5 among them; now none of the 10 do."""
+    counts = {"tactician": 8, "greedy": 8, "random": 8}
+    kind, rows = entries_league(counts, {"tactician": 3.0, "greedy": 1.5, "random": 0.0}, seed, 600)
+    assert [kind[r.bot] for r in rows] == [bot for bot, n in counts.items() for _ in range(n)]
+    assert not same_bot_separated(kind, rows)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_adaptive_orders_the_entries_of_two_close_bots(seed: int) -> None:
+    """Issue 13, the shape of tests/tournament/test_adaptive_run.py: 14, 13
+    and 13 entries of three bots, the first two close (a "tactician" beats a
+    "greedy" in about 64% of their meetings here, 60% in the real league),
+    1,500 games. The order by bot needs many games at the boundary between
+    the two groups. Seating the least settled pairs first spent them on the
+    pairs of equal entries (p near 1/2 for ever) and starved the entries next
+    to a nearly settled boundary (as few as 16 games, others 250): 7
+    leagues in 10 (seeds 0-9) ordered some greedy entry above a tactician,
+    seeds 2 and 3 among them. Nearest to settling first (within the games
+    left), 1 in 10 does."""
+    counts = {"tactician": 14, "greedy": 13, "random": 13}
+    kind, rows = entries_league(counts, {"tactician": 2.0, "greedy": 1.5, "random": 0.0}, seed, 1500)
+    assert [kind[r.bot] for r in rows] == [bot for bot, n in counts.items() for _ in range(n)]
+    assert not same_bot_separated(kind, rows)
+
+
+def test_adaptive_weights_nearest_to_settling_first_within_the_games_left() -> None:
+    """A pair the games left can settle comes before one they cannot (one
+    that looks equal, above all); among the first, the one needing the most
+    games first, so that they settle together; among the others, the one
+    needing the fewest."""
+    s = AdaptiveScheduler(names(8), 2, 1, True, 1, max_games=10**6)
+    s.block(0, None)
+    s.block(1, None)
+    order = list(range(8))
+    probs = [0.5, 0.9, 0.97, 0.55, 0.7, 0.999, 0.6]  # 0.999 alone is separated
+    open_pairs = [0, 1, 2, 3, 4, 6]
+    w = s.weights(order, probs, open_pairs)
+    assert w[0] == w[3] > w[6] > w[4] > w[1] > w[2] > 1.0  # |z| < Z_EQUAL: as if at Z_EQUAL
+    s.max_games = s.next_index + 8 * 8 // 2  # 8 more games a bot
+    w = s.weights(order, probs, open_pairs)
+    assert w[1] > w[2] > 1.0 > w[4] > w[6] > w[3] == w[0] > 0
+
+
 def test_adaptive_seats_the_unsettled_neighbours() -> None:
     """Given standings where only ranks 3-4 are unsettled, every table of the
-    block seats that pair."""
+    block seats that pair, but for one in RETEST_SHARE that seats a separated
+    pair again (the one whose bots have met least)."""
     s = AdaptiveScheduler(names(8), 2, 1, True, 1)
     s.block(0, None)
     s.block(1, None)
@@ -357,7 +454,10 @@ def test_adaptive_seats_the_unsettled_neighbours() -> None:
                      p_above_next=(0.6 if i == 3 else 0.99) if i < 7 else None, rank=i + 1)
             for i, b in enumerate(names(8))]
     block = s.block(2, rows)
-    assert block and all(set(g.seats) == {"b03", "b04"} for g in block)
+    tables = Counter(frozenset(g.seats) for g in block)
+    assert tables.pop(frozenset({"b03", "b04"})) == 2 * 2  # two tables a bot at most
+    assert sum(tables.values()) == 2 * (4 // RETEST_SHARE)
+    assert all(tuple(sorted(t)) in set(zip(names(8), names(8)[1:])) for t in tables)
     rows[3].p_above_next = 0.97
     assert s.block(3, rows) == [] and s.stopped == "confidence"
 
