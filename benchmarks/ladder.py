@@ -73,63 +73,45 @@ under cProfile (stats to FILE). ``--json`` prints the figures as one JSON
 object on the last line.
 
 Measured on this machine (2 cores, shared with other work: load average
-2-8 during the runs; pure-Python engine, ``REFEREE_PURE=1``; 2026-12-01).
-The machine's speed drifts with that other work (the runner's two halves
-differ by up to 1.6x), so read the ratios of neighbouring windows.
+5-8 during the run; pure-Python engine, ``REFEREE_PURE=1``; 2026-12-01, at
+b48c2c1). The machine's speed drifted by 2x over the run (3.0 to 6.4 games/s
+in the quiet stretches), so read the ratios of neighbouring windows.
 
-``--quick`` (20 teams, 1,000 games, 100 viewers): 20 teams admitted in
-12 s; the runner 4.67 games/s (halves 3.75 and 6.20), 560 us CPU per move;
-the ladder's quiet windows 5.54 games/s (1.19x the runner's), the service
-580 us CPU per move (1.03x the runner's: its ladder thread ~535, web loop
-~8, other threads ~28-45), the bots ~715; page p50/p95 39/93 ms and
-41/188 ms, API 43/145 and 74/180 ms, bare handler 1.4/6.6 ms (page 28x
-bare); idle after the freeze page 17 ms, API 9 ms, bare 1.0 ms. With 100
-viewers: 2.04 and 2.52 games/s, 0.48x and 0.41x the quiet stretch before
-each (the claim does not hold), the service 1,650-1,880 us CPU per move (the
-web loop ~1,100-1,250 of it), page p50/p95 150/253 ms, the viewers'
-``/live`` fetches 126/302 ms; the web loop was quiet 2 s after they left;
-frozen in 1.7 s.
+Full run (100 teams, 10,105 games, 500 viewers): 100 teams admitted in
+60 s; the runner 6.49 games/s (halves 6.46 and 6.52), 536 us CPU per move.
+The ladder's quiet windows 3.99 games/s (0.62x the runner's: the two
+halves of the runner ran while the machine was quieter, and the ladder
+seats near-rated entries together, so tables of four tacticians all load
+the one tactician process, where the runner's balanced schedule mixes the
+kinds), the service 609 us CPU per move = 1.14x the runner's (its ladder
+thread ~540, web loop ~20, other threads ~32). What a board costs no longer
+grows with the games: by 5% of the games the page p50 stays at 64-101 ms
+(75-97 with a 100-team table to render, bare handler 1-3 ms) and the
+other threads at 29-37 us per move from 500 games to 10,000 (the run
+before these changes: page 0.4-1.2 s and other threads 350 us per move
+from 8,000 games on). With 500 viewers (four windows of 700 games, between
+five quiet ones): 0.976x the quiet windows on either side (median; each
+1.05, 0.62, 1.20, 0.90; the 0.62 window followed a quiet stretch that had
+already fallen to 2.2 games/s, the machine's drift), so the claim holds;
+the service 699 us CPU per move (+15%: its web loop 65-86 us per move, 19-32
+without), the viewers' own process 0.04 core; 500 of 500 streams open,
+none refused, each update (the page's live part, 78.5 KB) ~0.1 per stream
+per second, as ``live_bytes_per_s`` (4 MiB/s) allows 500 streams; the page
+p50 34-92 ms with viewers (the poller keeps the board fresh); the web loop
+quiet 2 s after they left; frozen in 3.0 s; 0 faults; the service's RSS 177 MB at the end.
 
-Full run (100 teams, 10,000 games, 500 viewers; one run, an earlier version
-of this file that ended at the freeze, see below): 100 teams admitted in
-51 s; the runner (first half only) 4.68 games/s. The ladder's first quiet
-window (4,300 games) 3.38 games/s (0.72x the runner), the service 742 us CPU
-per move; the second (4,500 games) 2.24 games/s, 874 us per move. By 5% of
-the games (trend), the other threads' CPU per move, where the service
-computes its boards, grows with the games recorded: 35 us at 500 games, 144
-at 4,000, 250 at 6,000, 350 at 9,500, while the ladder's thread stays at
-~500-630; page p50 75 ms at 500 games, 136 ms at 4,500, 0.4-1.2 s from
-8,000 on (p95 5.0 s over the second quiet window; bare 1.4/64 ms). With 500
-viewers (at 4,500 and at 9,500 games, each window stopped by
-``--viewer-seconds`` 300): 1.36 and 1.20 games/s, 0.43x and 0.76x the last
-10% of quiet games before each (the claim does not hold; the second quiet
-stretch was already slowed by the boards), the service 2,218 and 2,421 us
-CPU per move; page p50/p95 30/45 s and 34/58 s, API alike, ``/live`` fetch
-p50 30 s and 33 s; the 500 streams got 5,691 and 5,299 updates in 300 s
-(0.04 per stream per second, for one a second at most). After the viewers
-left, their abandoned requests kept the web loop busy (the next 500 games
-at 1.19 games/s, the web loop 1,957 us per move); after the second window
-the admin's ``POST .../freeze`` could not even connect within aiohttp's
-30 s connect timeout, which ended that run. This file now waits for the web
-loop to calm down after the viewers leave (``drain``) and gives the admin's
-requests no time limit.
+The run before the last two changes (the live part in the stream, once
+per board, but no byte budget): the first 500-viewer window ran at 0.51x
+the quiet one before it, the 500 streams got 0.77 updates a second each
+(115,136 in 300 s, 31 MB/s of 80 KB updates), the service spent 924 us CPU
+per move and the viewers' process 0.31 core. And before the live part was
+rendered once per board (the earliest full run): 0.43x and 0.76x, page
+p50 30 s with viewers, and the admin's freeze could not connect.
 
-Where the time goes (for the owner of referee/web and referee/tournament):
-every ``/c/{cid}/live`` is rendered from its template anew, for every viewer
-on every update (cProfile of the web loop, 20 teams, 100 viewers: 76 s of
-its 118 s of work in Jinja, ~2,400 renders), in the process whose GIL the
-ladder's thread needs; and :meth:`Table.standings` sorts every latency ever
-recorded for each bot (``sorted(self.latencies[bot])``), twice per board
-(``RunRatings.update``): on the full run's store at 8,877 games (2.15 M
-latencies kept) that is 775 + 511 ms per board, against 12 ms without the
-latency lists.
-After 894b415 (the live fragment rendered once per board; latencies sorted in
-place), ``--quick``, REFEREE_PURE=1, load average ~2: ladder 6.23 games/s =
-0.967x the runner's 6.44; service 552 us CPU per move = 1.054x the runner's
-524; with 100 viewers 5.24 games/s = 0.841x the quiet windows (0.825x the
-stretch just before; the claim, >= 0.90, does not hold yet), /live fetches
-p50/p95 7.9/42.5 and 9.3/56.2 ms, the web loop ~100 us per move with viewers
-(7 without).
+``--quick`` (20 teams, 1,000 games, 100 viewers) at 30e6535, with other
+work on the machine: ladder 4.66 and 3.80 games/s in its quiet windows,
+viewers 3.55 and 4.27 (its 20-team live part stays within the byte budget,
+so the viewers get one update a second); too short to read a ratio from.
 """
 
 from __future__ import annotations
