@@ -134,6 +134,16 @@ def canonical(address: str | IPAddress) -> IPAddress:
     return ip
 
 
+def within(address: str | IPAddress, networks: Sequence[IPNetwork]) -> bool:
+    """Whether `address` (:func:`canonical`) is inside one of `networks`;
+    False for a string that is not an address."""
+    try:
+        ip = canonical(address)
+    except ValueError:
+        return False
+    return any(ip.version == net.version and ip in net for net in networks)
+
+
 _THIS_NETWORK: Final = ipaddress.IPv4Network("0.0.0.0/8")
 _BROADCAST: Final = ipaddress.IPv4Address("255.255.255.255")
 _SHARED: Final = ipaddress.IPv4Network("100.64.0.0/10")
@@ -233,7 +243,7 @@ class AddressPolicy:
 
     def is_allowed(self, ip: IPAddress) -> bool:
         """Whether `ip` is inside a network the admin allows."""
-        return any(ip.version == net.version and ip in net for net in self.allowed)
+        return within(ip, self.allowed)
 
     def refusal(self, address: str | IPAddress, port: int) -> Refusal | None:
         """Why a bot at `address`:`port` is refused, or None when it may be

@@ -278,14 +278,15 @@ class LatencyHistogram:
     BASE = 1.01
     FLOOR_MS = 0.001
 
+    _LOG_BASE = math.log(BASE)
+    _LOG_FLOOR = math.log(FLOOR_MS)
+
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
         self.count = 0
-        self._log_base = math.log(self.BASE)
-        self._log_floor = math.log(self.FLOOR_MS)
 
     def add(self, ms: float) -> None:
-        b = int((math.log(ms) - self._log_floor) / self._log_base) if ms > self.FLOOR_MS else -1
+        b = int((math.log(ms) - self._LOG_FLOOR) / self._LOG_BASE) if ms > self.FLOOR_MS else -1
         self.counts[b] = self.counts.get(b, 0) + 1
         self.count += 1
 
@@ -309,7 +310,7 @@ class LatencyHistogram:
         for b in sorted(self.counts):
             seen += self.counts[b]
             while todo and seen >= todo[0]:
-                out[todo.pop(0)] = self.FLOOR_MS if b < 0 else math.exp(self._log_floor + (b + 0.5) * self._log_base)
+                out[todo.pop(0)] = self.FLOOR_MS if b < 0 else math.exp(self._LOG_FLOOR + (b + 0.5) * self._LOG_BASE)
             if not todo:
                 break
         return [out[k] for k in ranks]

@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from ..report import LOOKS_EQUAL_Z, more_games, z_of
 from .settle import separations
 
 if TYPE_CHECKING:
@@ -649,12 +650,6 @@ def _normal_cdf(x: float) -> float:
 #: games instead of being kept for ever.
 RETEST_SHARE = 3
 
-#: Below this |z| (p within about 0.08 of 1/2) a pair looks equal: it is
-#: weighed as if at |z| = Z_EQUAL, so that such pairs are told apart by their
-#: games, the fewest first.
-Z_EQUAL = 0.2
-
-_NORMAL = statistics.NormalDist()
 
 
 class AdaptiveScheduler(BalancedScheduler):
@@ -758,7 +753,7 @@ class AdaptiveScheduler(BalancedScheduler):
         difference (:func:`referee.report.format_settled` estimates the
         same); z* is the threshold of the next separation under the
         false-discovery rule (:func:`~referee.tournament.settle.separations`),
-        and |z(p)| is taken as at least ``Z_EQUAL``. With L games a bot left
+        and |z(p)| is taken as at least :data:`~referee.report.LOOKS_EQUAL_Z`. With L games a bot left
         before ``max_games``, a pair with G ≤ L weighs 1 + G/L: the games left
         can settle it, and the one needing most goes first so that they all
         settle together (with no real limit, as in ``benchmarks/schedule.py``,
@@ -772,16 +767,16 @@ class AdaptiveScheduler(BalancedScheduler):
         if not m:
             return {}
         settled = sum(separations(probs, self.confidence))
-        target = _NORMAL.inv_cdf(1.0 - (1.0 - self.confidence) * min(m, settled + 1) / m)
+        target = z_of(1.0 - (1.0 - self.confidence) * min(m, settled + 1) / m)
         limit = self.limit
         assert limit is not None
         left = max(0, limit - self.next_index) * self.table_size / len(order)
         out: dict[int, float] = {}
         for i in uncertain:
-            z = max(abs(_NORMAL.inv_cdf(min(max(probs[i], 1e-9), 1.0 - 1e-9))), Z_EQUAL)
+            z = max(abs(z_of(probs[i])), LOOKS_EQUAL_Z)
             a, b = self.games[order[i]], self.games[order[i + 1]]
             n = 2.0 * a * b / (a + b) if a and b else 0.0
-            more = n * max(0.0, (target / z) ** 2 - 1.0)
+            more = more_games(n, z, target)
             out[i] = 1.0 + more / left if 0 < left and more <= left else 1.0 / (1.0 + more)
         return out
 

@@ -22,12 +22,11 @@ from aiohttp import web
 
 from . import pages
 from .admissions import default_policy, pipeline_ctx
-from .boardcache import BOARDS, BoardCache
+from .boardcache import BOARDS, RENDERED, BoardCache
 from .data import CACHES, LRU, Caches
 from .db import AsyncServiceDB, ServiceDB
-from .handlers.competitions import FRAGMENTS
 from .ladders import LADDERS, ladders_ctx
-from .live import ENCODED, HUB, Hub, poller
+from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
 from .routes import setup_routes
 from .state import DB, RUNS, SETTINGS, Settings
@@ -78,8 +77,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app[DB] = AsyncServiceDB(db_path)
     app[RUNS] = {}
     app[LADDERS] = {}
-    app[FRAGMENTS] = LRU(64)
-    app[ENCODED] = LRU(64)
+    app[RENDERED] = LRU(128)
     app[HUB] = Hub()
     app[CACHES] = Caches(settings.replay_cache_bytes)
     app[BOARDS] = BoardCache(settings.board_ttl_s)

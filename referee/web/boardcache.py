@@ -30,6 +30,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from aiohttp import web
 
 from . import data
+from .data import LRU
 from .db import Competition, ServiceDB
 from .schemas import Leaderboard
 from .state import DB
@@ -152,3 +153,20 @@ def forget(app: web.Application, cid: int) -> None:
     changed them (a run started or stopped, a team added), and whoever made
     it sees it on the next request, not ``ttl`` later."""
     app[BOARDS].invalidate(lambda key: key.competition == cid)
+
+
+#: What the boards are turned into (the live part's HTML, each kind of
+#: event), once per board for all who send it: (id, kind) -> (board, bytes),
+#: the board kept to check identity (an id may be reused once it is gone).
+RENDERED: web.AppKey[LRU[tuple[int, str], tuple[object, bytes]]] = web.AppKey("rendered_boards", LRU)
+
+
+def rendered(app: web.Application, board: Leaderboard, kind: str, make: Callable[[], bytes]) -> bytes:
+    """``make()``'s bytes for ``board`` as ``kind``, made once per board (the
+    cache hands every viewer of a board the same object)."""
+    kept = app[RENDERED].get((id(board), kind))
+    if kept is not None and kept[0] is board:
+        return kept[1]
+    body = make()
+    app[RENDERED].put((id(board), kind), (board, body))
+    return body

@@ -30,9 +30,8 @@ import msgspec
 from aiohttp import web
 
 from . import data
-from .boardcache import BOARDS, latest_board, latest_key
+from .boardcache import BOARDS, latest_board, latest_key, rendered
 from .db import Competition, Run, ServiceDB
-from .data import LRU
 from .errors import fail
 from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html
@@ -209,25 +208,20 @@ def _gone(request: web.Request) -> bool:
 
 def _event(request: web.Request, view: str, board: Leaderboard) -> bytes:
     """The event of ``board`` for a ``view`` stream, encoded once for all the
-    streams that send it (the boards are shared: :mod:`.boardcache`)."""
-    kept = request.app[ENCODED].get((id(board), view))
-    if kept is not None and kept[0] is board:
-        return kept[1]
-    if view == "live":
-        # every line of the data is its own ``data:`` field; the client joins them with "\n"
-        html = live_html(request, board).decode()
-        body = b"event: live\n" + "".join(f"data: {line}\n" for line in LINE_BREAK.split(html)).encode() + b"\n"
-    else:
-        body = b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n"
-    request.app[ENCODED].put((id(board), view), (board, body))
-    return body
+    streams that send it (:func:`.boardcache.rendered`)."""
+
+    def make() -> bytes:
+        if view == "live":
+            # every line of the data is its own ``data:`` field; the client joins them with "\n"
+            html = live_html(request, board).decode()
+            return b"event: live\n" + "".join(f"data: {line}\n" for line in LINE_BREAK.split(html)).encode() + b"\n"
+        return b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n"
+
+    return rendered(request.app, board, f"event:{view}", make)
 
 
 #: What ends a line in an event stream.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-#: The events of the latest boards, encoded (keyed by the board object and the view, checked by identity).
-ENCODED: web.AppKey[LRU[tuple[int, str], tuple[object, bytes]]] = web.AppKey("encoded_events", LRU)
 
 
 def _watched(db: ServiceDB, cid: int) -> tuple[Competition, Run | None, int] | None:

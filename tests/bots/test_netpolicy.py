@@ -516,3 +516,15 @@ def test_bot_spec_address() -> None:
         factory.make(BotSpec(name="c", command=["./bot", "{port}"], address="10.0.0.5"))
     with pytest.raises(ValueError, match="URL bots only"):
         factory.make(BotSpec(name="b", image="bot:1", address="10.0.0.5"))
+
+
+def test_within_reads_an_address_as_connected_to() -> None:
+    """One membership test for the bot policy and the trusted proxies: an
+    IPv4-mapped IPv6 peer (a dual-stack listener's view of 127.0.0.1) is
+    inside 127.0.0.0/8; something that is not an address is inside nothing."""
+    from referee.bots.netpolicy import within
+
+    loopback = parse_networks("127.0.0.0/8")
+    assert within("::ffff:127.0.0.1", loopback) and within("127.0.0.9", loopback)
+    assert not within("::1", loopback) and not within("unknown", loopback)
+    assert within("::1", parse_networks("::1/128"))

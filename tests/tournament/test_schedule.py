@@ -437,7 +437,7 @@ def test_adaptive_weights_nearest_to_settling_first_within_the_games_left() -> N
     probs = [0.5, 0.9, 0.97, 0.55, 0.7, 0.999, 0.6]  # 0.999 alone is separated
     open_pairs = [0, 1, 2, 3, 4, 6]
     w = s.weights(order, probs, open_pairs)
-    assert w[0] == w[3] > w[6] > w[4] > w[1] > w[2] > 1.0  # |z| < Z_EQUAL: as if at Z_EQUAL
+    assert w[0] == w[3] > w[6] > w[4] > w[1] > w[2] > 1.0  # |z| < LOOKS_EQUAL_Z: as if at LOOKS_EQUAL_Z
     s.max_games = s.next_index + 8 * 8 // 2  # 8 more games a bot
     w = s.weights(order, probs, open_pairs)
     assert w[1] > w[2] > 1.0 > w[4] > w[6] > w[3] == w[0] > 0

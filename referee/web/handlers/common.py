@@ -3,12 +3,12 @@ run and team (404 when there is none)."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
+from ...bots.netpolicy import within
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
 from ..state import DB, SETTINGS
@@ -27,21 +27,13 @@ def client_address(request: web.Request) -> str:
     is further left, and never trusted over it)."""
     peer = request.remote or "unknown"
     trusted = request.app[SETTINGS].trusted_proxies
-    if not trusted or not _within(peer, trusted):
+    if not trusted or not within(peer, trusted):
         return peer
     hops = [h.strip() for v in request.headers.getall("X-Forwarded-For", ()) for h in v.split(",")]
     for hop in reversed([h for h in hops if h]):
-        if not _within(hop, trusted):
+        if not within(hop, trusted):
             return hop
     return peer
-
-
-def _within(address: str, networks: tuple[Any, ...]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip in net for net in networks)
 
 
 async def competition_of(request: web.Request) -> Competition:

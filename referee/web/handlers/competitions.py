@@ -5,9 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import data, pages
-from ..data import LRU
 from ..auth import require_admin
-from ..boardcache import BOARDS, BoardKey, latest_board
+from ..boardcache import BOARDS, BoardKey, latest_board, rendered
 from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..runs import check_league_text
@@ -58,17 +57,9 @@ async def live_fragment(request: web.Request) -> web.Response:
 
 
 def live_html(request: web.Request, board: Leaderboard) -> bytes:
-    """``live.html`` of ``board``, rendered once for all its viewers (the
-    cache hands every one of them the same object)."""
-    rendered = request.app[FRAGMENTS].get(id(board))
-    if rendered is None or rendered[0] is not board:
-        rendered = (board, pages.render_string(request, "live.html", {"board": board}).encode())
-        request.app[FRAGMENTS].put(id(board), rendered)
-    return rendered[1]
-
-
-#: The rendered live part of the latest boards (keyed by the board object, checked by identity).
-FRAGMENTS: web.AppKey[LRU[int, tuple[object, bytes]]] = web.AppKey("fragments", LRU)
+    """``live.html`` of ``board``, rendered once for all its viewers."""
+    return rendered(request.app, board, "live.html",
+                    lambda: pages.render_string(request, "live.html", {"board": board}).encode())
 
 
 async def get_competition(request: web.Request) -> web.Response:
