@@ -177,10 +177,11 @@ class Pipeline:
                     log.warning("submission %s: accepted, but the ladder could not reach it: %s", sid,
                                 result.reason)
         else:
-            await self._finish(sid, "refused", reason=report.reason, report=text)
             if sub.kind in ("archive", "source") and spec.image is not None:
-                # a refused version never plays: its image need not stay on the disk
+                # a refused version never plays: its image need not stay on the disk. Removed
+                # before the status says so, so that "refused" is the final state, image gone.
                 await asyncio.to_thread(self._remove_image, image_tag(team.id, sid), spec.image)
+            await self._finish(sid, "refused", reason=report.reason, report=text)
 
     @staticmethod
     def _remove_image(tag: str, image_id: str) -> None:

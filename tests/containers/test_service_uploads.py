@@ -60,7 +60,9 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     assert start["what"] == "start" and not start["ok"]
     assert "cannot find my model file" in start["detail"] and str(tmp_path) not in start["detail"]
     # a refused version's image is removed; the accepted one stays
-    tags = [t for image in docker_client.images.list() for t in image.tags]
+    # one listing call: images.list() inspects each image after listing, and so races any
+    # removal the daemon is doing for another build
+    tags = [t for image in docker_client.api.images() for t in image.get("RepoTags") or ()]
     assert f"referee-team-{tid}:v{crash['submission']['id']}" not in tags
     assert f"referee-team-{tid}:v{sub['id']}" in tags
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
