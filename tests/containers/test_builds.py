@@ -155,8 +155,9 @@ def client(docker_client: Any) -> Iterator[Any]:
     B.ensure_sdk_image(docker_client)
     FIGURES["sdk image ready (built or reused)"] = f"{time.perf_counter() - t0:.1f} s"
     yield docker_client
-    for image in docker_client.images.list(name=f"{PREFIX}-*"):
-        for t in image.tags:
+    # the low-level listing: one call, no inspect of each image that a removal elsewhere can race
+    for image in docker_client.api.images(name=f"{PREFIX}-*"):
+        for t in image.get("RepoTags") or ():
             if t.startswith(PREFIX):
                 remove_image(t, docker_client)
 
@@ -545,5 +546,5 @@ def test_remove_image_removes_only_the_service_tag(client: Any, tmp_path: Path) 
     assert not _exists(client, r.image_id)  # nothing else named it: the image went too
     assert not remove_image(tag("gone"), client)
     assert _exists(client, BASE_IMAGE)
-    found = client.images.list(filters={"label": f"{B.BUILT_BY_LABEL}=referee"})
-    assert all(B.INPUT_LABEL in (i.labels or {}) for i in found)
+    found = client.api.images(filters={"label": f"{B.BUILT_BY_LABEL}=referee"})
+    assert all(B.INPUT_LABEL in (i.get("Labels") or {}) for i in found)
