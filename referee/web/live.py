@@ -13,7 +13,8 @@ sends at most one update per ``Settings.min_update_s``, and less often when
 all the streams would send more than ``Settings.live_bytes_per_s`` (so 500
 viewers cost what 50 do), the faster ones coalesced into the latest (a
 :class:`Stream` keeps only the latest not yet sent, so the last state always
-arrives); and the board is computed once for all of them
+arrives); a changed board is published at most once per ``min_update_s``
+too; and the board is computed once for all of them
 (:mod:`referee.web.boardcache`), and rendered and encoded once for all the
 streams that send it.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 from collections import Counter
 
@@ -80,6 +82,8 @@ class Hub:
         self.streams: dict[int, set[Stream]] = {}
         #: What each watched competition looked like at the last poll.
         self.versions: dict[int, tuple[object, ...]] = {}
+        #: When each competition's board was last published (loop time).
+        self.published: dict[int, float] = {}
         self.clients: Counter[str] = Counter()
         self.open = 0
         self.closing = False
@@ -108,6 +112,7 @@ class Hub:
         streams.discard(stream)
         if not streams:
             del self.streams[stream.cid]
+            self.published.pop(stream.cid, None)
         self.open -= 1
         self.clients[stream.client] -= 1
         if self.clients[stream.client] <= 0:
@@ -234,12 +239,16 @@ def _watched(db: ServiceDB, cid: int) -> tuple[Competition, Run | None, int] | N
 
 async def poller(app: web.Application) -> None:
     """Publish a competition's data when its latest run changed (new games,
-    new status, a new run), for competitions someone is watching."""
+    new status, a new run), for competitions someone is watching: at most
+    once per ``min_update_s`` (no stream may send more often, and a ladder
+    changes at every poll: each board published is a board computed and
+    rendered, the CPU the games need)."""
     hub, db, settings = app[HUB], app[DB], app[SETTINGS]
+    loop = asyncio.get_running_loop()
     while True:
         await asyncio.sleep(settings.poll_s)
         for cid, streams in list(hub.streams.items()):
-            if not streams:
+            if not streams or loop.time() - hub.published.get(cid, -math.inf) < settings.min_update_s:
                 continue
             try:
                 watched = await db.call(_watched, cid)
@@ -253,6 +262,7 @@ async def poller(app: web.Application) -> None:
                 # The first look too: a new stream's first board came from
                 # the cache, and may be a little older than this version.
                 hub.versions[cid] = version
+                hub.published[cid] = loop.time()
                 hub.publish(cid, await _fresh_board(app, comp, run))
             except Exception:  # noqa: BLE001 - keep polling
                 log.exception("live update of competition %s", cid)

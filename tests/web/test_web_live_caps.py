@@ -22,7 +22,7 @@ import aiohttp
 import msgspec
 import pytest
 from helpers_web import LOOPBACK, league_text, serve
-from test_web_api import auth, error_of, new_competition, play_run, read_events
+from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
 from referee.web import ServiceDB, Settings, data, make_app, pages
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
@@ -227,6 +227,32 @@ async def test_updates_are_coalesced_and_the_last_state_arrives(service: Service
     got = [d["games"] for d in seen]
     assert got == sorted(set(got)) and got[-1] == 90, got
     assert len(got) <= spread / 0.5 + 2, (got, spread)
+    r.close()
+
+
+async def test_a_board_changing_at_every_poll_is_computed_once_per_min_update(
+        service: Service, admin_token: str) -> None:
+    """A ladder changes its board at every poll (0.25 s): the poller
+    computed and rendered it each time for the streams, 4 boards a second
+    that 500 viewers could not use (none may be sent more than once per
+    min_update_s) and the games paid for (issue 15, benchmarks/ladder.py:
+    0.82x the quiet windows). Now at most one per min_update_s, and the
+    last state still arrives."""
+    client = await service(min_update_s=0.5, poll_s=0.02)
+    boards = client.server.app[BOARDS]
+    cid = await new_competition(client, admin_token)
+    r = await open_stream(client, cid)
+    computed = boards.computed
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i in range(40):  # a new team every ~40 ms: the board changes at every other poll
+        await new_team(client, admin_token, cid, f"team {i}")
+        await asyncio.sleep(0.04)
+    spread = loop.time() - start
+    seen = await read_events(r, lambda d: len(d["teams"]) == 40)
+    assert len(seen[-1]["teams"]) == 40
+    made = boards.computed - computed
+    assert 2 <= made <= spread / 0.5 + 2, (made, spread)
     r.close()
 
 
