@@ -72,7 +72,31 @@ run, ~8 minutes). ``--profile-service FILE`` runs the service's web loop
 under cProfile (stats to FILE). ``--json`` prints the figures as one JSON
 object on the last line.
 
-Measured on this machine (2 cores, shared with other work: load average
+Measured on a quiet 2-core machine (load average 1.6 at the start, 3-4
+with the run's own processes; pure-Python engine, ``REFEREE_PURE=1``;
+2026-12-01, at 04f8dbc). Full run (100 teams, 10,250 games, 500 viewers):
+100 teams admitted in 38 s; the runner 9.17 games/s (halves 8.87 and
+9.48), 387 us CPU per move. The ladder's quiet windows 8.03 games/s (0.88x
+the runner's; the ladder seats near-rated entries together, so tables of
+four tacticians all load the one tactician process), the service 389 us
+CPU per move = 1.01x the runner's (ladder thread ~355, web loop ~8, other
+threads ~23). With 500 viewers: 0.925x the quiet windows on either side
+(median; each 0.907, 0.942, 0.900, 0.977), so the claim holds; the service
+412 us CPU per move (+6%: its web loop 20-24 us per move, 7-9 without),
+500 of 500 streams, none refused, ~5,000 updates of the 78.5 KB live part
+per window (the byte budget); page p50/p95 51-61/129-144 ms quiet, 31-46/
+83-120 ms with viewers (bare handler 1.3-1.6/3.5-4.4 ms), flat from 500 to
+10,000 games; frozen in 2.8 s; 0 faults; the service's RSS 174 MB.
+
+The same run at fb67229, just before a changed board was published at most
+once per ``min_update_s``: 0.821x with viewers (0.981, 0.833, 0.809,
+0.778), the service 501 us CPU per move with viewers against ~390 quiet
+(web loop +35, ladder thread +50, board threads +15): the poller had
+computed and rendered a board at every poll (4 a second) for streams that
+could use one a second. The run below, on a machine loaded by other work,
+had read 0.976x: within that run's noise, not a measurement of the claim.
+
+Earlier, on this machine shared with other work (load average
 5-8 during the run; pure-Python engine, ``REFEREE_PURE=1``; 2026-12-01, at
 b48c2c1). The machine's speed drifted by 2x over the run (3.0 to 6.4 games/s
 in the quiet stretches), so read the ratios of neighbouring windows.
