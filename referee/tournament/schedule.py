@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from ..report import LOOKS_EQUAL_Z, more_games, z_of
-from .settle import separations
+from .settle import normal_cdf, separations
 
 if TYPE_CHECKING:
     from .league import League
@@ -641,15 +641,10 @@ class BalancedScheduler:
 # ---------------------------------------------------------------- adaptive
 
 
-def _normal_cdf(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
 #: One table in RETEST_SHARE of an adaptive block seats a separated pair
 #: again (issue 13): a separation made by chance early is tested with fresh
 #: games instead of being kept for ever.
 RETEST_SHARE = 3
-
 
 
 class AdaptiveScheduler(BalancedScheduler):
@@ -711,7 +706,7 @@ class AdaptiveScheduler(BalancedScheduler):
             given = a.p_above_next if pb == pa + 1 else None
             if given is None:
                 sd = math.hypot(a.sigma, b.sigma)
-                given = _normal_cdf((a.mu - b.mu) / sd) if sd > 0 else 0.5
+                given = normal_cdf((a.mu - b.mu) / sd) if sd > 0 else 0.5
             probs.append(float(given))
         order = [self.ids[s.bot] for _, s in rows]
         listed = set(order)
