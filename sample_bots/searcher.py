@@ -454,7 +454,7 @@ class Searcher:
         self.memory.start(start.game_id, start.seat, start.rules)
 
     def on_end(self, end: GameEnd) -> None:
-        self.memory.end(end.game_id)
+        self.memory.end(end.game_id, end.seat)
         for fault in end.faults:
             if fault.kind == "timeout":
                 self.pacer.late((fault.overrun_ms or 0.0) / 1000.0,

@@ -43,7 +43,7 @@ class Tactician:
         return self.tactics.choose(request.state, request.legal, game.tracker)
 
     def on_end(self, end: GameEnd) -> None:
-        self.memory.end(end.game_id)
+        self.memory.end(end.game_id, end.seat)
 
 
 def create_app(secret: str | None = None) -> web.Application:

@@ -253,3 +253,53 @@ def test_respect_caps_fixes_every_capped_seat_even_after_one_it_cannot() -> None
     assert sorted(world.all_cards()) == cards  # swaps only
     assert sorted(c >> 3 for c in world.hands[1]) == [9, 10]  # nothing below 2 to swap in
     assert all(c >> 3 < 9 for c in world.hands[2])  # fixed with 3V, 4V or 6Y
+
+
+@pytest.mark.parametrize("deal", range(6))
+def test_one_tactician_holding_every_seat_of_a_game_plays_as_one_per_seat(deal: int) -> None:
+    """League entries that share a bot service put several seats of one game
+    on one process (tests/tournament/test_adaptive_run.py: 14 tactician
+    entries on one tactician). Its memory was keyed by game_id alone, so the
+    seat whose /start came last gave its tracker to every seat, and each
+    seat's events were fed into that one tracker: the shared tactician played
+    otherwise than a tactician per seat, and differently by the order the
+    /start requests arrived in (they go out together). Now it keeps a tracker
+    per seat: the same decisions, move for move, whatever that order."""
+    from protocol import GameStart, Timeouts
+    rules = Rules(play_for_places=True)
+    names = ["a", "b", "c", "d"]
+    shared, own = Tactician(), [Tactician() for _ in names]
+    order = list(range(len(names)))
+    random.Random(deal).shuffle(order)
+    for seat in order:
+        start = GameStart(apiversion=APIVERSION, game_id="g", seat=seat, players=names, rules=rules,
+                          timeouts=Timeouts())
+        shared.on_start(start)
+        own[seat].on_start(start)
+    state = new_game(rules, names, random.Random(1000 + deal))
+    since = [0] * len(names)
+    moves = 0
+    while not state.over:
+        for seat in state.to_move():
+            if state.over:
+                break
+            legal = state.legal_actions(seat)
+            req = ActRequest(apiversion=APIVERSION, game_id="g", request_id=str(moves), seat=seat,
+                             turn=state.turn, deadline_ms=1000, bank_ms=None,
+                             state=view(state, seat, since[seat]), legal=legal)
+            since[seat] = len(state.events)
+            choice = shared.decide(req)
+            assert choice == own[seat].decide(req), f"seat {seat}, turn {state.turn}"
+            state.apply(legal[choice], seat)
+            moves += 1
+    assert moves > 20
+    trackers = {s: shared.memory.get("g", s).tracker for s in range(len(names))}
+    assert len({id(t) for t in trackers.values()}) == len(names)
+    from protocol import GameEnd
+    result = state.result()
+    for seat in order:  # each seat's /end forgets that seat only; the game goes with the last
+        assert "g" in shared.memory.games
+        shared.on_end(GameEnd(game_id="g", seat=seat, places=result.places, adjudicated=False,
+                              disqualified=[], faults=[]))
+        assert seat not in shared.memory.games.get("g", {})
+    assert "g" not in shared.memory.games
