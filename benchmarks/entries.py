@@ -9,8 +9,10 @@ play for places), driven as the runner drives it (block k planned from the
 standings after the blocks before k-1, every game rated in schedule order by
 :class:`referee.tournament.ratings.Table`), over many league seeds, so that
 the rate at which the strict order comes out right can be measured against
-the game budget. The random bot is seeded per game, so a league seed gives
-the same league every time.
+the game budget. The random bot is seeded with the league seed, as the test
+seeds it (``--seed``: per seat, from the cards it was dealt), so a league
+seed gives the same league every time, and for the test's seed the very
+league the test plays over HTTP.
 
 For each budget it prints how many league seeds had the strict order right,
 whether any two entries of one bot were reported separated, the spread of

@@ -1,8 +1,12 @@
 """The random bot: a uniformly random legal action.
 
-``python -m sample_bots.random --port 8001 [--seed 7]``. With ``--seed`` each
-game's choices are reproducible: the generator of a game is seeded from the
-seed and the ``game_id``.
+``python -m sample_bots.random --port 8001 [--seed 7]``. With ``--seed`` its
+choices are reproducible: each seat of each game has a generator of its own,
+seeded from the seed, the seat and the cards that seat was first shown (its
+dealt hand), so the same deal played again at the same seat gets the same
+choices, whatever the referee's (random) ``game_id`` and whatever the order
+in which the requests of several seats of one game arrive (league entries
+that share one service).
 """
 
 from __future__ import annotations
@@ -25,21 +29,30 @@ class RandomBot:
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self._rng = random.Random(seed)
-        self._games: dict[str, random.Random] = {}
+        #: game_id -> seat -> its generator (with a seed).
+        self._games: dict[str, dict[int, random.Random]] = {}
 
-    def _rng_for(self, game_id: str) -> random.Random:
+    def _rng_for(self, request: ActRequest) -> random.Random:
         if self.seed is None:
             return self._rng
-        rng = self._games.get(game_id)
+        seats = self._games.setdefault(request.game_id, {})
+        rng = seats.get(request.seat)
         if rng is None:
-            rng = self._games[game_id] = random.Random(f"{self.seed}/{game_id}")
+            you = request.state.you
+            shown = ",".join(sorted(you.hand)) + "|" + ",".join(sorted(you.up)) + f"|{len(you.down)}"
+            rng = seats[request.seat] = random.Random(f"{self.seed}/{request.seat}/{shown}")
         return rng
 
     def decide(self, request: ActRequest) -> int:
-        return self._rng_for(request.game_id).randrange(len(request.legal))
+        return self._rng_for(request).randrange(len(request.legal))
 
     def on_end(self, end: GameEnd) -> None:
-        self._games.pop(end.game_id, None)
+        seats = self._games.get(end.game_id)
+        if seats is None:
+            return
+        seats.pop(end.seat, None)
+        if not seats:
+            del self._games[end.game_id]
 
 
 def create_app(secret: str | None = None, seed: int | None = None) -> web.Application:

@@ -303,3 +303,39 @@ def test_one_tactician_holding_every_seat_of_a_game_plays_as_one_per_seat(deal: 
                               disqualified=[], faults=[]))
         assert seat not in shared.memory.games.get("g", {})
     assert "g" not in shared.memory.games
+
+
+def test_a_seeded_random_bot_plays_a_deal_alike_at_a_seat_whatever_the_game_id_and_order() -> None:
+    """With a seed, the random bot's choices come from the seed, the seat and
+    the cards the seat was dealt: not from the referee's game_id (random), nor
+    from the order in which the requests of several seats of one game reach
+    one service. So a league of the sample bots is the same league at every
+    run (tests/tournament/test_adaptive_run.py, benchmarks/entries.py)."""
+    from sample_bots.random import RandomBot
+    rules = Rules(play_for_places=True)
+    names = ["a", "b", "c", "d"]
+
+    def play(bot: RandomBot, game_id: str, reverse: bool) -> list[tuple[int, int]]:
+        state = new_game(rules, names, random.Random(42))
+        since = [0] * len(names)
+        choices: list[tuple[int, int]] = []
+        while not state.over:
+            seats = state.to_move()
+            asked = []
+            for seat in seats:
+                legal = state.legal_actions(seat)
+                asked.append((seat, legal, ActRequest(
+                    apiversion=APIVERSION, game_id=game_id, request_id=str(len(choices)), seat=seat,
+                    turn=state.turn, deadline_ms=1000, bank_ms=None, state=view(state, seat, since[seat]),
+                    legal=legal)))
+                since[seat] = len(state.events)
+            answers = {seat: bot.decide(req) for seat, _, req in (reversed(asked) if reverse else asked)}
+            for seat, legal, _ in asked:
+                if not state.over:
+                    choices.append((seat, answers[seat]))
+                    state.apply(legal[answers[seat]], seat)
+        return choices
+
+    first = play(RandomBot(seed=5), "one", False)
+    assert play(RandomBot(seed=5), "another", True) == first
+    assert play(RandomBot(seed=6), "one", False) != first
