@@ -31,7 +31,6 @@ import argparse
 import itertools
 import json
 import os
-import random
 import statistics
 import sys
 import time
@@ -42,15 +41,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from protocol import APIVERSION, ActRequest, GameStart, Rules, Timeouts  # noqa: E402
+from benchmarks.strength import make_bot, play_game  # noqa: E402
+from protocol import Rules  # noqa: E402
 from referee import engine_status  # noqa: E402
-from referee.game import new_game, view  # noqa: E402
 from referee.tournament.league import Ratings  # noqa: E402
 from referee.tournament.ratings import Outcome, Standing, Table  # noqa: E402
 from referee.tournament.schedule import AdaptiveScheduler, GameSpec  # noqa: E402
-from sample_bots.greedy import decide as greedy_decide  # noqa: E402
-from sample_bots.random import RandomBot  # noqa: E402
-from sample_bots.tactician import Tactician  # noqa: E402
 
 COUNTS = {"tactician": 14, "greedy": 13, "random": 13}
 RULES = Rules(play_for_places=True)  # what a league file plays unless it says otherwise [D11]
@@ -58,43 +54,17 @@ RULES = Rules(play_for_places=True)  # what a league file plays unless it says o
 
 class Bots:
     """One tactician, one greedy and one random bot serving every entry, as
-    the three sample-bot processes of the real league do."""
+    the three sample-bot processes of the real league do; a game is played
+    by the strength harness's :func:`benchmarks.strength.play_game`."""
 
     def __init__(self, seed: int) -> None:
-        self.tactician = Tactician()
-        self.random = RandomBot(seed=seed)
+        self.players = {bot: make_bot(bot, seed) for bot in COUNTS}
         self.ids = itertools.count()
 
     def play(self, g: GameSpec, kind: dict[str, str]) -> Outcome:
-        names = list(g.seats)
-        state = new_game(RULES, names, random.Random(g.deal_seed))
-        game_id = f"g{next(self.ids)}"
-        for seat, entry in enumerate(names):
-            if kind[entry] == "tactician":
-                self.tactician.on_start(GameStart(apiversion=APIVERSION, game_id=game_id, seat=seat,
-                                                  players=names, rules=RULES, timeouts=Timeouts()))
-        since = [0] * len(names)
-        requests = 0
-        while not state.over:
-            for seat in state.to_move():
-                if state.over:
-                    break
-                legal = state.legal_actions(seat)
-                requests += 1
-                request = ActRequest(apiversion=APIVERSION, game_id=game_id, request_id=str(requests),
-                                     seat=seat, turn=state.turn, deadline_ms=2000, bank_ms=None,
-                                     state=view(state, seat, since[seat]), legal=legal)
-                since[seat] = len(state.events)
-                bot = kind[names[seat]]
-                if bot == "tactician":
-                    choice = self.tactician.decide(request)
-                elif bot == "greedy":
-                    choice = greedy_decide(request)
-                else:
-                    choice = self.random.decide(request)
-                state.apply(legal[choice], seat)
-        self.tactician.memory.end(game_id)
-        return Outcome(index=g.index, seats=names, places=list(state.result().places), deal=g.deal_seed)
+        record = play_game([self.players[kind[e]] for e in g.seats], g.deal_seed, RULES,
+                           deadline_ms=2000, game_id=f"g{next(self.ids)}", wire=False)
+        return Outcome(index=g.index, seats=list(g.seats), places=record.places, deal=g.deal_seed)
 
 
 def league(seed: int, max_games: int) -> dict[str, Any]:
