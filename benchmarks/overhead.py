@@ -18,7 +18,8 @@ B first in odd ones. This machine's speed drifts by ±15% over tenths of a
 second (it shares its CPUs), so the pairs are kept short: A and B of one
 pair run within ~0.1 s of each other, and the drift falls out of their
 ratio. The figure is the median over pairs of A's time per request over
-B's. Target: ≤ 1.10. ``median_ratio`` is the full loop's; ``sum_ratio`` is
+B's. Beside it, the referee's own serial time per ``/act`` in the real loop:
+A's game time less its ``/act`` round trips (as the transport times them). Target: ≤ 1.10. ``median_ratio`` is the full loop's; ``sum_ratio`` is
 all A time over all B time.
 
 The same pairs also time the transport alone (``transport``): the game's
@@ -150,10 +151,21 @@ async def run_a(
     players: int,
     rules: Rules,
     timeouts: Timeouts,
-) -> float:
+) -> tuple[float, float]:
+    """The game's time, and the part of it per ``/act`` spent outside the transport.
+
+    The second figure is the referee's own serial time per move, as it runs in
+    the real loop: the game's time less every ``/act`` call's round trip
+    (``latency_ms``, from sending to the end of the reply), over the ``/act``
+    calls. It includes the caches gone cold at every reply, which an
+    in-process timing of the same code does not.
+    """
     begun = time.perf_counter()
-    await play_match([bot] * players, seed, rules=rules, timeouts=timeouts)
-    return time.perf_counter() - begun
+    result = await play_match([bot] * players, seed, rules=rules, timeouts=timeouts)
+    elapsed = time.perf_counter() - begun
+    acts = sum(len(v) for v in result.latencies_ms)
+    transport_s = sum(sum(v) for v in result.latencies_ms) / 1000
+    return elapsed, (elapsed - transport_s) / acts * 1e6
 
 
 async def _post(session: aiohttp.ClientSession, url: URL, body: bytes) -> bytes:
@@ -251,24 +263,27 @@ async def bench(url: str, pairs: int, players: int, games: int) -> dict[str, Any
             await run_bare(session, act_url, bodies[seed])
         full: list[tuple[float, float, int]] = []
         transport: list[tuple[float, float, int]] = []
+        outside: list[float] = []
         for i in range(pairs):
             seed = seeds[i % len(seeds)]
             groups = captured[seed]
             if i % 2 == 0:
-                a = await run_a(bot, seed, players, rules, timeouts)
+                a, out = await run_a(bot, seed, players, rules, timeouts)
                 b = await run_b(session, groups)
                 ta = await run_transport(bot, acts[seed])
                 tb = await run_bare(session, act_url, bodies[seed])
             else:
                 b = await run_b(session, groups)
-                a = await run_a(bot, seed, players, rules, timeouts)
+                a, out = await run_a(bot, seed, players, rules, timeouts)
                 tb = await run_bare(session, act_url, bodies[seed])
                 ta = await run_transport(bot, acts[seed])
             full.append((a, b, sum(len(g) for g in groups)))
+            outside.append(out)
             transport.append((ta, tb, len(bodies[seed])))
     finally:
         await session.close()
     full_rows, full_summary = _pairs(full)
+    full_summary["outside_transport_us_median"] = round(statistics.median(outside), 1)
     transport_rows, transport_summary = _pairs(transport)
     return {
         "benchmark": "referee cost per move over HTTP vs a bare aiohttp round trip",
@@ -340,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{part['sum_ratio']:.3f}; referee {part['referee_us_median']:.1f} us vs bare "
             f"{part['bare_us_median']:.1f} us, overhead {part['overhead_us_median']:.1f} us"
         )
+        if "outside_transport_us_median" in part:
+            print(
+                f"the referee's own serial time per /act (the game's time less the transport's "
+                f"round trips): {part['outside_transport_us_median']:.1f} us (median over pairs)"
+            )
     if args.json:
         print(json.dumps(figures))
     return 0
