@@ -18,7 +18,7 @@ from aiohttp import web
 
 from protocol import APIVERSION, ActRequest, BotInfo, GameEnd
 
-from .sdk import arg_parser, make_app, run_bot
+from .sdk import SeatMemory, arg_parser, make_app, run_bot
 
 INFO = BotInfo(apiversion=APIVERSION, name="random", author="sample_bots", version="1.0")
 
@@ -29,30 +29,25 @@ class RandomBot:
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self._rng = random.Random(seed)
-        #: game_id -> seat -> its generator (with a seed).
-        self._games: dict[str, dict[int, random.Random]] = {}
+        #: Each seat's generator (with a seed).
+        self._games: SeatMemory[random.Random] = SeatMemory()
 
     def _rng_for(self, request: ActRequest) -> random.Random:
         if self.seed is None:
             return self._rng
-        seats = self._games.setdefault(request.game_id, {})
-        rng = seats.get(request.seat)
+        rng = self._games.get(request.game_id, request.seat)
         if rng is None:
             you = request.state.you
             shown = ",".join(sorted(you.hand)) + "|" + ",".join(sorted(you.up)) + f"|{len(you.down)}"
-            rng = seats[request.seat] = random.Random(f"{self.seed}/{request.seat}/{shown}")
+            rng = self._games.put(request.game_id, request.seat,
+                                  random.Random(f"{self.seed}/{request.seat}/{shown}"))
         return rng
 
     def decide(self, request: ActRequest) -> int:
         return self._rng_for(request).randrange(len(request.legal))
 
     def on_end(self, end: GameEnd) -> None:
-        seats = self._games.get(end.game_id)
-        if seats is None:
-            return
-        seats.pop(end.seat, None)
-        if not seats:
-            del self._games[end.game_id]
+        self._games.end(end.game_id, end.seat)
 
 
 def create_app(secret: str | None = None, seed: int | None = None) -> web.Application:

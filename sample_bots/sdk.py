@@ -38,7 +38,10 @@ the server stays responsive while a search bot thinks. Calls for different
 games may run at the same time; calls for one game come one after another
 (the referee sends the next request only after the reply) — except that a
 ``decide`` the deadline guard gave up on may still be running when the next
-request of its game arrives. Keep per-game state keyed by ``game_id``.
+request of its game arrives. One service may also hold several seats of one
+game (league entries that share a bot sit at one table): their ``/start``,
+set-up ``/act`` and ``/end`` requests arrive together. Keep state per seat,
+keyed by ``game_id`` and ``seat``: :class:`SeatMemory` does it.
 """
 
 from __future__ import annotations
@@ -48,11 +51,12 @@ import asyncio
 import inspect
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from aiohttp import web
 
@@ -75,6 +79,7 @@ __all__ = [
     "Decide",
     "Decision",
     "EndHook",
+    "SeatMemory",
     "StartHook",
     "arg_parser",
     "checked_decision",
@@ -96,6 +101,53 @@ log = logging.getLogger("sample_bots.sdk")
 
 #: Worker threads for plain (non-async) decide functions and hooks.
 WORKERS: Final = 4
+
+T = TypeVar("T")
+
+
+class SeatMemory(Generic[T]):
+    """What a bot keeps for each seat of each game, keyed by ``game_id`` and ``seat``.
+
+    One service may hold several seats of one game, and each seat sees the
+    game its own way: state kept per game alone would mix them. :meth:`end`
+    (call it from ``on_end``) forgets one seat; the game goes with its last
+    seat. At most `limit` games are kept, the oldest going first, in case an
+    ``/end`` never comes. Safe from the SDK's worker threads, where the
+    requests of several seats of one game run at once.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        #: game_id -> seat -> what is kept.
+        self.games: dict[str, dict[int, T]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, game_id: str, seat: int) -> T | None:
+        """What is kept for `seat` of the game (None: nothing yet)."""
+        seats = self.games.get(game_id)
+        return seats.get(seat) if seats is not None else None
+
+    def put(self, game_id: str, seat: int, value: T) -> T:
+        """Keep `value` for `seat` of the game; returns it."""
+        with self._lock:
+            games = self.games
+            seats = games.get(game_id)
+            if seats is None:
+                seats = games[game_id] = {}
+                while len(games) > self.limit:
+                    del games[next(iter(games))]
+            seats[seat] = value
+        return value
+
+    def end(self, game_id: str, seat: int) -> None:
+        """Forget `seat` of the game, and the game once none of its seats is left."""
+        with self._lock:
+            seats = self.games.get(game_id)
+            if seats is None:
+                return
+            seats.pop(seat, None)
+            if not seats:
+                del self.games[game_id]
 
 
 def deadline_guard_s(deadline_ms: int) -> float:

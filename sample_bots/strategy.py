@@ -14,7 +14,7 @@ action Structs, the ``State`` view), so it needs no engine:
   optional draw, the V6 swap, V5b sabotage), which the searcher also uses as
   its fallback and to short-list its set-up candidates;
 - :class:`GameMemory`: per-seat state keyed by ``game_id`` and seat (rules
-  from ``/start``, the tracker).
+  from ``/start``, the tracker), a :class:`~sample_bots.sdk.SeatMemory`.
 
 The weights in :class:`Params` were chosen by measurement with
 ``benchmarks/strength.py`` against greedy over 4,000 games each: the 3
@@ -45,6 +45,8 @@ from protocol import (
     Swap,
     card_rank,
 )
+
+from .sdk import SeatMemory
 
 __all__ = [
     "CLEAR",
@@ -523,46 +525,21 @@ class Game:
     rng: random.Random | None = None
 
 
-class GameMemory:
-    """Per-seat memory of each game, keyed by ``game_id`` and seat: filled by
-    ``on_start``, dropped by ``on_end``; a seat whose ``/start`` was missed
-    gets the default rules. One service may hold several seats of one game
-    (league entries that share a bot), and each seat sees the game its own
-    way, so each has its own :class:`Tracker`. At most ``limit`` games are kept
-    (the oldest go first) in case ``/end`` never comes."""
-
-    def __init__(self, limit: int = 256) -> None:
-        self.limit = limit
-        self.games: dict[str, dict[int, Game]] = {}
+class GameMemory(SeatMemory[Game]):
+    """Each seat's :class:`Game`, keyed by ``game_id`` and seat (one
+    :class:`Tracker` per seat: a service may hold several seats of one game):
+    filled by ``on_start``, dropped by ``on_end``; a seat whose ``/start`` was
+    missed gets the default rules."""
 
     def start(self, game_id: str, seat: int, rules: Rules) -> Game:
-        game = Game(rules, Tracker(seat, rules), True)
-        seats = self.games.get(game_id)
-        if seats is None:
-            seats = self.games[game_id] = {}
-            while len(self.games) > self.limit:
-                del self.games[next(iter(self.games))]
-        seats[seat] = game
-        return game
+        return self.put(game_id, seat, Game(rules, Tracker(seat, rules), True))
 
     def get(self, game_id: str, seat: int) -> Game:
-        seats = self.games.get(game_id)
-        game = seats.get(seat) if seats is not None else None
+        game = super().get(game_id, seat)
         if game is None:
             game = self.start(game_id, seat, Rules())
             game.started = False
         return game
-
-    def end(self, game_id: str, seat: int | None = None) -> None:
-        """Forget the game's `seat` (every seat of it when None); the game
-        once none of its seats is left."""
-        seats = self.games.get(game_id)
-        if seats is None:
-            return
-        if seat is not None:
-            seats.pop(seat, None)
-        if seat is None or not seats:
-            del self.games[game_id]
 
 
 def equivalent_flips(legal: Iterable[Action]) -> bool:

@@ -239,3 +239,59 @@ async def test_any_action_is_sent_as_is(aiohttp_client: MakeClient) -> None:
     """The SDK does not judge legality (it has no engine): the referee does."""
     client = await aiohttp_client(sdk.make_app(lambda r: Pickup(), INFO))
     assert await act(client) == {"request_id": "rq", "action": {"type": "pickup"}}
+
+
+def test_seat_memory_keeps_every_seat_of_games_whose_seats_start_and_end_at_once() -> None:
+    """The SDK runs plain hooks in worker threads, and the /start, set-up /act
+    and /end requests of several seats of one game (entries that share a
+    service) arrive together: no seat's state may be lost to another's, nor
+    an /end raise for a game another seat's /end just removed."""
+    import sys
+
+    memory: sdk.SeatMemory[int] = sdk.SeatMemory(limit=10_000)
+    seats, games = 6, 3_000
+    barrier = threading.Barrier(seats)
+    errors: list[BaseException] = []
+
+    def run(seat: int, step: str) -> None:
+        try:
+            barrier.wait()
+            for g in range(games):
+                if step == "put":
+                    memory.put(f"g{g}", seat, seat)
+                else:
+                    memory.end(f"g{g}", seat)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for step in ("put", "end"):
+            threads = [threading.Thread(target=run, args=(s, step)) for s in range(seats)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if step == "put":
+                assert not errors
+                lost = [g for g, kept in memory.games.items() if sorted(kept) != list(range(seats))]
+                assert len(memory.games) == games and not lost, f"{len(lost)} games lost seats"
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and memory.games == {}
+
+
+def test_seat_memory_forgets_the_oldest_games_past_its_limit() -> None:
+    """A game whose /end never comes is not kept forever."""
+    memory: sdk.SeatMemory[str] = sdk.SeatMemory(limit=3)
+    for g in range(5):
+        memory.put(f"g{g}", 0, "a")
+        memory.put(f"g{g}", 1, "b")
+    assert list(memory.games) == ["g2", "g3", "g4"]
+    assert memory.get("g4", 1) == "b" and memory.get("g0", 0) is None
+    memory.end("g4", 0)
+    memory.end("g4", 1)
+    memory.end("g4", 1)  # an /end twice, or for a game already gone, is no error
+    memory.end("nope", 0)
+    assert list(memory.games) == ["g2", "g3"]
