@@ -326,3 +326,61 @@ def test_a_bot_under_the_cap_says_what_it_added(client: Any, tmp_path: Path) -> 
     assert r.ok, r.log
     assert re.search(r"^the build added \d+\.\d MiB to the image \(at most 64\.0 MiB\)$", r.log, re.M), r.log
     assert growth(client, r) < 64 * 1024
+
+
+# ------------------------------------------------- through the service, the CLI
+
+
+async def test_the_service_passes_its_growth_cap_to_the_build(
+        aiohttp_client: Any, tmp_path: Path, docker_client: Any) -> None:
+    """``Settings.max_build_growth`` (``referee serve --max-build-growth``)
+    reaches the build: a team's upload over it is refused, and says why."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+    from test_web_api import auth, new_competition, new_team, settled
+
+    from referee.bots.netpolicy import AddressPolicy
+    from referee.web import Settings, make_app
+    from referee.web.db import ServiceDB
+
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    admin = db.ensure_admin_token()
+    db.close()
+    assert admin is not None
+    client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
+                                                             max_build_growth=1024**2)))
+    cid = await new_competition(client, admin)
+    tid, token = await new_team(client, admin, cid, "team big")
+    archive = make_zip(tmp_path / "big.zip", {"bot.py": PY_BOT, "data.bin": secrets.token_bytes(2 * 1024**2)})
+    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=archive.read_bytes(),
+                          headers=auth(token))
+    assert r.status == 201, await r.text()
+    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
+    sub = done["submission"]
+    assert sub["status"] == "refused", done
+    assert "more than the 1.0 MiB a build may add" in sub["reason"], sub["reason"]
+
+
+@pytest.mark.parametrize("value,ok", [("12q", False), ("512k", False), ("1m", True)])
+def test_serve_parses_max_build_growth(tmp_path: Path, value: str, ok: bool) -> None:
+    """A bad size stops ``referee serve`` before it starts (a good one gets
+    as far as the port: here one in use, so it stops there)."""
+    import socket
+
+    from click.testing import CliRunner
+
+    from referee.web.commands import serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(serve, ["--db", str(tmp_path / "s.sqlite"), "--port", str(port),
+                                            "--max-build-growth", value])
+    if ok:  # parsed, then stopped at the port in use
+        assert "--max-build-growth" not in result.output, result.output
+        assert isinstance(result.exception, OSError) and "address already in use" in str(result.exception)
+    else:
+        assert result.exit_code == 2 and "--max-build-growth" in result.output, result.output
