@@ -194,6 +194,12 @@ def test_node_lifecycle_scripts_and_bin_do_not_run(client: Any, tmp_path: Path) 
     assert r.image_id is not None
     config = client.images.get(r.image_id).attrs["Config"]
     assert not any("node_modules" in part for e in config.get("Env") or [] for part in e.split(":"))
+    assert '"/usr/local/bin/node", "--check"' in r.log  # by absolute path: no PATH lookup
+    # and the check still checks, as the build's uid
+    broken = {**files, "bot.js": "function (\n"}
+    r = build_source(make_zip(tmp_path / "broken.zip", broken), tag=tag("node-broken"), client=client)
+    assert not r.ok and r.reason is not None and "node --check found an error in bot.js" in r.reason, r.log
+    assert "SyntaxError" in r.log
 
 
 def test_the_compile_step_runs_as_the_build_uid_not_root(client: Any, tmp_path: Path) -> None:
@@ -325,7 +331,9 @@ def test_a_bot_under_the_cap_says_what_it_added(client: Any, tmp_path: Path) -> 
     r = build_source(make_zip(tmp_path / "ok.zip", {"bot.py": PY_BOT}), tag=tag("small"), client=client)
     assert r.ok, r.log
     assert re.search(r"^the build added \d+\.\d MiB to the image \(at most 64\.0 MiB\)$", r.log, re.M), r.log
-    assert growth(client, r) < 64 * 1024
+    added = growth(client, r)
+    FIGURES["a small python bot adds"] = f"{added} bytes"
+    assert added < 64 * 1024
 
 
 # ------------------------------------------------- through the service, the CLI
