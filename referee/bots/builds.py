@@ -42,7 +42,7 @@ could, it would be boxed in):
   no npm is in the image, so ``package.json`` scripts never run.
 - It runs as a uid of its own (:func:`build_uid`, from the upload's hash, in
   ``1000000..1999999``: neither root nor a bot's 65534), the owner of the
-  bot's files (``COPY --chown``), so no capability is left, and the
+  bot's files (``COPY --chown``), with no capability left, and the
   ``nproc`` ulimit (:data:`BUILD_PIDS`, which counts that uid's processes
   on the host) is a real pids cap of this build alone (the legacy builder
   has no pids limit); a CPU quota (:data:`BUILD_CPUS`), the memory cap and

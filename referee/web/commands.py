@@ -56,7 +56,8 @@ from referee import engine_status
               help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          max_build_growth: str, live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
+          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
+          max_build_growth: str) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
