@@ -345,7 +345,12 @@ def build_base_image(client: DockerClient | None = None, *, tag: str = BASE_IMAG
 def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE_BASE_IMAGE,
                           node: str | None = None, force: bool = False, log: Log | None = None) -> str:
     """A Node.js base image made from this machine's ``node`` (like ``node:20-slim``
-    for the sample Node bot); its id. Raises FileNotFoundError without node."""
+    for the sample Node bot); its id. Raises FileNotFoundError without node.
+
+    It holds the ``node`` binary and its shared libraries only: no npm, npx
+    nor corepack, so nothing in it runs a ``package.json`` script, and its
+    ``PATH`` has no ``node_modules/.bin`` (a team's source build checks its
+    files with ``/usr/local/bin/node --check``: see :mod:`referee.bots.builds`)."""
     import shutil
 
     client = _client(client)

@@ -26,7 +26,31 @@ there with its own size cap):
   runs over (closing the connection makes the daemon stop it and remove its
   container). Its only ``RUN`` step compiles the bot (``compileall`` for
   Python, ``node --check`` for Node): the team's code is never run during
-  the build.
+  the build (see *The build's sandbox* below).
+
+The build's sandbox (no file of a team runs at build time, and if one
+could, it would be boxed in):
+
+- The ``RUN`` step is ``/usr/local/bin/python -I -S -m compileall -q
+  /app/bot`` or ``/usr/local/bin/node --check /app/bot/ENTRY``, by absolute
+  path (no ``PATH`` lookup, so no ``node_modules/.bin``), with the working
+  folder ``/``, not the team's: ``-I`` leaves the current folder, the
+  script's folder, ``PYTHON*`` variables and the user site out of
+  ``sys.path`` (no ``compileall.py``, ``py_compile.py``, ``argparse.py`` of
+  the team's is imported), ``-S`` skips ``site`` (no ``sitecustomize``,
+  ``usercustomize``, ``.pth`` file). Node's ``--check`` parses, never runs;
+  no npm is in the image, so ``package.json`` scripts never run.
+- It runs as a uid of its own (:func:`build_uid`, from the upload's hash, in
+  ``1000000..1999999``: neither root nor a bot's 65534), the owner of the
+  bot's files (``COPY --chown``), with no capability left, and the
+  ``nproc`` ulimit (:data:`BUILD_PIDS`, which counts that uid's processes
+  on the host) is a real pids cap of this build alone (the legacy builder
+  has no pids limit); a CPU quota (:data:`BUILD_CPUS`), the memory cap and
+  a file-size ulimit (the growth cap) as well.
+- What the build adds to its parent image (the team's files and their
+  ``.pyc``: the image's ``Size`` less its parent's) is capped
+  (``max_growth_bytes``, :data:`DEFAULT_MAX_BUILD_GROWTH`): files over it
+  are refused before the build, an image over it after, and removed.
 
 Both return a :class:`BuildResult`: the image id the service pins, the log
 (capped, control characters removed; for that team's eyes only: it names
@@ -79,8 +103,10 @@ DockerClient = Any
 
 __all__ = [
     "BUILT_BY_LABEL",
+    "BuildLimits",
     "DEFAULT_BUILD_TIMEOUT_S",
     "DEFAULT_LOAD_TIMEOUT_S",
+    "DEFAULT_MAX_BUILD_GROWTH",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_IMAGE_BYTES",
     "DEFAULT_MAX_SOURCE_BYTES",
@@ -91,6 +117,7 @@ __all__ = [
     "SOURCE_LABEL",
     "BuildResult",
     "build_source",
+    "build_uid",
     "ensure_sdk_image",
     "file_sha256",
     "load_image_archive",
@@ -111,6 +138,19 @@ DEFAULT_BUILD_TIMEOUT_S: Final = 120.0
 DEFAULT_LOAD_TIMEOUT_S: Final = 300.0
 #: Memory of the build's containers (the compile step), swap included.
 BUILD_MEMORY: Final = 512 * 1024**2
+#: Processes (threads included) the compile step may have at once: the
+#: ``nproc`` ulimit of its own uid (:func:`build_uid`). ``node --check``
+#: needs ~10.
+BUILD_PIDS: Final = 64
+#: CPUs of the compile step (a CFS quota).
+BUILD_CPUS: Final = 1.0
+#: Most a source build may add to its parent image (the bot's files and
+#: their compiled form), by default (``referee serve --max-build-growth``).
+DEFAULT_MAX_BUILD_GROWTH: Final = 64 * 1024**2
+#: The uids the compile step runs as: a range no bot (65534) nor system
+#: account uses, below 2**21 (a plain tar header's uid field).
+BUILD_UID_FIRST: Final = 1_000_000
+BUILD_UID_COUNT: Final = 1_000_000
 #: Cap of :attr:`BuildResult.log` (its head and its tail are kept).
 LOG_LIMIT: Final = 64 * 1024
 #: Most layers of a loaded image (overlayfs stops at ~125 with the service's own).
@@ -186,6 +226,35 @@ class BuildResult(msgspec.Struct, kw_only=True):
     #: The image it was made from: the uploaded image's own id (a docker save
     #: archive) or the image a source bot is built FROM.
     parent_id: str | None = None
+
+
+class BuildLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """The limits of a source build's containers (its compile step)."""
+
+    #: Memory, swap included.
+    memory: int = BUILD_MEMORY
+    #: A CFS quota, in CPUs.
+    cpus: float = BUILD_CPUS
+    #: The ``nproc`` ulimit: processes and threads of the step's uid.
+    pids: int = BUILD_PIDS
+    #: Most the build may add to its parent image; also the largest file the
+    #: step may write (the ``fsize`` ulimit).
+    max_growth_bytes: int = DEFAULT_MAX_BUILD_GROWTH
+
+    def params(self) -> dict[str, Any]:
+        """The Engine API's build parameters (the legacy builder) for them."""
+        ulimits = [{"Name": "nproc", "Soft": self.pids, "Hard": self.pids},
+                   {"Name": "fsize", "Soft": self.max_growth_bytes, "Hard": self.max_growth_bytes}]
+        return {"memory": self.memory, "memswap": self.memory, "cpuperiod": 100_000,
+                "cpuquota": max(1000, int(self.cpus * 100_000)), "ulimits": json.dumps(ulimits)}
+
+
+def build_uid(digest: str) -> int:
+    """The uid a source build's compile step runs as, from the upload's
+    sha256 (hex): the same upload gets the same uid (its build steps come
+    from the cache), two uploads almost never share one, so the ``nproc``
+    ulimit counts this build's processes only."""
+    return BUILD_UID_FIRST + int(digest[:12] or "0", 16) % BUILD_UID_COUNT
 
 
 class _Refused(Exception):
@@ -359,16 +428,16 @@ class _Stream:
 
 
 def _build(client: DockerClient, context: IO[bytes], *, tag: str, timeout_s: float, log: _Log,
-           step_failed: str = "") -> str:
-    """Build `context` (a tar holding the Dockerfile) as `tag`, no network; the id.
-    (Labels are in the Dockerfile, one LABEL step: the API's labels would
-    make one step each.)
+           step_failed: str = "", limits: BuildLimits | None = None) -> str:
+    """Build `context` (a tar holding the Dockerfile) as `tag`, no network,
+    its containers under `limits`; the id. (Labels are in the Dockerfile,
+    one LABEL step: the API's labels would make one step each.)
 
     Raises _TookTooLong, or _Refused with the daemon's message."""
     params = {
         "t": tag, "q": False, "nocache": False, "rm": True, "forcerm": True, "pull": False,
         "dockerfile": "Dockerfile", "networkmode": "none",
-        "memory": BUILD_MEMORY, "memswap": BUILD_MEMORY,
+        **(limits or BuildLimits()).params(),
     }
     stream = _Stream(client, "/build", params, context, log)
     try:
@@ -1004,25 +1073,32 @@ def ensure_sdk_image(client: DockerClient | None = None) -> str:
                                  buildargs={"BASE": BASE_IMAGE}, base_id=base_id)
 
 
-def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str]) -> str:
+def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
+    """The build of `bot`: its files owned by `uid`, compiled as `uid`
+    (see the module's *The build's sandbox*)."""
     if bot.kind == "python":  # the SDK image sets PYTHONPATH=/app and BOT_UNIX
         env = "ENV PYTHONDONTWRITEBYTECODE=1"
-        check = ["python", "-m", "compileall", "-q", BOT_DIR]
+        # -I: no cwd, script folder, PYTHON* variable nor user site on sys.path;
+        # -S: no site (sitecustomize, usercustomize, .pth files)
+        check = ["/usr/local/bin/python", "-I", "-S", "-m", "compileall", "-q", BOT_DIR]
         cmd = ["python", bot.entry]
     else:
         env = "ENV BOT_UNIX=/run/bot/bot.sock NODE_ENV=production"
-        check = ["node", "--check", f"{BOT_DIR}/{bot.entry}"]
+        check = ["/usr/local/bin/node", "--check", f"{BOT_DIR}/{bot.entry}"]
         cmd = ["node", bot.entry]
     return "\n".join([
         "# The service's own Dockerfile for a source bot (referee.bots.builds).",
         f"FROM {base_id}",
         env,  # the same for every bot: these steps come from the cache
-        f"WORKDIR {BOT_DIR}",
+        "WORKDIR /",  # the compile step runs outside the team's folder
         f"CMD {json.dumps(cmd)}",
-        f'COPY ["bot/", "{BOT_DIR}/"]',
-        # Compiled, never run: a syntax error fails the build, the error in its log.
+        f'COPY --chown={uid}:{uid} ["bot/", "{BOT_DIR}/"]',
+        # Compiled, never run, as the build's own uid (no root, its own nproc
+        # count): a syntax error fails the build, the error in its log.
+        f"USER {uid}:{uid}",
         f"RUN {json.dumps(check)}",
         "USER 65534:65534",
+        f"WORKDIR {BOT_DIR}",
         _label_line(labels),
         "",
     ])
@@ -1066,14 +1142,17 @@ def build_source(
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     max_files: int = DEFAULT_MAX_FILES,
     workdir: str | os.PathLike[str] | None = None,
+    max_growth_bytes: int = DEFAULT_MAX_BUILD_GROWTH,
 ) -> BuildResult:
     """Build the bot source archive at `path` into the image `tag` (blocking).
 
     The kind (zip, tar.gz, tar) is read from the file's first bytes; the bot
     (Python or Node) from its files. `timeout_s` bounds the extraction and
     the build together; `max_bytes` the upload, `max_unpacked_bytes` and
-    `max_files` what it unpacks to. `workdir`: where the temporary build
-    folder goes (default: the system's temp folder).
+    `max_files` what it unpacks to; `max_growth_bytes` what the build may
+    add to its parent image (the bot's files and their compiled form).
+    `workdir`: where the temporary build folder goes (default: the system's
+    temp folder).
     """
     _check_tag(tag)
     _labels(labels, "python", "")  # ValueError now for a bad one
@@ -1114,6 +1193,10 @@ def build_source(
                  + (f" ({extracted.skipped} caches and OS files left out)" if extracted.skipped else ""))
         bot = _find_bot(extracted, log)
         kind = bot.kind
+        if extracted.total > max_growth_bytes:
+            raise _Refused(f"the bot's files are {_mb(extracted.total)}, more than the {_mb(max_growth_bytes)} "
+                           "a build may add to its image: leave out what the bot does not need (data, "
+                           "caches, unused node_modules)")
         t_ours = time.perf_counter()  # the service's own base image: not on the team's clock
         if bot.kind == "python":
             parent = ensure_sdk_image(client)
@@ -1125,7 +1208,7 @@ def build_source(
                                "submit a Python bot or an image") from None
         deadline += time.perf_counter() - t_ours
         log.line(f"a {bot.kind} bot: {bot.root}{bot.entry}")
-        dockerfile = _dockerfile(bot, parent, _labels(labels, bot.kind, digest))
+        dockerfile = _dockerfile(bot, parent, _labels(labels, bot.kind, digest), build_uid(digest))
         log.line("the service's Dockerfile:\n" + dockerfile)
         with tempfile.TemporaryFile(dir=tmp) as context:
             _context(extracted, bot, dockerfile, context)
@@ -1134,7 +1217,9 @@ def build_source(
             check = ("Python could not compile the bot's files" if bot.kind == "python"
                      else f"node --check found an error in {bot.entry}")
             image_id = _build(client, context, tag=tag, timeout_s=deadline - time.perf_counter(), log=log,
-                              step_failed=f"{check}: the build log shows the error; fix it and upload again")
+                              step_failed=f"{check}: the build log shows the error; fix it and upload again",
+                              limits=BuildLimits(max_growth_bytes=max_growth_bytes))
+        _check_growth(client, tag, image_id, parent, files=extracted.total, cap=max_growth_bytes, log=log)
         log.line(f"built {tag}: {image_id} in {time.perf_counter() - t_team:.1f} s")
         return result(image_id, None)
     except _Refused as e:
@@ -1146,6 +1231,24 @@ def build_source(
         return result(None, "the uploaded file is gone (internal error): upload it again")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_growth(client: DockerClient, tag: str, image_id: str, parent: str, *, files: int, cap: int,
+                  log: _Log) -> None:
+    """Refuse (and remove) the image `image_id` when it adds more than `cap`
+    to `parent`: the daemon's ``Size`` of each (all their layers)."""
+    try:
+        added = int(client.images.get(image_id).attrs["Size"]) - int(client.images.get(parent).attrs["Size"])
+    except Exception as e:  # noqa: BLE001 - docker's errors: not the team's fault
+        remove_image(tag, client, image_id=image_id)
+        raise _Refused(f"the server could not measure the built image ({_daemon_message(e)}): "
+                       "upload it again later") from None
+    if added > cap:
+        remove_image(tag, client, image_id=image_id)
+        raise _Refused(f"the build adds {_mb(added)} to the image (the bot's files are {_mb(files)}, "
+                       f"the rest is their compiled form), more than the limit of {_mb(cap)}: leave out "
+                       "what the bot does not need")
+    log.line(f"the build added {_mb(added)} to the image (at most {_mb(cap)})")
 
 
 def remove_image(tag: str, client: DockerClient | None = None, *,

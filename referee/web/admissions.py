@@ -215,7 +215,8 @@ class Pipeline:
                                                    timeout_s=timeout_s)
             else:
                 result = builds.build_source(path, tag=image_tag(tid, sub.id), labels=labels, client=client,
-                                             timeout_s=timeout_s, workdir=path.parent)
+                                             timeout_s=timeout_s, workdir=path.parent,
+                                             max_growth_bytes=self.app[SETTINGS].max_build_growth)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(path)

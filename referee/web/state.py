@@ -45,6 +45,10 @@ class Settings(msgspec.Struct, kw_only=True):
     validation_games: int = 4
     #: A source build or an image load longer than this is refused.
     build_timeout_s: float = 300.0
+    #: Most a source build may add to its parent image, the bot's files and
+    #: their compiled form (``referee serve --max-build-growth``); over it
+    #: the build is refused.
+    max_build_growth: int = 64 << 20
     #: Cookies only over HTTPS (``referee serve --secure-cookies``, behind TLS).
     secure_cookies: bool = False
     #: Live event streams open at the same time, in all (then 503).
