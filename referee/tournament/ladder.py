@@ -138,6 +138,21 @@ def ladder_entries(out_dir: str | Path) -> list[Entry]:
         return read_entries(store)
 
 
+def needed_entries(out_dir: str | Path) -> list[Entry]:
+    """The entries of the ladder in `out_dir` whose bot it may still start:
+    those in play and those that owe planned games not yet recorded (a
+    retired version finishes the rotations of a deal it was dealt into,
+    also when the ladder plays on after a restart)."""
+    path = Path(out_dir) / "tournament.sqlite"
+    if not path.exists():
+        return []
+    with Store(path) as store:
+        entries = read_entries(store)
+        done = store.done_indexes()
+        owing = {name for g in _read_plan(store) if g.index not in done for name in g.seats}
+    return [e for e in entries if e.status == "active" or e.name in owing]
+
+
 def _put_entry(store: Store, e: Entry) -> None:
     store.db.execute(
         "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
