@@ -228,3 +228,40 @@ async def test_an_upload_over_the_teams_quota_is_refused(
     assert held(uploads_dir(db_path, tid)) == 0 and submissions_of(db_path, tid) == 0
     r = await client.post(url_of(cid, tid), data=b"x" * MIB, headers=auth(token))
     assert r.status == 201, await r.text()
+
+
+async def test_the_team_pages_form_shares_the_one_upload_in_flight(
+        service: Service, admin_token: str, db_path: Path) -> None:
+    """The team page's upload form takes the same slot: while an upload of
+    the team streams, the form's file is refused before it is written."""
+    from aiohttp import FormData
+    from test_web_submissions import _csrf, _login
+
+    client = await service(max_upload=4 * MIB)
+    cid = await new_competition(client, admin_token)
+    tid, token = await new_team(client, admin_token, cid, "ada")
+    await _login(client, token)
+    csrf = _csrf(await (await client.get("/team")).text())
+
+    def form() -> FormData:
+        body = FormData()
+        body.add_field("csrf", csrf)
+        body.add_field("kind", "source")
+        body.add_field("file", os.urandom(MIB), filename="bot.zip", content_type="application/zip")
+        return body
+
+    first = asyncio.create_task(client.post(url_of(cid, tid), data=slow_body(2 * MIB, pause=0.05),
+                                            headers=auth(token)))
+    folder = uploads_dir(db_path, tid)
+    for _ in range(200):
+        if held(folder) > 0:
+            break
+        await asyncio.sleep(0.01)
+    r = await client.post("/team/submit", data=form(), allow_redirects=False)
+    assert r.status == 429, (r.status, await r.text())
+    assert "in flight" in await r.text()
+    assert held(folder) <= 2 * MIB
+    assert (await first).status == 201
+    r = await client.post("/team/submit", data=form(), allow_redirects=False)
+    assert r.status == 303, await r.text()
+    assert submissions_of(db_path, tid) == 2
