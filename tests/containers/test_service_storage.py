@@ -128,3 +128,71 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
         for image_id in made:  # this test's own images only
             with contextlib.suppress(Exception):
                 docker_client.api.remove_image(image_id, force=False)
+
+
+async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
+        client: Any, tmp_path: Path, docker_client: Any) -> None:
+    """A version replaced in an open competition's ladder still plays the
+    rotations of the deals it was dealt into: its image stays until they are
+    played, then the next pruning removes it."""
+    import time
+
+    from helpers_web import serve
+    from sample_bots import greedy
+    from sample_bots.sdk import make_app as bot_app
+
+    from referee.tournament.ladder import needed_entries
+    from referee.web.storage import pins, prune
+
+    def slow(request: Any) -> int:  # a house bot slow enough that games are in flight when v2 comes
+        time.sleep(0.05)
+        return greedy.decide(request)
+
+    runner, house = await serve(bot_app(slow, greedy.INFO))
+    stamp = secrets.token_hex(6)
+    made: list[str] = []
+    cid = 0
+    try:
+        cid = await new_competition(client, client.admin, house={"house": house})
+        tid, token = await new_team(client, client.admin, cid, "ladder team")
+        v1 = await upload(client, cid, tid, token, make_zip(tmp_path / "v1.zip", python_bot_files(f"{stamp}-l1")))
+        made.append(v1["image_id"])
+        r = await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(client.admin))
+        assert r.status == 202, await r.text()
+        db = client.app[DB]
+        ladder = await db.call(ServiceDB.latest_run_of, cid, "ladder")
+        assert ladder is not None
+        for _ in range(600):  # v1 seated and dealt into planned games
+            if any(e.submission == v1["id"] for e in await asyncio.to_thread(needed_entries, ladder.out_dir)):
+                break
+            await asyncio.sleep(0.1)
+        v2 = await upload(client, cid, tid, token, make_zip(tmp_path / "v2.zip", python_bot_files(f"{stamp}-l2")))
+        made.append(v2["image_id"])
+        await asyncio.sleep(1)  # the pruning after the acceptance
+        owing = {e.submission: e.status for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}
+        if v1["id"] in owing:  # it owes games of its deals: kept, and why
+            assert owing[v1["id"]] == "retired"
+            assert exists(docker_client, v1["image_id"])
+            assert (await db.call(pins))[v1["image_id"]] == "the ladder (owes games)"
+            print("\nv1 owed ladder games when v2 entered: its image was kept")
+        else:
+            print("\nv1 had played its games when v2 entered: nothing to keep")
+        for _ in range(1800):  # the ladder plays v1's last rotations
+            if v1["id"] not in {e.submission for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("v1 still owes ladder games after 180 s")
+        for _ in range(60):  # its container stops once its last game ends; then the next pruning removes it
+            if v1["id"] in await prune(client.app, tid):
+                break
+            await asyncio.sleep(0.5)
+        assert not exists(docker_client, v1["image_id"]), "v1 is retired and owes no game"
+        assert exists(docker_client, v2["image_id"]), "v2 is in play"
+    finally:
+        if cid:
+            await client.post(f"/api/competitions/{cid}/freeze", headers=auth(client.admin))
+        await runner.cleanup()
+        for image_id in made:
+            with contextlib.suppress(Exception):
+                docker_client.api.remove_image(image_id, force=False)
