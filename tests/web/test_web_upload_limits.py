@@ -265,3 +265,24 @@ async def test_the_team_pages_form_shares_the_one_upload_in_flight(
     r = await client.post("/team/submit", data=form(), allow_redirects=False)
     assert r.status == 303, await r.text()
     assert submissions_of(db_path, tid) == 2
+
+
+async def test_a_slot_left_by_a_crash_is_free_again_at_the_next_start(
+        service: Service, admin_token: str, db_path: Path) -> None:
+    """A service that died mid-upload left the team's slot taken: the next
+    start gives it back (else the team could never upload again)."""
+    from referee.web import ServiceDB
+
+    client = await service()
+    cid = await new_competition(client, admin_token)
+    tid, token = await new_team(client, admin_token, cid, "ada")
+    db = ServiceDB(db_path)
+    try:
+        assert isinstance(db.take_upload_slot(tid, (5, 60.0)), str)  # as the dead process took it
+    finally:
+        db.close()
+    r = await client.post(url_of(cid, tid), data=b"x" * 1000, headers=auth(token))
+    assert "in flight" in (await error_of(r, 429))["error"]
+    restarted = await service()
+    r = await restarted.post(url_of(cid, tid), data=b"x" * 1000, headers=auth(token))
+    assert r.status == 201, await r.text()
