@@ -176,11 +176,12 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
         else:
             raise AssertionError("v2 did not replace v1 in the ladder within 30 s")
         pruned = await prune(client.app, tid)
+        needed = await db.call(pins)
         # owing now: owing when it was pruned too (a retired entry's games only go down)
         owing = {e.submission: e.status for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}
         if v1["id"] in owing:  # it owes games of its deals: kept, and why
             assert v1["id"] not in pruned and exists(docker_client, v1["image_id"])
-            assert (await db.call(pins))[v1["image_id"]] == "the ladder (owes games)"
+            assert needed[v1["image_id"]] == "the ladder (owes games)"
             print("\nv1 owed ladder games when v2 entered: its image was kept")
         else:
             print("\nv1 had played its games when v2 entered: nothing to keep")
