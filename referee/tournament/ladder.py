@@ -29,6 +29,7 @@ import collections
 import json
 import math
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -136,6 +137,37 @@ def ladder_entries(out_dir: str | Path) -> list[Entry]:
         return []
     with Store(path) as store:
         return read_entries(store)
+
+
+def needed_entries(out_dir: str | Path) -> list[Entry]:
+    """The entries of the ladder in `out_dir` whose bot it may still start:
+    those in play and those that owe planned games not yet recorded (a
+    retired version finishes the rotations of a deal it was dealt into,
+    also when the ladder plays on after a restart). Read-only: the ladder
+    may be playing into it meanwhile."""
+    path = Path(out_dir) / "tournament.sqlite"
+    if not path.exists():
+        return []
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {"ladder_entries", "ladder_plan", "games"} <= tables:
+            return []
+        rows = db.execute(
+            "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
+            " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
+        owing: set[str] = set()
+        for (seats,) in db.execute("SELECT seats FROM ladder_plan WHERE idx NOT IN (SELECT idx FROM games)"):
+            owing.update(json.loads(seats))
+    finally:
+        db.close()
+    out = []
+    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
+        if status == "active" or name in owing:
+            out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
+                             mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
+                             status=status, reason=reason, ended_at=ended))
+    return out
 
 
 def _put_entry(store: Store, e: Entry) -> None:

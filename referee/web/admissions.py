@@ -41,6 +41,7 @@ from .db import ServiceDB, Submission
 from .ladders import submission_accepted
 from .runs import check_league_text
 from .state import DB, SETTINGS
+from .storage import after_accepted, at_start
 
 log = logging.getLogger("referee.web.admissions")
 
@@ -74,6 +75,7 @@ class Pipeline:
         self.done = asyncio.Condition()
 
     async def start(self) -> None:
+        await at_start(self.app)  # issue 24: no upload in flight; prune the images nothing needs
         for sub in await self.app[DB].call(ServiceDB.pending_submissions):
             self.enqueue(sub.id)
         self._tasks = [asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)]
@@ -176,6 +178,7 @@ class Pipeline:
                 if result.outcome == "unreachable":
                     log.warning("submission %s: accepted, but the ladder could not reach it: %s", sid,
                                 result.reason)
+            await after_accepted(self.app, team.id)  # issue 24: its superseded versions' images
         else:
             if sub.kind in ("archive", "source") and spec.image is not None:
                 # a refused version never plays: its image need not stay on the disk. Removed

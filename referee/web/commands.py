@@ -43,6 +43,12 @@ from referee import engine_status
 @click.option("--max-build-growth", default="64m", show_default=True, metavar="SIZE",
               help="The most a source bot's build may add to its base image (its files and their "
                    "compiled form), with k/m/g; a bigger one is refused.")
+@click.option("--min-free-disk", default="1g", show_default=True, metavar="SIZE",
+              help="Uploads are refused (507) while the data folder's disk has less than this free "
+                   "(with k/m/g; 0: no floor).")
+@click.option("--team-image-quota", default="2g", show_default=True, metavar="SIZE",
+              help="What a team's images, waiting uploads and the upload in flight may weigh in all "
+                   "(with k/m/g; 0: no quota); superseded versions nothing needs are pruned.")
 @click.option("--live-rate", default="4m", show_default=True, metavar="SIZE",
               help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
                    "viewers, each is updated less often (at most once a second).")
@@ -57,7 +63,7 @@ from referee import engine_status
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
           live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
-          max_build_growth: str) -> None:
+          max_build_growth: str, min_free_disk: str = "1g", team_image_quota: str = "2g") -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -95,6 +101,13 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
             raise ValueError(f"at least 1k a second, got {live_rate!r}")
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--live-rate") from None
+    storage_caps: dict[str, int] = {}
+    for hint, value, key in (("--min-free-disk", min_free_disk, "min_free_disk"),
+                             ("--team-image-quota", team_image_quota, "team_image_quota")):
+        try:
+            storage_caps[key] = parse_size(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint=hint) from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
 
     if executor == "ray":
@@ -117,7 +130,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
                                      trusted_proxies=proxies, live_bytes_per_s=live_bytes,
-                                     max_build_growth=growth_cap))
+                                     max_build_growth=growth_cap, **storage_caps))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

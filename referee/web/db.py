@@ -90,6 +90,11 @@ CREATE TABLE IF NOT EXISTS admin_sessions (
     created_at REAL NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS upload_slots (   -- a team's one upload in flight (issue 24)
+    team_id INTEGER PRIMARY KEY REFERENCES teams(id),
+    token TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
 """
 
 #: Columns added since the first schema, with their definitions: an older
@@ -391,18 +396,25 @@ class ServiceDB:
     def add_submission(
         self, tid: int, *, kind: str, url: str | None, image: str | None, secret: str | None, note: str,
         rate_limit: tuple[int, float] | None = None, status: str = "queued", upload: str | None = None,
+        slot: str | None = None,
     ) -> Submission | None:
         """Record a submission (queued for its admission check unless
         `status` says otherwise); None (and nothing stored) when the team made
-        ``rate_limit[0]`` submissions in the last ``rate_limit[1]`` seconds."""
+        ``rate_limit[0]`` submissions in the last ``rate_limit[1]`` seconds
+        (an upload in flight counts as one). `slot`: the upload slot this
+        submission's file was streamed under (:meth:`take_upload_slot`),
+        given up here in the same transaction."""
         assert status in STATUSES
         now = time.time()
         with self.transaction() as db:
+            if slot is not None:
+                db.execute("DELETE FROM upload_slots WHERE team_id = ? AND token = ?", (tid, slot))
             if rate_limit is not None:
                 count, window = rate_limit
                 recent = db.execute(
                     "SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?", (tid, now - window)
                 ).fetchone()[0]
+                recent += db.execute("SELECT COUNT(*) FROM upload_slots WHERE team_id = ?", (tid,)).fetchone()[0]
                 if recent >= count:
                     return None
             cur = db.execute(
@@ -437,6 +449,44 @@ class ServiceDB:
             (tid, time.time() - window),
         ).fetchone()
         return 1.0 if row[0] is None else max(1.0, float(row[0]) + window - time.time())
+
+    # ------------------------------------------------------ uploads (issue 24)
+
+    def take_upload_slot(self, tid: int, rate_limit: tuple[int, float]) -> str | tuple[str, float]:
+        """Take the team's one upload slot before its file is streamed: a
+        token (give it to :meth:`add_submission`, or back with
+        :meth:`release_upload_slot`), else ("busy" or "rate", seconds to
+        wait): an upload of the team is in flight, or its submissions fill
+        the window already."""
+        count, window = rate_limit
+        now = time.time()
+        with self.transaction() as db:
+            row = db.execute("SELECT created_at FROM upload_slots WHERE team_id = ?", (tid,)).fetchone()
+            if row is not None:
+                return "busy", 5.0
+            recent = db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?",
+                                (tid, now - window)).fetchone()[0]
+            if recent >= count:
+                return "rate", self.retry_after(tid, window)
+            token = secrets.token_hex(16)
+            db.execute("INSERT INTO upload_slots (team_id, token, created_at) VALUES (?, ?, ?)", (tid, token, now))
+            return token
+
+    def release_upload_slot(self, tid: int, token: str) -> None:
+        """Give the slot back (the upload failed, was too large or empty); nothing once it was used."""
+        self.db.execute("DELETE FROM upload_slots WHERE team_id = ? AND token = ?", (tid, token))
+
+    def clear_upload_slots(self) -> None:
+        """At the service's start: no upload is in flight (a crash left its slots)."""
+        self.db.execute("DELETE FROM upload_slots")
+
+    def image_submissions(self, tid: int | None = None) -> list[Submission]:
+        """Submissions with an image the service made (uploads), of team `tid` or all, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE kind IN ('archive', 'source')"
+            " AND (image_id IS NOT NULL OR upload IS NOT NULL) AND team_id = COALESCE(?, team_id) ORDER BY id",
+            (tid,)).fetchall()
+        return [s for s in map(_submission, rows) if s is not None]
 
     def latest_submission(self, tid: int) -> Submission | None:
         """The team's newest submission, whatever its status."""

@@ -17,6 +17,7 @@ _CLASSES: dict[int, type[web.HTTPException]] = {
     409: web.HTTPConflict, 413: web.HTTPRequestEntityTooLarge, 422: web.HTTPUnprocessableEntity,
     429: web.HTTPTooManyRequests, 500: web.HTTPInternalServerError, 503: web.HTTPServiceUnavailable,
 }
+_CLASSES[507] = web.HTTPInsufficientStorage  # the server's disk is below its floor (issue 24)
 
 
 def fail(status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> NoReturn:

@@ -33,6 +33,12 @@ class Settings(msgspec.Struct, kw_only=True):
     heartbeat_s: float = 15.0
     #: Uploads (``docker save`` archives, source archives) above this are refused with 413.
     max_upload: int = 1 << 30
+    #: An upload is refused (507) while the data folder's disk has less than
+    #: this free (``referee serve --min-free-disk``; 0: no floor).
+    min_free_disk: int = 1 << 30
+    #: What a team's images and waiting uploads may weigh, in all, with the
+    #: upload in flight (``--team-image-quota``; 0: no quota; issue 24).
+    team_image_quota: int = 2 << 30
     #: Where a team's URL bot may be (``--bot-networks``); None: public
     #: addresses only, none of this server's (made when the app starts).
     bot_policy: AddressPolicy | None = None

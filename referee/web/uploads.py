@@ -4,7 +4,9 @@ A team's ``docker save`` archive or source archive is written to its own
 folder chunk by chunk as it arrives: never held in memory, refused with 413
 as soon as the Content-Length says it is too big (before a byte is read) or
 as soon as the bytes read pass the cap (the part written is deleted), so an
-upload cannot fill the disk.
+upload cannot fill the disk. Before a byte is read the team's one upload
+slot is taken, and the disk's floor and the team's quota are checked again
+as the bytes come (:mod:`referee.web.storage`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,7 +41,11 @@ def new_upload_path(folder: Path, suffix: str) -> Path:
     return folder / f"upload-{secrets.token_hex(8)}{suffix}"
 
 
-async def _copy(read: StreamReader | BodyPartReader, path: Path, limit: int) -> int:
+#: Called with the bytes streamed so far, after each chunk (raises to refuse the upload).
+Check = Callable[[int], None]
+
+
+async def _copy(read: StreamReader | BodyPartReader, path: Path, limit: int, check: Check | None = None) -> int:
     size = 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -51,6 +58,8 @@ async def _copy(read: StreamReader | BodyPartReader, path: Path, limit: int) -> 
                 size += len(chunk)
                 if size > limit:
                     raise _Over()
+                if check is not None:
+                    check(size)
                 f.write(chunk)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -63,11 +72,12 @@ class _Over(Exception):
     pass
 
 
-async def save_body(request: web.Request, path: Path, limit: int) -> int:
-    """The request's raw body into `path` (bytes written); 413 over `limit`, 422 when empty."""
+async def save_body(request: web.Request, path: Path, limit: int, check: Check | None = None) -> int:
+    """The request's raw body into `path` (bytes written); 413 over `limit`, 422 when empty;
+    `check` as it streams (:meth:`referee.web.storage.UploadGuard.check`)."""
     check_length(request, limit)
     try:
-        size = await _copy(request.content, path, limit)
+        size = await _copy(request.content, path, limit, check)
     except _Over:
         too_large(limit)
     if size == 0:
@@ -76,10 +86,10 @@ async def save_body(request: web.Request, path: Path, limit: int) -> int:
     return size
 
 
-async def save_part(part: BodyPartReader, path: Path, limit: int) -> int:
-    """A form's file field into `path`; 413 over `limit`."""
+async def save_part(part: BodyPartReader, path: Path, limit: int, check: Check | None = None) -> int:
+    """A form's file field into `path`; 413 over `limit`; `check` as it streams."""
     try:
-        size = await _copy(part, path, limit)
+        size = await _copy(part, path, limit, check)
     except _Over:
         too_large(limit)
     return size

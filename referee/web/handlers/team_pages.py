@@ -20,6 +20,7 @@ from ..errors import fail
 from ..runs import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
 from ..state import DB, SETTINGS
+from ..storage import UploadGuard, begin_upload
 from ..uploads import check_length, new_upload_path, save_part
 from ..validation import check_extras, check_url_field
 from .teams import UPLOAD_KINDS, make_submission, own_submission
@@ -121,10 +122,11 @@ FIELDS = ("csrf", "kind", "url", "secret", "note")
 
 
 async def _multipart(request: web.Request, who: SignedIn, limit: int,
-                     into: dict[str, str]) -> Path | None:
+                     into: dict[str, str], guards: list[UploadGuard]) -> Path | None:
     """The multipart form's text fields into `into`, its file streamed to the
-    team's uploads folder (the CSRF token is checked before a byte of it is
-    written): the file's path, or None when none was sent."""
+    team's uploads folder (the CSRF token is checked, and the team's upload
+    slot taken into `guards`, before a byte of it is written): the file's
+    path, or None when none was sent."""
     upload: Path | None = None
     reader = await request.multipart()
     try:
@@ -139,9 +141,12 @@ async def _multipart(request: web.Request, who: SignedIn, limit: int,
                 if kind not in UPLOAD_KINDS or not part.filename:
                     await part.release()
                     continue
+                if guards or upload is not None:
+                    fail(422, "one file per form")
+                guards.append(await begin_upload(request.app, who.team, request.content_length))
                 upload = new_upload_path(team_dir(request.app[DB].data_dir, who.team.id) / "uploads",
                                          UPLOAD_KINDS[kind])
-                if await save_part(part, upload, limit) == 0:
+                if await save_part(part, upload, limit, guards[0].check) == 0:
                     upload.unlink(missing_ok=True)
                     upload = None
             elif part.name in FIELDS:
@@ -165,9 +170,10 @@ async def submit(request: web.Request) -> web.StreamResponse:
     multipart = request.content_type.startswith("multipart/")
     fields: dict[str, str] = {}
     upload: Path | None = None
+    guards: list[UploadGuard] = []
     try:
         if multipart:
-            upload = await _multipart(request, who, settings.max_upload, fields)
+            upload = await _multipart(request, who, settings.max_upload, fields, guards)
         else:
             form = await request.post()  # client_max_size bounds it
             fields = {k: str(form[k]) for k in FIELDS if k in form}
@@ -185,13 +191,16 @@ async def submit(request: web.Request) -> web.StreamResponse:
             if upload is None:
                 fail(422, "choose the file to upload" if multipart
                      else "a file upload must be sent as multipart/form-data")
-            await make_submission(request, who.team, kind=kind, secret=secret, note=note, upload=upload)
+            await make_submission(request, who.team, kind=kind, secret=secret, note=note, upload=upload,
+                                  slot=guards[0].slot if guards else None)
             upload = None  # the pipeline owns it now
         else:
             fail(422, "choose what you submit: a URL, a docker save archive or a source archive", "kind")
     finally:
         if upload is not None:
             upload.unlink(missing_ok=True)
+        for guard in guards:
+            await guard.release()
     raise web.HTTPSeeOther("/team")
 
 

@@ -16,7 +16,8 @@ from ..errors import fail
 from ..runs import containers_enabled, house_bots
 from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamCreated, TeamInfo
 from ..state import DB, SETTINGS
-from ..uploads import new_upload_path, save_body
+from ..storage import begin_upload
+from ..uploads import check_length, new_upload_path, save_body
 from ..validation import check_extras, check_name, check_submission, path_int, read_body
 from .common import competition_of, json_response, team_of
 
@@ -64,9 +65,10 @@ async def new_team(request: web.Request) -> web.Response:
 
 async def make_submission(request: web.Request, team: Team, *, kind: str, url: str | None = None,
                           image: str | None = None, secret: str | None = None, note: str = "",
-                          upload: Path | None = None) -> Submission:
+                          upload: Path | None = None, slot: str | None = None) -> Submission:
     """Record a submission and queue it for its admission check; 429 (and
-    the upload deleted) over the team's rate."""
+    the upload deleted) over the team's rate. `slot`: the upload slot its
+    file was streamed under (:func:`referee.web.storage.begin_upload`), used up here."""
     settings = request.app[SETTINGS]
     limit = (settings.submissions_per_window, settings.window_s)
     db = request.app[DB]
@@ -77,7 +79,7 @@ async def make_submission(request: web.Request, team: Team, *, kind: str, url: s
         fail(409, f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
                   "accepted before the freeze)")
     sub = await db.call(ServiceDB.add_submission, team.id, kind=kind, url=url, image=image, secret=secret,
-                        note=note, rate_limit=limit, upload=None if upload is None else str(upload))
+                        note=note, rate_limit=limit, upload=None if upload is None else str(upload), slot=slot)
     if sub is None:
         if upload is not None:
             upload.unlink(missing_ok=True)
@@ -135,9 +137,16 @@ async def upload_bot(request: web.Request) -> web.Response:
     note = request.headers.get("X-Note", "")
     check_extras(secret, note)
     settings = request.app[SETTINGS]
-    path = new_upload_path(team_dir(request.app[DB].data_dir, team.id) / "uploads", UPLOAD_KINDS[kind])
-    await save_body(request, path, settings.max_upload)
-    sub = await make_submission(request, team, kind=kind, secret=secret, note=note, upload=path)
+    check_length(request, settings.max_upload)
+    # the slot, the disk's floor and the quota before a byte is read (issue 24)
+    guard = await begin_upload(request.app, team, request.content_length)
+    try:
+        path = new_upload_path(team_dir(request.app[DB].data_dir, team.id) / "uploads", UPLOAD_KINDS[kind])
+        await save_body(request, path, settings.max_upload, guard.check)
+        sub = await make_submission(request, team, kind=kind, secret=secret, note=note, upload=path,
+                                    slot=guard.slot)
+    finally:
+        await guard.release()
     return json_response(_submitted(team, sub), 201)
 
 
