@@ -647,7 +647,9 @@ class ContainerBot(ManagedBot):
     (:class:`ContainerLimits`); `command` overrides the image's CMD
     (``{unix}`` is replaced by the socket path);
     `env` adds environment variables; `labels` add Docker labels (on top of
-    the ``referee.*`` ones). `secret` signs requests and is given to the
+    the ``referee.*`` ones). `instance`: the install whose name prefix and
+    ``referee.instance`` label the container carries (default: the
+    process's). `secret` signs requests and is given to the
     container as ``BOT_SECRET``. Use ``async with ContainerBot(...) as bot``
     or :meth:`launch` and :meth:`stop`.
     """

@@ -13,7 +13,7 @@ import asyncio
 import io
 import secrets
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,10 @@ from referee.bots import container as C
 from referee.bots.container import ContainerBot
 from referee.bots.factory import BotFactory, BotSpec
 from referee.bots.instance import INSTANCE_LABEL, Instance
+from referee.bots.netpolicy import AddressPolicy
 from referee.containers_cli import containers_cleanup
-from referee.web.admissions import image_tag, retag_pinned, service_instance
+from referee.web import Settings, make_app
+from referee.web.admissions import PIPELINE, image_tag, retag_pinned, service_instance
 from referee.web.db import ServiceDB
 
 #: Every image the tests here make carries it, so a prune can be confined to them.
@@ -200,3 +202,33 @@ def test_cleanup_of_one_install_leaves_the_others_containers(
 
     asyncio.run(play())
     assert C.find_containers({"referee.out": str(out.resolve())}, instance=b.instance) == []
+
+
+async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
+        aiohttp_client: Callable[..., Awaitable[Any]], docker_client: Any, installs: tuple[Install, Install],
+        tmp_path: Path) -> None:
+    """The same attack on a service that is down: when it starts, every
+    image a run may play (an accepted upload, pinned by id in its database)
+    has its tag of this instance again before anything else happens."""
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    try:
+        inst = service_instance(db)
+        comp = db.add_competition("c", "")
+        team, _ = db.add_team(comp.id, "t")
+        sub = db.add_submission(team.id, kind="source", url=None, image=None, secret=None, note="",
+                                status="accepted")
+        assert sub is not None
+        image_id = await asyncio.to_thread(_team_image, docker_client, inst, tmp_path, team.id, sub.id, "svc")
+        db.update_submission(sub.id, image_id=image_id)
+    finally:
+        db.close()
+    try:
+        docker_client.images.get(installs[1].instance.base_tag).tag(*image_tag(team.id, sub.id, inst).split(":"))
+        assert image_id in _dangling(docker_client)  # the attack is real
+        client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
+        assert client.app[PIPELINE].instance.id == inst.id
+        assert docker_client.images.get(image_id).tags == [image_tag(team.id, sub.id, inst)]
+        assert image_id not in _dangling(docker_client)
+    finally:
+        remove_instance_images(docker_client, inst)
