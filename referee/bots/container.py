@@ -883,6 +883,9 @@ class ContainerBot(ManagedBot):
             INSTANCE_LABEL: self.instance.id,  # last: never another instance's
         }
         memory = parse_size(lim.memory)
+        if self.image.startswith("sha256:"):  # pinned by id: keep a tag of ours on it (image prune)
+            with contextlib.suppress(docker_mod.errors.DockerException):
+                self.instance.ensure_tagged(client, self.image)
         try:
             container = client.containers.create(
                 self.image,

@@ -162,6 +162,16 @@ def test_a_pinned_image_left_untagged_gets_its_tag_back(docker_client: Any, inst
     asyncio.run(factory.prepare(BotSpec(name="t3", image=pinned)))
     assert docker_client.images.get(pinned).tags == [image_tag(3, 30, a)]
     assert pinned not in _dangling(docker_client)
+    # 3. at every container start (a game's fresh container, mid-run)
+    other.tag(*image_tag(3, 30, a).split(":"))
+    assert pinned in _dangling(docker_client)
+
+    async def start() -> None:
+        async with ContainerBot(pinned, out_dir=tmp_path / "out", name="t3", instance=a) as bot:
+            assert (await bot.handshake()).name
+
+    asyncio.run(start())
+    assert docker_client.images.get(pinned).tags == [image_tag(3, 30, a)]
     # the prune, confined to this test's images: it finds nothing dangling to delete
     pruned = docker_client.images.prune(filters={"dangling": True, "label": f"{RUN_LABEL}={RUN}"})
     assert pinned not in {d.get("Deleted") for d in pruned.get("ImagesDeleted") or []}
