@@ -242,3 +242,34 @@ async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
         assert image_id not in _dangling(docker_client)
     finally:
         remove_instance_images(docker_client, inst)
+
+
+def test_a_pinned_image_of_someone_else_is_kept_by_a_tag_of_our_own(docker_client: Any,
+                                                                    installs: tuple[Install, Install]) -> None:
+    """An image a league names by id that this instance did not make (the
+    admin's): when its tag goes, the instance keeps it with a tag of its own."""
+    a = installs[0].instance
+    name = f"referee-test-{RUN}-admins:1"
+
+    def tiny(text: bytes) -> str:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo("hello.txt")
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text))
+        answer = docker_client.api.import_image(src=buf.getvalue(), repository=name.split(":")[0], tag="1",
+                                                changes=[f"LABEL {RUN_LABEL}={RUN}"])
+        return str(docker_client.images.get(name).id) if answer else ""
+
+    first = tiny(secrets.token_bytes(16))
+    second = tiny(secrets.token_bytes(16))  # takes the name: the first is left untagged
+    try:
+        assert first != second and first in _dangling(docker_client)
+        assert a.ensure_tagged(docker_client, first) == a.keep_tag(first)
+        assert docker_client.images.get(first).tags == [a.keep_tag(first)]
+        assert a.keep_tag(first).startswith(f"referee-{a.id}-pinned:")
+        assert a.ensure_tagged(docker_client, first) is None  # it has one of ours now
+        assert first not in _dangling(docker_client)
+    finally:
+        for ref in (a.keep_tag(first), name):
+            docker_client.images.remove(ref)
