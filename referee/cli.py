@@ -65,8 +65,19 @@ def _logs(log_dir: Path | None) -> Path:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="referee", prog_name="referee")
-def main() -> None:
+@click.option("--instance", "instance_id", metavar="ID",
+              help="This install's id on the Docker daemon: in the tags of the images it builds and the "
+                   "names and labels of the containers it starts (default: REFEREE_INSTANCE, else one per "
+                   "user, u<uid>; `referee serve` and `referee start` use the id kept in their database).")
+def main(instance_id: str | None) -> None:
     """Referee for 3UP 3DOWN bot tournaments."""
+    if instance_id is not None:
+        from .bots.instance import cli_instance, use
+
+        try:
+            use(cli_instance(instance_id))
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--instance") from None
 
 
 # --------------------------------------------------------------------- bots

@@ -14,9 +14,14 @@ the Engine API's build endpoint (the legacy builder), with a build context
 holding only what the bot needs: ``protocol/``, ``sample_bots/`` and
 ``referee/game/`` (the searcher uses the rules engine).
 
-Every image carries the hash of its inputs as the label ``referee.inputs``:
-when an image of that tag with the same hash exists it is reused, so building
-again costs a hash of the inputs (~0.1 s).
+Every image carries the hash of its inputs as the label ``referee.inputs``
+and the instance's label ``referee.instance`` (:mod:`referee.bots.instance`):
+the image this instance built as that tag, found **by the id it pinned**
+(never by what the tag names now: another install on the daemon may have
+re-tagged it, labels and all), is reused when its hash is the same, so
+building again costs a hash of the inputs (~0.1 s). Images built FROM the
+base image name it by that id. Tags carry the instance id:
+``referee-base:<id>``, ``referee-node-base:<id>``, ``referee-bot-greedy:<id>``.
 
 ``python -m referee.bots.baseimage [--bot greedy ...]`` builds the base
 image and the sample bots' images and prints their tags.
@@ -25,10 +30,12 @@ image and the sample bots' images and prints their tags.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.metadata as metadata
 import importlib.util
 import io
+import json
 import os
 import re
 import subprocess
@@ -41,12 +48,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .instance import INSTANCE_LABEL, Instance, current
+
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
 
 __all__ = [
-    "BASE_IMAGE",
-    "NODE_BASE_IMAGE",
     "SAMPLE_BOTS",
     "build_base_image",
     "build_bot_image",
@@ -56,10 +63,8 @@ __all__ = [
     "ensure_sample_images",
 ]
 
-#: The tag of the locally made Python base image.
-BASE_IMAGE: Final = "referee-base:local"
-#: The tag of the locally made Node.js base image (the machine's ``node``).
-NODE_BASE_IMAGE: Final = "referee-node-base:local"
+# The tags of the locally made base images are the instance's:
+# Instance.base_tag (``referee-base:<id>``) and Instance.node_base_tag.
 #: The Python sample bots (modules of ``sample_bots``).
 SAMPLE_BOTS: Final = ("greedy", "random", "tactician", "searcher")
 
@@ -297,53 +302,78 @@ def _write_tar(entries: Mapping[str, Path | bytes], out: io.BufferedIOBase | Any
             tar.addfile(info)
 
 
-def _existing(client: DockerClient, tag: str, inputs: str) -> str | None:
+def _existing(client: DockerClient, tag: str, inputs: str, inst: Instance) -> str | None:
+    """The image `inst` built as `tag` from `inputs`, by the id it pinned,
+    `tag` pointed at it again; None when there is none. What `tag` names
+    now is never looked at: another install may have re-tagged it to an
+    image of its own with the same labels."""
     docker_mod = _docker_module()
 
+    pinned = inst.pinned(tag)
+    if pinned is None:
+        return None
     try:
-        image = client.images.get(tag)
+        image = client.images.get(pinned)
     except docker_mod.errors.ImageNotFound:
         return None
     labels = (image.attrs.get("Config") or {}).get("Labels") or {}
-    return str(image.id) if labels.get(LABEL) == inputs else None
+    if labels.get(LABEL) != inputs or labels.get(INSTANCE_LABEL) != inst.id:
+        return None
+    inst.ensure_tagged(client, str(image.id), tag)
+    return str(image.id)
+
+
+def _imported_id(response: Any) -> str | None:
+    """The image id in the daemon's answer to an import (JSON lines, the last ``{"status": "sha256:..."}``)."""
+    for line in reversed(str(response or "").splitlines()):
+        with contextlib.suppress(ValueError, AttributeError):
+            status = json.loads(line).get("status", "")
+            if isinstance(status, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", status):
+                return status
+    return None
 
 
 def _import(client: DockerClient, tag: str, entries: Mapping[str, Path | bytes],
-            changes: list[str], symlinks: Mapping[str, str], log: Log) -> str:
+            changes: list[str], symlinks: Mapping[str, str], log: Log, inst: Instance) -> str:
     repository, _, version = tag.partition(":")
     t0 = time.perf_counter()
     with tempfile.NamedTemporaryFile(suffix=".tar") as tmp:
         _write_tar(entries, tmp, symlinks, dirs=("tmp", "run", "app", "root"))
         tmp.flush()
         size = tmp.tell()
-        client.api.import_image_from_file(tmp.name, repository=repository, tag=version or "latest",
-                                          changes=changes)
-    image = client.images.get(tag)
+        answer = client.api.import_image_from_file(tmp.name, repository=repository, tag=version or "latest",
+                                                   changes=[*changes, f"LABEL {INSTANCE_LABEL}={inst.id}"])
+    image_id = _imported_id(answer) or str(client.images.get(tag).id)
+    inst.pin(tag, image_id)
     log(f"imported {tag} ({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
-    return str(image.id)
+    return image_id
 
 
-def build_base_image(client: DockerClient | None = None, *, tag: str = BASE_IMAGE,
-                     force: bool = False, log: Log | None = None) -> str:
-    """The Python base image (`tag`), made from this interpreter; its id.
+def build_base_image(client: DockerClient | None = None, *, tag: str | None = None,
+                     force: bool = False, log: Log | None = None, instance: Instance | None = None) -> str:
+    """The Python base image (`tag`, default the instance's
+    ``referee-base:<id>``), made from this interpreter; its id.
 
-    Reused when an image of that tag holds the same inputs (``force`` builds
-    it anyway).
+    Reused when the image the instance pinned for that tag holds the same
+    inputs (``force`` builds it anyway).
     """
     client = _client(client)
+    inst = instance or current()
+    tag = tag or inst.base_tag
     log = log or (lambda msg: None)
     entries, changes = python_root(libraries=False)
     inputs = _fingerprint(entries, [sys.version, *changes])
-    if not force and (found := _existing(client, tag, inputs)):
+    if not force and (found := _existing(client, tag, inputs, inst)):
         return found
     add_libraries(entries)  # the stdlib and packages are not walked again
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     symlinks = {"usr/local/bin/python3": f"python{version}", "usr/local/bin/python": f"python{version}"}
-    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], symlinks, log)
+    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], symlinks, log, inst)
 
 
-def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE_BASE_IMAGE,
-                          node: str | None = None, force: bool = False, log: Log | None = None) -> str:
+def build_node_base_image(client: DockerClient | None = None, *, tag: str | None = None,
+                          node: str | None = None, force: bool = False, log: Log | None = None,
+                          instance: Instance | None = None) -> str:
     """A Node.js base image made from this machine's ``node`` (like ``node:20-slim``
     for the sample Node bot); its id. Raises FileNotFoundError without node.
 
@@ -354,6 +384,8 @@ def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE
     import shutil
 
     client = _client(client)
+    inst = instance or current()
+    tag = tag or inst.node_base_tag
     log = log or (lambda msg: None)
     found_node = node or shutil.which("node")
     if not found_node:
@@ -366,9 +398,9 @@ def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE
     entries["etc/group"] = _GROUP
     changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "WORKDIR /app", 'CMD ["node"]']
     inputs = _fingerprint(entries, changes)
-    if not force and (existing := _existing(client, tag, inputs)):
+    if not force and (existing := _existing(client, tag, inputs, inst)):
         return existing
-    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], {}, log)
+    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], {}, log, inst)
 
 
 # ------------------------------------------------------------ docker build
@@ -376,22 +408,26 @@ def build_node_base_image(client: DockerClient | None = None, *, tag: str = NODE
 
 def build_image(client: DockerClient | None, tag: str, dockerfile: str,
                 files: Mapping[str, Path | bytes], *, buildargs: Mapping[str, str] | None = None,
-                base_id: str = "", force: bool = False, log: Log | None = None) -> str:
+                base_id: str = "", force: bool = False, log: Log | None = None,
+                instance: Instance | None = None) -> str:
     """Build `tag` from the text `dockerfile` and a context holding only
     `files` ({path in the context: host file or bytes}); its id.
 
     The Engine API's build endpoint (the legacy builder, no BuildKit). Reused
-    when an image of that tag was built from the same inputs (`base_id`: the
-    id of the image it is built FROM, part of the inputs).
+    when the image the instance pinned for that tag was built from the same
+    inputs (`base_id`: the id of the image it is built FROM, part of the
+    inputs; pass it as the ``BASE`` build argument too, so the build uses
+    that image whatever its tag names by then).
     """
     client = _client(client)
+    inst = instance or current()
     log = log or (lambda msg: None)
     entries = dict(files)
     entries["Dockerfile"] = dockerfile.encode()
     inputs = _fingerprint(
         entries, [base_id, *sorted(f"{k}={v}" for k, v in (buildargs or {}).items())], contents=True
     )
-    if not force and (found := _existing(client, tag, inputs)):
+    if not force and (found := _existing(client, tag, inputs, inst)):
         return found
     t0 = time.perf_counter()
     context = io.BytesIO()
@@ -402,11 +438,12 @@ def build_image(client: DockerClient | None, tag: str, dockerfile: str,
     try:
         image, _ = client.images.build(
             fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True,
-            buildargs=dict(buildargs or {}), labels={LABEL: inputs}, pull=False,
+            buildargs=dict(buildargs or {}), labels={LABEL: inputs, **inst.label}, pull=False,
         )
     except docker_mod.errors.BuildError as e:
         lines = "".join(str(x.get("stream", x.get("error", ""))) for x in e.build_log)
         raise RuntimeError(f"building {tag} failed: {e.msg}\n{lines[-2000:]}") from None
+    inst.pin(tag, str(image.id))
     log(f"built {tag} in {time.perf_counter() - t0:.1f} s")
     return str(image.id)
 
@@ -433,38 +470,41 @@ def sdk_files() -> dict[str, Path]:
     return files
 
 
-def bot_image_tag(bot: str) -> str:
-    """The tag of a sample bot's locally built image: ``referee-bot-greedy:local``."""
-    return f"referee-bot-{bot}:local"
+def bot_image_tag(bot: str, instance: Instance | None = None) -> str:
+    """The tag of a sample bot's locally built image: ``referee-bot-greedy:<instance id>``."""
+    return (instance or current()).bot_tag(bot)
 
 
 def build_bot_image(bot: str, client: DockerClient | None = None, *,
-                    base: str = BASE_IMAGE, force: bool = False, log: Log | None = None) -> str:
+                    base: str | None = None, force: bool = False, log: Log | None = None,
+                    instance: Instance | None = None) -> str:
     """The image of sample bot `bot` (``greedy``, ``random``, ``tactician``,
-    ``searcher`` or ``node``), built FROM the local base image (made first when
-    missing) with ``docker/bot-python.Dockerfile`` (``docker/bot-node.Dockerfile``
-    for ``node``); its tag."""
+    ``searcher`` or ``node``), built FROM the instance's base image (made first
+    when missing; `base`: another image, by tag or id) with
+    ``docker/bot-python.Dockerfile`` (``docker/bot-node.Dockerfile`` for
+    ``node``), the base named by id; its tag."""
     client = _client(client)
-    tag = bot_image_tag(bot)
+    inst = instance or current()
+    tag = inst.bot_tag(bot)
     if bot == "node":
-        base_id = build_node_base_image(client, log=log) if base == BASE_IMAGE else \
+        base_id = build_node_base_image(client, log=log, instance=inst) if base is None else \
             str(client.images.get(base).id)
-        node_base = NODE_BASE_IMAGE if base == BASE_IMAGE else base
         files: dict[str, Path | bytes] = {"sample_bots/node/bot.js": ROOT / "sample_bots" / "node" / "bot.js"}
         build_image(client, tag, (DOCKER_DIR / "bot-node.Dockerfile").read_text(), files,
-                    buildargs={"BASE": node_base}, base_id=base_id, force=force, log=log)
+                    buildargs={"BASE": base_id}, base_id=base_id, force=force, log=log, instance=inst)
         return tag
-    base_id = build_base_image(client, log=log) if base == BASE_IMAGE else str(client.images.get(base).id)
+    base_id = build_base_image(client, log=log, instance=inst) if base is None else \
+        str(client.images.get(base).id)
     build_image(client, tag, (DOCKER_DIR / "bot-python.Dockerfile").read_text(), dict(sdk_files()),
-                buildargs={"BASE": base, "BOT": bot}, base_id=base_id, force=force, log=log)
+                buildargs={"BASE": base_id, "BOT": bot}, base_id=base_id, force=force, log=log, instance=inst)
     return tag
 
 
 def ensure_sample_images(bots: Iterable[str] = SAMPLE_BOTS, client: DockerClient | None = None,
-                         *, log: Log | None = None) -> dict[str, str]:
+                         *, log: Log | None = None, instance: Instance | None = None) -> dict[str, str]:
     """Build (or reuse) the base image and the images of `bots`: {bot: tag}."""
     client = _client(client)
-    return {bot: build_bot_image(bot, client, log=log) for bot in bots}
+    return {bot: build_bot_image(bot, client, log=log, instance=instance) for bot in bots}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -479,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     client = _client(None)
     build_base_image(client, force=args.force, log=print)
-    print(BASE_IMAGE)
+    print(current().base_tag)
     if not args.base_only:
         for bot in args.bot or SAMPLE_BOTS:
             print(build_bot_image(bot, client, force=args.force, log=print))

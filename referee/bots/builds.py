@@ -10,7 +10,7 @@ there with its own size cap):
   config and the layers is streamed to the daemon (``POST /images/load``).
   The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
   ``index.json``) never reach the daemon, so an archive that claims
-  ``referee-base:local`` or another team's tag renames nothing. The loaded
+  ``referee-base:<instance>`` or another team's tag renames nothing. The loaded
   image is then given the service's labels by a build ``FROM`` its id that
   only adds them (no ``RUN``, no network) and is tagged with the service's
   `tag`.
@@ -96,7 +96,7 @@ from typing import IO, Any, Final
 import msgspec
 
 from . import baseimage
-from .baseimage import BASE_IMAGE
+from .instance import INSTANCE_LABEL, Instance, current
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -113,7 +113,6 @@ __all__ = [
     "DEFAULT_MAX_UNPACKED_BYTES",
     "INPUT_LABEL",
     "PYTHON_PACKAGES",
-    "SDK_IMAGE",
     "SOURCE_LABEL",
     "BuildResult",
     "build_source",
@@ -165,9 +164,9 @@ INPUT_LABEL: Final = "referee.input-sha256"
 #: ``image``, ``python`` or ``node``.
 SOURCE_LABEL: Final = "referee.source"
 
-#: The image Python source bots are built FROM: the base image with the SDK
-#: (``protocol/``, ``sample_bots/``, ``referee/game/``) compiled in ``/app``.
-SDK_IMAGE: Final = "referee-sdk-python:local"
+# The image Python source bots are built FROM, the base image with the SDK
+# (``protocol/``, ``sample_bots/``, ``referee/game/``) compiled in ``/app``,
+# is the instance's: Instance.sdk_tag (``referee-sdk-python:<id>``).
 #: Where a bot's files go in its image.
 BOT_DIR: Final = "/app/bot"
 
@@ -765,6 +764,7 @@ def _labels(extra: Mapping[str, str] | None, kind: str, digest: str) -> dict[str
         if not _LABEL_KEY.match(key) or _has_control(value):
             raise ValueError(f"not a usable label: {key!r}={value!r}")
         out[key] = value
+    out.setdefault(INSTANCE_LABEL, current().id)  # the caller's instance, else the process's
     out.update({BUILT_BY_LABEL: "referee", SOURCE_LABEL: kind, INPUT_LABEL: digest})
     return out
 
@@ -1064,13 +1064,15 @@ def _detect(path: Path) -> str:
                    "make one with `zip -r bot.zip .` or `tar -czf bot.tar.gz .` in the bot's folder")
 
 
-def ensure_sdk_image(client: DockerClient | None = None) -> str:
-    """The image Python source bots are built FROM (:data:`SDK_IMAGE`: the base
-    image with the SDK), built or reused; its id. Blocking."""
+def ensure_sdk_image(client: DockerClient | None = None, *, instance: Instance | None = None) -> str:
+    """The image Python source bots are built FROM (the instance's
+    ``referee-sdk-python:<id>``: the base image with the SDK), built FROM the
+    base image's pinned id, or reused; its id. Blocking."""
     client = _client(client)
-    base_id = baseimage.build_base_image(client)
-    return baseimage.build_image(client, SDK_IMAGE, _SDK_DOCKERFILE, dict(baseimage.sdk_files()),
-                                 buildargs={"BASE": BASE_IMAGE}, base_id=base_id)
+    inst = instance or current()
+    base_id = baseimage.build_base_image(client, instance=inst)
+    return baseimage.build_image(client, inst.sdk_tag, _SDK_DOCKERFILE, dict(baseimage.sdk_files()),
+                                 buildargs={"BASE": base_id}, base_id=base_id, instance=inst)
 
 
 def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
@@ -1143,6 +1145,7 @@ def build_source(
     max_files: int = DEFAULT_MAX_FILES,
     workdir: str | os.PathLike[str] | None = None,
     max_growth_bytes: int = DEFAULT_MAX_BUILD_GROWTH,
+    instance: Instance | None = None,
 ) -> BuildResult:
     """Build the bot source archive at `path` into the image `tag` (blocking).
 
@@ -1152,7 +1155,8 @@ def build_source(
     `max_files` what it unpacks to; `max_growth_bytes` what the build may
     add to its parent image (the bot's files and their compiled form).
     `workdir`: where the temporary build folder goes (default: the system's
-    temp folder).
+    temp folder). `instance`: whose base images it is built FROM (default:
+    the process's).
     """
     _check_tag(tag)
     _labels(labels, "python", "")  # ValueError now for a bad one
@@ -1199,10 +1203,10 @@ def build_source(
                            "caches, unused node_modules)")
         t_ours = time.perf_counter()  # the service's own base image: not on the team's clock
         if bot.kind == "python":
-            parent = ensure_sdk_image(client)
+            parent = ensure_sdk_image(client, instance=instance)
         else:
             try:
-                parent = baseimage.build_node_base_image(client)
+                parent = baseimage.build_node_base_image(client, instance=instance)
             except FileNotFoundError:
                 raise _Refused("this server cannot build Node bots (no node here): "
                                "submit a Python bot or an image") from None

@@ -47,12 +47,14 @@ every process of the bot dies). A container that exits or is OOM-killed
 mid-game only costs its bot connection faults (data, never an exception);
 it is started again before its next game.
 
-Every container carries the labels ``referee.managed=1``, ``referee.bot``,
-``referee.out`` (the tournament's output folder), ``referee.pid`` and
-``referee.host`` (the referee process that started it), so containers left
-by a referee that crashed are found and removed by
-:func:`cleanup_containers` (``referee cleanup``), and by the next run of the
-same tournament.
+Every container carries the labels ``referee.managed=1``,
+``referee.instance`` (the install's id, :mod:`referee.bots.instance`; its
+name starts ``referee-<id>-``), ``referee.bot``, ``referee.out`` (the
+tournament's output folder), ``referee.pid`` and ``referee.host`` (the
+referee process that started it), so containers left by a referee that
+crashed are found and removed by :func:`cleanup_containers` (``referee
+cleanup``), and by the next run of the same tournament: only the
+instance's own, never another install's on the same daemon.
 
 The Docker calls block: each runs in a worker thread (``asyncio.to_thread``),
 the event loop never waits on the daemon.
@@ -90,6 +92,7 @@ from protocol.messages import BotInfo, Fault, GameStart
 
 from .base import BotError
 from .http import DEFAULT_MAX_BODY, HttpBot, _user_agent
+from .instance import INSTANCE_LABEL, Instance, current
 from .managed import ManagedBot
 from .process import pid_alive, tail_of
 
@@ -554,8 +557,9 @@ def _referee_alive(labels: Mapping[str, str]) -> bool:
     return pid_alive(pid)
 
 
-def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None) -> list[str]:
-    labels = [f"{MANAGED_LABEL}=1"]
+def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None,
+                   instance: Instance | None = None) -> list[str]:
+    labels = [f"{MANAGED_LABEL}=1", (instance or current()).label_filter]
     if isinstance(label_filter, str):
         labels.append(label_filter)
     elif isinstance(label_filter, Mapping):
@@ -566,23 +570,27 @@ def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None)
 
 
 def find_containers(label_filter: Mapping[str, str] | Sequence[str] | str | None = None, *,
-                    client: DockerClient | None = None) -> list[Container]:
-    """Containers the referee started (running or not) that match `label_filter`
-    (``{"referee.out": "/path"}``, ``"referee.bot=greedy"`` or a list); blocking."""
+                    client: DockerClient | None = None, instance: Instance | None = None) -> list[Container]:
+    """Containers `instance` (default: the process's) started, running or
+    not, that match `label_filter` (``{"referee.out": "/path"}``,
+    ``"referee.bot=greedy"`` or a list); blocking. Never another instance's."""
     client = client or docker_client()
-    return list(client.containers.list(all=True, filters={"label": _label_filters(label_filter)}))
+    inst = instance or current()
+    found = client.containers.list(all=True, filters={"label": _label_filters(label_filter, inst)})
+    return [c for c in found if (c.labels or {}).get(INSTANCE_LABEL) == inst.id]
 
 
 def cleanup_containers(label_filter: Mapping[str, str] | Sequence[str] | str | None = None, *,
-                       orphans_only: bool = False,
-                       client: DockerClient | None = None) -> list[str]:
-    """Remove the referee's containers matching `label_filter` (every one
-    labelled ``referee.managed=1`` when None); their names. `orphans_only`:
-    spare those whose referee process still runs on this host. Blocking."""
+                       orphans_only: bool = False, client: DockerClient | None = None,
+                       instance: Instance | None = None) -> list[str]:
+    """Remove `instance`'s containers (default: the process's) matching
+    `label_filter` (every one labelled ``referee.managed=1`` and
+    ``referee.instance=<id>`` when None); their names. `orphans_only`: spare
+    those whose referee process still runs on this host. Blocking."""
     docker_mod = _docker_module()
 
     removed: list[str] = []
-    for c in find_containers(label_filter, client=client):
+    for c in find_containers(label_filter, client=client, instance=instance):
         labels = c.labels or {}
         if orphans_only and _referee_alive(labels):
             continue
@@ -639,7 +647,9 @@ class ContainerBot(ManagedBot):
     (:class:`ContainerLimits`); `command` overrides the image's CMD
     (``{unix}`` is replaced by the socket path);
     `env` adds environment variables; `labels` add Docker labels (on top of
-    the ``referee.*`` ones). `secret` signs requests and is given to the
+    the ``referee.*`` ones). `instance`: the install whose name prefix and
+    ``referee.instance`` label the container carries (default: the
+    process's). `secret` signs requests and is given to the
     container as ``BOT_SECRET``. Use ``async with ContainerBot(...) as bot``
     or :meth:`launch` and :meth:`stop`.
     """
@@ -658,8 +668,11 @@ class ContainerBot(ManagedBot):
         client: DockerClient | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         key: str | None = None,
+        instance: Instance | None = None,
     ) -> None:
         self.image = image
+        #: The install whose name and label the containers carry (default: the process's).
+        self.instance = instance or current()
         self.out_dir = Path(out_dir).resolve()
         self.limits = limits or ContainerLimits()
         problems = check_limits(self.limits)
@@ -867,13 +880,17 @@ class ContainerBot(ManagedBot):
             "referee.pid": str(os.getpid()),
             "referee.host": socket.gethostname(),
             **self.extra_labels,
+            INSTANCE_LABEL: self.instance.id,  # last: never another instance's
         }
         memory = parse_size(lim.memory)
+        if self.image.startswith("sha256:"):  # pinned by id: keep a tag of ours on it (image prune)
+            with contextlib.suppress(docker_mod.errors.DockerException):
+                self.instance.ensure_tagged(client, self.image)
         try:
             container = client.containers.create(
                 self.image,
                 command=command,
-                name=f"referee-{self._label[:40].replace('+', '-')}-{secrets.token_hex(4)}",
+                name=f"{self.instance.container_prefix}{self._label[:40].replace('+', '-')}-{secrets.token_hex(4)}",
                 detach=True,
                 environment=env,
                 labels=labels,

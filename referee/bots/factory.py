@@ -25,6 +25,7 @@ import msgspec
 from .base import Bot, BotError
 from .container import ContainerLimits
 from .http import HttpBot
+from .instance import Instance, current
 from .process import CommandBot
 
 __all__ = ["BotFactory", "BotSpec", "Kind", "parse_spec"]
@@ -126,7 +127,8 @@ class BotFactory:
     the HTTP session shared by TCP bots (unix-socket bots own theirs).
     `out_dir`: image bots' sockets and logs (default: `log_dir`'s parent).
     `limits`: image bots' limits when their spec has none. `labels`: Docker
-    labels of this run's containers.
+    labels of this run's containers. `instance`: the install whose names and
+    label they carry (default: the process's, :func:`~referee.bots.instance.current`).
     """
 
     def __init__(
@@ -138,7 +140,9 @@ class BotFactory:
         out_dir: str | os.PathLike[str] | None = None,
         limits: ContainerLimits | None = None,
         labels: Mapping[str, str] | None = None,
+        instance: Instance | None = None,
     ) -> None:
+        self.instance = instance or current()
         self.log_dir = Path(log_dir)
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.session = session
@@ -159,7 +163,7 @@ class BotFactory:
             return ContainerBot(
                 spec.image, out_dir=self.out_dir, name=name,
                 limits=spec.limits or self.limits, secret=spec.secret, command=spec.command,
-                env=spec.env or None, labels=self.labels or None,
+                env=spec.env or None, labels=self.labels or None, instance=self.instance,
             )
         if spec.url is not None:
             # unix-socket and pinned bots own their sessions (see HttpBot)
@@ -176,9 +180,11 @@ class BotFactory:
 
     async def prepare(self, spec: BotSpec) -> list[str]:
         """Before an image bot's first start: check the Docker daemon and the
-        image, and remove this bot's containers left in `out_dir` by a referee
-        that crashed (their names are returned). Nothing for other kinds.
-        Raises :class:`BotError` saying what to do."""
+        image, give an image pinned by id a tag of this instance when another
+        install took its tags away (so ``docker image prune`` cannot delete
+        it mid-run), and remove this bot's containers left in `out_dir` by a
+        referee of this instance that crashed (their names are returned).
+        Nothing for other kinds. Raises :class:`BotError` saying what to do."""
         if spec.image is None:
             return []
         from .container import cleanup_containers, docker_client, image_exists, not_found
@@ -189,8 +195,11 @@ class BotFactory:
             client = docker_client()
             if not image_exists(image, client):
                 raise BotError(not_found(image))
+            if image.startswith("sha256:"):
+                self.instance.ensure_tagged(client, image)
             return cleanup_containers(
                 {"referee.out": out, "referee.bot": spec.name}, orphans_only=True, client=client,
+                instance=self.instance,
             )
 
         return await asyncio.to_thread(check)

@@ -35,6 +35,7 @@ from aiohttp import web
 
 from ..admission import AdmissionReport, admit
 from ..bots.factory import BotSpec
+from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
 from ..tournament.league import LeagueError
 from .db import ServiceDB, Submission
@@ -57,9 +58,44 @@ def team_dir(data_dir: Path, tid: int) -> Path:
     return path
 
 
-def image_tag(tid: int, sid: int) -> str:
-    """The tag the service gives a team's uploaded image."""
-    return f"referee-team-{int(tid)}:v{int(sid)}"
+def image_tag(tid: int, sid: int, instance: Instance | None = None) -> str:
+    """The tag the service gives a team's uploaded image:
+    ``referee-<instance id>-team-<tid>:v<sid>`` (default: the process's instance)."""
+    return (instance or current()).team_tag(tid, sid)
+
+
+def service_instance(db: ServiceDB) -> Instance:
+    """The service's instance: the id its database keeps (made at the first
+    start), its pinned base images in the data folder."""
+    return Instance(db.instance_id(), pins_file=db.data_dir / "instance-images.json")
+
+
+def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str]:
+    """Give every image a run may play (`pinned`: team, submission, image id)
+    its tag of this instance again where another install took it, so a
+    daemon-wide ``docker image prune`` never deletes a live bot (blocking).
+    The tags set."""
+    from ..bots.container import DockerUnavailable, _docker_module, docker_client
+
+    try:
+        client = docker_client()
+    except DockerUnavailable:
+        return []
+    errors = _docker_module().errors
+    done = []
+    for tid, sid, image_id in pinned:
+        try:
+            tag = inst.ensure_tagged(client, image_id, inst.team_tag(tid, sid))
+        except (errors.ImageNotFound, errors.NotFound):
+            continue  # removed on purpose (a pruned version): nothing to keep
+        except errors.DockerException as e:
+            log.warning("could not re-tag image %s: %s", image_id, e)
+            continue
+        if tag is not None:
+            log.warning("image %s had lost its tag (another install re-tagged it): tagged %s again",
+                        image_id, tag)
+            done.append(tag)
+    return done
 
 
 class Pipeline:
@@ -71,10 +107,17 @@ class Pipeline:
         self.queue: asyncio.Queue[int] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._queued: set[int] = set()
+        #: The service's instance (its database's id), set by :meth:`start`.
+        self.instance = current()
+        self._outer: Instance | None = None
         #: Submissions finished by this process (tests wait on it).
         self.done = asyncio.Condition()
 
     async def start(self) -> None:
+        db = self.app[DB]
+        self._outer = current()
+        self.instance = use(await db.call(service_instance))
+        await asyncio.to_thread(retag_pinned, self.instance, await db.call(ServiceDB.pinned_images))
         await at_start(self.app)  # issue 24: no upload in flight; prune the images nothing needs
         for sub in await self.app[DB].call(ServiceDB.pending_submissions):
             self.enqueue(sub.id)
@@ -86,6 +129,8 @@ class Pipeline:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+        if self._outer is not None:
+            use(self._outer)  # the process's instance as it was (tests run several services)
 
     def enqueue(self, sid: int) -> None:
         if sid not in self._queued:
@@ -183,7 +228,7 @@ class Pipeline:
             if sub.kind in ("archive", "source") and spec.image is not None:
                 # a refused version never plays: its image need not stay on the disk. Removed
                 # before the status says so, so that "refused" is the final state, image gone.
-                await asyncio.to_thread(self._remove_image, image_tag(team.id, sid), spec.image)
+                await asyncio.to_thread(self._remove_image, image_tag(team.id, sid, self.instance), spec.image)
             await self._finish(sid, "refused", reason=report.reason, report=text)
 
     @staticmethod
@@ -210,15 +255,16 @@ class Pipeline:
                 return None, "", f"no image {sub.image!r} on this server: {e}"
         if sub.upload is None or not Path(sub.upload).is_file():
             return None, "", "the uploaded file is gone (the server lost it): upload it again"
-        labels = {"referee.team": str(tid), "referee.submission": str(sub.id)}
+        labels = {"referee.team": str(tid), "referee.submission": str(sub.id), INSTANCE_LABEL: self.instance.id}
+        tag = image_tag(tid, sub.id, self.instance)
         path = Path(sub.upload)
         try:
             if sub.kind == "archive":
-                result = builds.load_image_archive(path, tag=image_tag(tid, sub.id), labels=labels, client=client,
+                result = builds.load_image_archive(path, tag=tag, labels=labels, client=client,
                                                    timeout_s=timeout_s)
             else:
-                result = builds.build_source(path, tag=image_tag(tid, sub.id), labels=labels, client=client,
-                                             timeout_s=timeout_s, workdir=path.parent,
+                result = builds.build_source(path, tag=tag, labels=labels, client=client,
+                                             timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
                                              max_growth_bytes=self.app[SETTINGS].max_build_growth)
         finally:
             with contextlib.suppress(OSError):

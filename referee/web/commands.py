@@ -121,10 +121,18 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     db = ServiceDB(db_path)
     try:
         token = db.ensure_admin_token(reset=reset_admin_token)
+        # This install's id on the Docker daemon (kept in the database): in its image tags,
+        # container names and labels; `referee cleanup --db DB` removes only its containers.
+        from ..bots.instance import use
+        from .admissions import service_instance
+
+        instance = use(service_instance(db))
     finally:
         db.close()
     if token is not None:
         click.echo(f"admin token (shown once, keep it): {token}")
+    click.echo(f"instance {instance.id}: images referee-{instance.id}-team-*, {instance.base_tag}; "
+               f"containers labelled referee.instance={instance.id}", err=True)
     app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies, executor=executor,
@@ -144,11 +152,15 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
 def start(db_path: Path, competition: str, resume: bool) -> None:
     """Play a run of COMPETITION (its id or name) here, with the teams'
     latest bots; a server over the same database shows it live."""
+    from ..bots.instance import use
+    from .admissions import retag_pinned, service_instance
     from .db import ServiceDB
     from .runs import StartError, play_run, prepare_run
 
     db = ServiceDB(db_path)
     try:
+        instance = use(service_instance(db))  # the service's instance: its names, labels, pins
+        retag_pinned(instance, db.pinned_images())
         comp = db.competition(int(competition)) if competition.isdigit() else None
         comp = comp or db.competition_named(competition)
         if comp is None:

@@ -302,6 +302,28 @@ class ServiceDB:
             )
             return token
 
+    def instance_id(self) -> str:
+        """This install's id on the Docker daemon, made at the first start and
+        kept: in every image tag, container name and label the service gives
+        (:mod:`referee.bots.instance`), so two installs never take each other's."""
+        from ..bots.instance import new_instance_id
+
+        with self.transaction() as db:
+            row = db.execute("SELECT value FROM service_meta WHERE key = 'instance_id'").fetchone()
+            if row is not None:
+                return str(row[0])
+            made = new_instance_id()
+            db.execute("INSERT INTO service_meta (key, value) VALUES ('instance_id', ?)", (made,))
+            return made
+
+    def pinned_images(self) -> list[tuple[int, int, str]]:
+        """(team id, submission id, image id) of every upload whose image a run
+        may play (not refused): each must keep a tag of this instance."""
+        rows = self.db.execute(
+            "SELECT team_id, id, image_id FROM submissions WHERE image_id IS NOT NULL"
+            " AND kind IN ('archive', 'source') AND status != 'refused' ORDER BY id").fetchall()
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
     def is_admin(self, token: str) -> bool:
         row = self.db.execute("SELECT value FROM service_meta WHERE key = 'admin_token_sha256'").fetchone()
         return row is not None and hmac.compare_digest(hash_token(token), str(row[0]))

@@ -188,15 +188,17 @@ def _remove(client: Any, tid: int, sid: int, image_id: str) -> bool:
     """Remove the image of team `tid`'s submission `sid` by its id, never by
     force, only when the service labelled it so. Whether it went."""
     from ..bots.builds import BUILT_BY_LABEL
+    from ..bots.instance import INSTANCE_LABEL, current
 
     try:
         attrs = client.api.inspect_image(image_id)
     except Exception:  # noqa: BLE001 - gone already
         return False
     labels = (attrs.get("Config") or {}).get("Labels") or {}
-    if (labels.get(BUILT_BY_LABEL) != "referee" or labels.get("referee.team") != str(tid)
-            or labels.get("referee.submission") != str(sid)):
-        log.warning("not pruning %s: its labels do not say it is team %s's submission %s", image_id, tid, sid)
+    if (labels.get(BUILT_BY_LABEL) != "referee" or labels.get(INSTANCE_LABEL) != current().id
+            or labels.get("referee.team") != str(tid) or labels.get("referee.submission") != str(sid)):
+        log.warning("not pruning %s: its labels do not say it is this instance's image of team %s's "
+                    "submission %s", image_id, tid, sid)
         return False
     try:
         # by id, never forced: the daemon refuses while a container uses it, or while a tag

@@ -54,7 +54,7 @@ def docker_client() -> Any:
 @pytest.fixture(scope="session")
 def images(docker_client: Any) -> dict[str, str]:
     """{"greedy": tag, "hostile": tag}, built or reused."""
-    from referee.bots.baseimage import BASE_IMAGE, build_base_image, build_bot_image, build_image
+    from referee.bots.baseimage import build_base_image, build_bot_image, build_image
 
     t0 = time.perf_counter()
     base_id = build_base_image(docker_client)
@@ -65,7 +65,7 @@ def images(docker_client: Any) -> dict[str, str]:
     greedy_id = str(docker_client.images.get(greedy).id)
     build_image(docker_client, HOSTILE_IMAGE, HOSTILE_DOCKERFILE, {"hostile.py": HERE / "hostile.py"},
                 buildargs={"BASE": greedy}, base_id=greedy_id)
-    del base_id, BASE_IMAGE
+    del base_id
     found = {"greedy": greedy, "hostile": HOSTILE_IMAGE}
     if shutil.which("node"):  # the Node sample bot, FROM the machine's own node binary
         found["node"] = build_bot_image("node", docker_client)

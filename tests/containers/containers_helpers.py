@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 #: Measured figures, printed at the end of the run.
 FIGURES: dict[str, str] = {}
@@ -22,3 +23,18 @@ async def wait_for_line(path: Path, prefix: str, timeout: float = 5.0) -> str:
                     return line
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {prefix!r} line in {path}:\n{path.read_text() if path.exists() else ''}")
+
+
+def remove_instance_images(client: Any, instance: Any) -> None:
+    """Remove every image tag of `instance` (a test's own install): children
+    first (a few passes), never by force, never another instance's image."""
+    for _ in range(4):
+        left = [t for image in instance.images(client) for t in image.get("RepoTags") or ()
+                if t != "<none>:<none>"]
+        if not left:
+            return
+        for t in left:
+            try:
+                client.images.remove(t, force=False, noprune=False)
+            except Exception:  # noqa: BLE001 - a child still names it: the next pass
+                pass

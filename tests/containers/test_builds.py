@@ -25,7 +25,8 @@ import pytest
 from containers_helpers import FIGURES
 
 from referee.bots import builds as B
-from referee.bots.baseimage import BASE_IMAGE, ROOT
+from referee.bots.baseimage import ROOT
+from referee.bots.instance import current
 from referee.bots.builds import BuildResult, build_source, load_image_archive, remove_image
 from referee.bots.container import ContainerBot
 from referee.match import play_match
@@ -217,7 +218,7 @@ async def test_python_source_zip_builds_and_plays(client: Any, python_bot: Build
     assert r.reason is None and r.kind == "python" and r.tag == tag("py")
     assert r.image_id is not None and r.image_id.startswith("sha256:")
     assert str(client.images.get(r.tag).id) == r.image_id
-    assert r.parent_id == str(client.images.get(B.SDK_IMAGE).id)
+    assert r.parent_id == str(client.images.get(current().sdk_tag).id)
     labels = labels_of(client, r.image_id)
     assert labels[B.BUILT_BY_LABEL] == "referee" and labels[B.SOURCE_LABEL] == "python"
     assert labels["referee.team"] == "7" and labels[B.INPUT_LABEL] == r.input_sha256
@@ -419,7 +420,7 @@ async def test_docker_save_of_the_node_sample_loads_pinned(client: Any, images: 
     assert labels[B.BUILT_BY_LABEL] == "referee" and labels[B.SOURCE_LABEL] == "image"
     assert labels["referee.team"] == "9"
     assert labels.get("referee.inputs") == ""  # the image's own referee.* label is blanked
-    assert "its own names, ignored: referee-bot-node:local" in r.log
+    assert f"its own names, ignored: {images['node']}" in r.log
     async with ContainerBot(r.image_id, out_dir=out, name="loaded") as bot:
         assert (await bot.handshake()).name == "node-greedy"
 
@@ -427,24 +428,24 @@ async def test_docker_save_of_the_node_sample_loads_pinned(client: Any, images: 
 def test_an_archive_claiming_the_base_tag_renames_nothing(client: Any, images: dict[str, str],
                                                           saved_node: Path, tmp_path: Path) -> None:
     node_id = str(client.images.get(images["node"]).id)
-    base_id = str(client.images.get(BASE_IMAGE).id)
+    base_id = str(client.images.get(current().base_tag).id)
     # The attack is real: a plain docker load of such an archive moves the name.
     victim = tag("victim")
-    client.images.get(BASE_IMAGE).tag(victim)
+    client.images.get(current().base_tag).tag(victim)
     with retagged(saved_node, tmp_path / "plain.tar", [victim]).open("rb") as f:
         list(client.images.load(f))
     assert str(client.images.get(victim).id) == node_id
-    client.images.get(BASE_IMAGE).tag(victim)
-    before = {t: str(client.images.get(t).id) for t in (BASE_IMAGE, images["greedy"], tag("py"), victim)
+    client.images.get(current().base_tag).tag(victim)
+    before = {t: str(client.images.get(t).id) for t in (current().base_tag, images["greedy"], tag("py"), victim)
               if _exists(client, t)}
-    assert before[BASE_IMAGE] == before[victim] == base_id
+    assert before[current().base_tag] == before[victim] == base_id
     hostile = retagged(saved_node, tmp_path / "hostile.tar", list(before))
     r = load_image_archive(hostile, tag=tag("hostile"), client=client)
     assert r.ok, r.log
     after = {t: str(client.images.get(t).id) for t in before}
     assert after == before
     assert r.parent_id == node_id and str(client.images.get(tag("hostile")).id) == r.image_id
-    assert f"its own names, ignored: {BASE_IMAGE}" in r.log
+    assert f"its own names, ignored: {current().base_tag}" in r.log
 
 
 def test_a_load_over_its_time_limit_is_cut(client: Any, saved_node: Path) -> None:
@@ -499,7 +500,7 @@ def _config(**override: Any) -> dict[str, Any]:
 ])
 def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles: tuple[str, ...]) -> None:
     p = tmp_path / "upload.tar"
-    base_id = str(client.images.get(BASE_IMAGE).id)
+    base_id = str(client.images.get(current().base_tag).id)
     link = tarfile.TarInfo("abc/layer.tar")
     link.type, link.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
     make = {
@@ -523,7 +524,7 @@ def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles:
     r = load_image_archive(archive, tag=tag("refused"), client=client,
                            max_bytes=1024 if case == "too big" else B.DEFAULT_MAX_IMAGE_BYTES)
     refused(r, *needles)
-    assert str(client.images.get(BASE_IMAGE).id) == base_id
+    assert str(client.images.get(current().base_tag).id) == base_id
     assert not _exists(client, tag("refused"))
 
 
@@ -545,6 +546,6 @@ def test_remove_image_removes_only_the_service_tag(client: Any, tmp_path: Path) 
     assert remove_image(tag("gone"), client, image_id=r.image_id)
     assert not _exists(client, r.image_id)  # nothing else named it: the image went too
     assert not remove_image(tag("gone"), client)
-    assert _exists(client, BASE_IMAGE)
+    assert _exists(client, current().base_tag)
     found = client.api.images(filters={"label": f"{B.BUILT_BY_LABEL}=referee"})
     assert all(B.INPUT_LABEL in (i.get("Labels") or {}) for i in found)

@@ -6,7 +6,7 @@ is refused with its own output, and the previous version stays in play."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import remove_instance_images  # noqa: E402
 from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
 from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
 
 from referee.bots.netpolicy import AddressPolicy  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
+from referee.web.admissions import PIPELINE, image_tag  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.state import DB  # noqa: E402
 
@@ -28,14 +30,16 @@ CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any) -> Any:
+async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
+                 docker_client: Any) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
     db.close()
     c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
     c.admin = token
-    return c
+    yield c
+    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: Path) -> dict[str, Any]:
@@ -63,8 +67,8 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     # one listing call: images.list() inspects each image after listing, and so races any
     # removal the daemon is doing for another build
     tags = [t for image in docker_client.api.images() for t in image.get("RepoTags") or ()]
-    assert f"referee-team-{tid}:v{crash['submission']['id']}" not in tags
-    assert f"referee-team-{tid}:v{sub['id']}" in tags
+    assert image_tag(tid, crash['submission']['id'], client.app[PIPELINE].instance) not in tags
+    assert image_tag(tid, sub['id'], client.app[PIPELINE].instance) in tags
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
     assert own["playing"]["id"] == sub["id"]
     # its folder is keyed by the team's id, not its name
@@ -84,7 +88,7 @@ async def test_a_docker_save_of_the_node_sample_is_accepted(client: Any, images:
     assert done["submission"]["status"] == "accepted", done
     image_id = done["submission"]["image_id"]
     tags = docker_client.images.get(image_id).tags
-    assert f"referee-team-{tid}:v{done['submission']['id']}" in tags
+    assert image_tag(tid, done['submission']['id'], client.app[PIPELINE].instance) in tags
 
 
 CHATTY_PY = PY_BOT_TEMPLATE = '''\

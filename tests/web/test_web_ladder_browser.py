@@ -128,25 +128,31 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def remove_team_images(db_path: Path) -> None:
-    """The images this test's service built for its teams (best effort)."""
+    """The images this test's service made: every tag of its instance (its
+    teams', its base and SDK images), children first; best effort."""
     if not db_path.exists():
         return
+    from referee.bots.container import docker_client
+    from referee.web.admissions import service_instance
+
     db = ServiceDB(db_path)
     try:
-        subs = [(s.team_id, s.id) for c in db.competitions() for t in db.teams(c.id) for s in db.submissions(t.id)
-                if s.kind == "source"]
+        inst = service_instance(db)
     finally:
         db.close()
-    if not subs:
-        return
-    from referee.bots.builds import remove_image
-    from referee.web.admissions import image_tag
-
-    for tid, sid in subs:
-        try:
-            remove_image(image_tag(tid, sid))
-        except Exception:  # noqa: BLE001 - the daemon may be gone
-            pass
+    try:
+        client = docker_client()
+        for _ in range(4):
+            tags = [t for i in inst.images(client) for t in i.get("RepoTags") or () if t != "<none>:<none>"]
+            if not tags:
+                break
+            for t in tags:
+                try:
+                    client.images.remove(t, force=False, noprune=False)
+                except Exception:  # noqa: BLE001 - a child still names it: the next pass
+                    pass
+    except Exception:  # noqa: BLE001 - the daemon may be gone
+        pass
 
 
 @pytest.fixture

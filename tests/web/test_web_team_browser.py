@@ -96,6 +96,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
                "illegal_url": illegal, "docker": docker, "tmp": tmp_path}
     finally:
         bg.close()
+        from test_web_ladder_browser import remove_team_images
+
+        remove_team_images(tmp_path / "service.sqlite")  # the images of this test's service instance
 
 
 @pytest.fixture
