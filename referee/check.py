@@ -179,7 +179,7 @@ def _act_request(
         seat=seat,
         turn=state.turn,
         deadline_ms=timeouts.move_ms,
-        bank_ms=None,
+        bank_ms=Clock(timeouts).move().bank_ms,  # a whole bank, as in a game's first move
         state=view(state, seat, 0),
         legal=state.legal_actions(seat),
     )

@@ -309,3 +309,51 @@ async def test_a_restart_rebuilds_the_fair_queue(
     assert when[a4] < when[b3] < when[c5], when
     assert took < 3 * BUDGET_S + 20, took
 
+
+
+# ------------------------------------------------------------ the league's table, secret deals
+
+
+async def test_admission_games_seat_the_leagues_table_and_rotate_secret_deals(tmp_path: Any) -> None:
+    """A 3-seat league: the validation games have 3 seats, the bot's name in
+    each seat in turn of a deal (duplicate rotations), the opponents' names
+    drawn from the names given, a fresh opaque id each game."""
+    from protocol.messages import Timeouts
+    from referee.admission import admit
+    from referee.bots.factory import BotSpec
+
+    spy = Spy()
+    runner, url = await _serve_spy(spy)
+    try:
+        report = await admit(BotSpec(name="ada", url=url), out_dir=tmp_path, timeouts=Timeouts(move_ms=2000),
+                             games=6, seat_name="ada v3", opponents=["house", "bo v1", "cy v2", "ada v2"],
+                             table_size=3, budget_s=60)
+    finally:
+        await runner.cleanup()
+    assert report.ok, report.render()
+    games = spy.starts[1:]  # after the compliance check's
+    assert len(games) == 6 and len({b["game_id"] for _, b in games}) == 6
+    assert all(HEX_ID.fullmatch(b["game_id"]) and len(b["players"]) == 3 for _, b in games)
+    assert sorted(b["seat"] for _, b in games[:3]) == [0, 1, 2] == sorted(b["seat"] for _, b in games[3:])
+    for _, b in games:
+        assert b["players"][b["seat"]] == "ada v3"
+        assert set(b["players"]) - {"ada v3"} <= {"house", "bo v1", "cy v2", "ada v2"}
+    check = spy.starts[0][1]
+    assert check["players"][0] == "ada v3" and HEX_ID.fullmatch(check["game_id"])
+
+
+def test_serve_takes_the_check_budget(db_path: Any, monkeypatch: Any) -> None:
+    import aiohttp.web
+    from click.testing import CliRunner
+
+    from referee.web.commands import serve
+    from referee.web.state import SETTINGS
+
+    apps: list[Any] = []
+    monkeypatch.setattr(aiohttp.web, "run_app", lambda app, **kw: apps.append(app))
+    for args, budget in (([], 120.0), (["--check-budget", "42"], 42.0)):
+        r = CliRunner().invoke(serve, ["--db", str(db_path), "--port", "0", *args])
+        assert r.exit_code == 0, r.output
+        assert apps[-1][SETTINGS].check_budget_s == budget
+    r = CliRunner().invoke(serve, ["--db", str(db_path), "--port", "0", "--check-budget", "0"])
+    assert r.exit_code == 2 and "--check-budget" in r.output
