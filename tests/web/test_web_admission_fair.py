@@ -224,6 +224,37 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
           f"all in {time.monotonic() - began:.1f} s")
 
 
+async def test_with_two_workers_a_team_has_one_check_running_and_others_start_at_once(
+        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    """Two workers: A's second submission waits for A's first to end (a team
+    never holds both workers); B's check starts on the free worker at once."""
+    budget = 8.0  # A's first check outlasts B's whole check, even on a busy machine
+    slow = Spy(slow_if=lambda body: True)
+    runner, slow_url = await _serve_spy(slow)
+    try:
+        client = await service(submissions_per_window=20, check_budget_s=budget, admission_workers=2,
+                               validation_games=GAMES)
+        cid = await new_competition(client, admin_token)
+        a, a_token = await new_team(client, admin_token, cid, "ada")
+        b, b_token = await new_team(client, admin_token, cid, "bo")
+        a1 = (await submit(client, cid, a, a_token, {"url": slow_url}, wait=False))["id"]
+        await _until(lambda: bool(slow.acts), 30, "A's check under way")
+        a2 = (await submit(client, cid, a, a_token, {"url": slow_url, "note": "again"}, wait=False))["id"]
+        b_at = time.monotonic()
+        b1 = (await submit(client, cid, b, b_token, {"url": bot_urls["greedy"]}, wait=False))["id"]
+        b_done = await settled(client, cid, b, b_token, b1, timeout=budget + 25)
+        b_wait = time.monotonic() - b_at
+        assert b_done["submission"]["status"] == "accepted"
+        assert (await _status(client, cid, a, a_token, a1))["status"] == "checking"  # B did not wait for it
+        assert (await _status(client, cid, a, a_token, a2))["status"] == "queued"  # nor A2 run beside it
+        assert b_wait < budget, b_wait
+        a1_done = await settled(client, cid, a, a_token, a1, timeout=budget + 25)
+        a2_done = await settled(client, cid, a, a_token, a2, timeout=budget + 25)
+        assert a1_done["submission"]["status"] == a2_done["submission"]["status"] == "refused"
+    finally:
+        await runner.cleanup()
+
+
 # ------------------------------------------------------------ (c) one waiting submission per team
 
 
