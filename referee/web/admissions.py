@@ -211,8 +211,9 @@ class Pipeline:
     async def _take(self) -> tuple[int, int]:
         """The next (team, submission), round robin: of the teams waiting whose
         check is not running, the one served longest ago (never: first), then
-        the one waiting longest. A team that submits while its check runs
-        waits behind every team that was waiting when that check began."""
+        the one waiting longest. So a team that submits again while its check
+        runs goes behind every team waiting that was last served before it,
+        or never, whenever they came."""
         async with self._ready:
             while True:
                 free = [t for t in self._waiting if t not in self._running]
