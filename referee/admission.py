@@ -9,13 +9,27 @@ is one PASS/FAIL line per check with the fix, for the team's own page: it
 may quote what the bot answered, so it is never shown on a public page.
 
 A bot passes when every line passes: in the validation games, no fault of
-any kind (an illegal move, a timeout, a bad reply, a crash). The house bot
-is the ``greedy`` sample bot, run by this interpreter.
+any kind (an illegal move, a timeout, a bad reply, a crash), and the whole
+check within its time budget (issue 24: a legal bot slow in every move would
+hold the service's admission worker for minutes). The house bot is the
+``greedy`` sample bot, run by this interpreter.
+
+Admission games cannot be told from the competition's games (issue 24: a bot
+slow or careful only in games whose id said ``admission-`` passed its check
+and played otherwise): the same opaque game ids (:class:`referee.match.Match`
+makes them), the bot's seat name as the competition's games name it, the
+opponents' names drawn from the names its real tables could seat (the house
+bot plays them all), secret random deals rotated through the seats like the
+league's duplicate deals, the league's table size, rules, timeouts and fault
+policy. The compliance check's ``/start`` and request ids follow the same
+scheme; only its scripted positions (and its one request with unknown
+fields) are, by their nature, recognisable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -30,7 +44,7 @@ from .bots.container import ContainerLimits
 from .bots.factory import BotFactory, BotSpec
 from .bots.process import tail_of
 from .check import CheckLine, run_checks
-from .match import play_match
+from .match import Match
 from .record import FaultPolicy
 
 __all__ = ["AdmissionLine", "AdmissionReport", "HOUSE_BOT", "admit"]
@@ -41,6 +55,9 @@ HOUSE_BOT = BotSpec(name="house-greedy",
 
 #: Validation games: two deals, both seatings.
 VALIDATION_GAMES = 4
+
+#: The time budget's line in the report (its reason starts with it).
+BUDGET_WHAT = "time budget"
 
 #: Longest quote of a bot's own log in a FAIL line.
 LOG_TAIL = 2000
@@ -87,6 +104,23 @@ def _log_of(bot: Bot) -> Path | None:
     return path if isinstance(path, Path) else None
 
 
+class _Pace:
+    """The bot's own reply times so far (ms), for the time budget's reason:
+    the compliance check's and each validation game's lists, read live."""
+
+    def __init__(self) -> None:
+        self.lists: list[list[float]] = []
+
+    def track(self, values: list[float]) -> list[float]:
+        self.lists.append(values)
+        return values
+
+    def figures(self) -> tuple[int, float, float]:
+        """(replies, total ms, slowest ms)."""
+        values = [v for vs in self.lists for v in vs]
+        return len(values), sum(values), max(values, default=0.0)
+
+
 async def admit(
     spec: BotSpec,
     *,
@@ -96,11 +130,24 @@ async def admit(
     limits: ContainerLimits | None = None,
     games: int = VALIDATION_GAMES,
     house: BotSpec = HOUSE_BOT,
-    seed: int = 1,
+    seed: int | None = None,
+    seat_name: str | None = None,
+    opponents: Sequence[str] = (),
+    table_size: int = 2,
+    duplicate: bool = True,
+    policy: FaultPolicy | None = None,
+    budget_s: float | None = None,
 ) -> AdmissionReport:
     """Check the bot `spec` (a URL bot, pinned to its address, or an image
     bot, run in its sandbox) and play `games` validation games against
-    `house`. Never raises for what the bot does: every failure is a line."""
+    `house`. Never raises for what the bot does: every failure is a line.
+
+    `seat_name`: the bot's name at its tables (default ``spec.name``);
+    `opponents`: the names its real tables could seat beside it, drawn for
+    the house bot's seats (default: the house bot's name). `table_size`,
+    `duplicate`, `policy`: the league's. Deals are secret and random unless a
+    `seed` is given. Over `budget_s` seconds in all the check stops and the
+    bot is refused, with its own figures (replies, time a move)."""
     began = time.perf_counter()
     timeouts = timeouts or Timeouts()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -108,7 +155,27 @@ async def admit(
                          labels={"referee.purpose": "admission"})
     lines: list[AdmissionLine] = []
     bot = factory.make(spec)
-    played = 0
+    own = seat_name or spec.name
+    table = _Table(own, list(opponents) or [house.name], max(2, table_size), duplicate,
+                   random.SystemRandom() if seed is None else random.Random(seed), spare=house.name)
+    pace = _Pace()
+    played = [0]
+    try:
+        async with asyncio.timeout(budget_s):
+            await _check(bot, spec, factory, house, rules or Rules(), timeouts, policy or FaultPolicy(), games,
+                         table, pace, played, lines)
+    except TimeoutError:
+        assert budget_s is not None
+        lines.append(_over_budget(budget_s, pace, played[0], games, timeouts))
+    finally:
+        await bot.close()
+    return _report(lines, played[0], began)
+
+
+async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, rules: Rules, timeouts: Timeouts,
+                 policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
+                 lines: list[AdmissionLine]) -> None:
+    """The check's steps, appending their lines (cut by the time budget)."""
     try:
         url = spec.url
         if spec.started_here:
@@ -129,23 +196,37 @@ async def admit(
                 lines.append(AdmissionLine(ok=False, what="start", detail=detail,
                                            fix="run the bot on your machine and read its errors: it must "
                                                "serve HTTP on $BOT_UNIX (the SDK's run_bot does)"))
-                return _report(lines, played, began)
+                return
             lines.append(AdmissionLine(ok=True, what="start", detail=f"answered GET / {took:.0f} ms after starting"))
             url = endpoint.url
         assert url is not None
         address = spec.address if not spec.started_here else None
-        checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address)
+        checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address, rules=rules,
+                                  players=table.pair(), latencies=pace.track([]))
         lines += [_line(c) for c in checks]
         if not all(line.ok for line in lines):
-            return _report(lines, played, began)
-        played = await _validation_games(bot, spec, factory, house, rules or Rules(), timeouts, games, seed,
-                                         lines)
+            return
+        await _validation_games(bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines)
     except Exception as e:  # noqa: BLE001 - a hostile bot must never break the service's check
         lines.append(AdmissionLine(ok=False, what="check", detail=f"the check could not finish: {e!r}",
                                    fix="look at your bot's log; if it seems right, tell the organiser"))
-    finally:
-        await bot.close()
-    return _report(lines, played, began)
+
+
+def _over_budget(budget_s: float, pace: _Pace, played: int, games: int, timeouts: Timeouts) -> AdmissionLine:
+    """The line of a check stopped by its time budget, with the bot's own figures."""
+    replies, total_ms, slowest_ms = pace.figures()
+    mean_ms = total_ms / replies if replies else 0.0
+    detail = (f"too slow in total: the check was stopped at its budget of {budget_s:g} s, after {replies} "
+              f"moves of your bot taking {total_ms / 1000:.1f} s, {mean_ms:.0f} ms a move on average "
+              f"(slowest {slowest_ms:.0f} ms); {played} of {games} validation games finished")
+    if total_ms < 500 * budget_s:
+        # Most of the time went elsewhere (starting the bot, the house bot, a busy server).
+        fix = ("most of the time was not spent waiting for your bot's moves: if its start-up is slow, make it "
+               "faster; else submit again, and if it happens again tell the organiser")
+    else:
+        fix = (f"answer faster: the league's {timeouts.move_ms} ms is the limit of one move, but the whole check "
+               f"(the scripted positions and {games} games) must finish within {budget_s:g} s")
+    return AdmissionLine(ok=False, what=BUDGET_WHAT, detail=detail, fix=fix)
 
 
 def _report(lines: list[AdmissionLine], games: int, began: float) -> AdmissionReport:
@@ -153,34 +234,70 @@ def _report(lines: list[AdmissionLine], games: int, began: float) -> AdmissionRe
                            seconds=round(time.perf_counter() - began, 2))
 
 
-async def _validation_games(bot: Bot, spec: BotSpec, factory: BotFactory, house_spec: BotSpec, rules: Rules,
-                            timeouts: Timeouts, games: int, seed: int, lines: list[AdmissionLine]) -> int:
+class _Table:
+    """The validation games' tables, seated as the league's are: `size`
+    seats, the bot's name and opponents' names drawn from `opponents` for
+    each deal, a secret deal seed, and with `duplicate` each deal played once
+    per seat rotation (like the ladder's ``table[(seat + rotation) % size]``)."""
+
+    def __init__(self, own: str, opponents: list[str], size: int, duplicate: bool, rng: random.Random,
+                 spare: str) -> None:
+        self.own = own
+        self.opponents = [n for n in dict.fromkeys(opponents) if n != own]
+        self.spare = spare
+        self.size = size
+        self.rotations = size if duplicate else 1
+        self.rng = rng
+        self._deal: tuple[int, list[str]] | None = None
+
+    def _draw(self) -> list[str]:
+        need = self.size - 1
+        names = self.rng.sample(self.opponents, min(need, len(self.opponents)))
+        # Fewer names than seats: no real table can be played yet, any names do.
+        spare = (f"{self.spare} {i}" for i in range(2, 2 + need))
+        names += [n for n in spare if n not in names and n != self.own][:need - len(names)]
+        seated = [self.own, *names]
+        self.rng.shuffle(seated)
+        return seated
+
+    def pair(self) -> list[str]:
+        """The compliance check's two names (its positions have two seats), the bot's first."""
+        return [self.own, self.rng.choice(self.opponents) if self.opponents else self.spare]
+
+    def names(self, game: int) -> tuple[list[str], int]:
+        """Game `game`'s names by seat and its deal seed."""
+        if self._deal is None or game % self.rotations == 0:
+            self._deal = (self.rng.randrange(1, 1 << 62), self._draw())
+        seed, seated = self._deal
+        rotation = game % self.rotations
+        return [seated[(s + rotation) % self.size] for s in range(self.size)], seed
+
+
+async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, rules: Rules, timeouts: Timeouts,
+                            policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
+                            lines: list[AdmissionLine]) -> None:
     house = factory.make(house_spec)
-    played = 0
     faults: list[str] = []
     try:
         await house.handshake()
         for g in range(games):
-            team_seat = g % 2
-            seats: Sequence[Bot] = [bot, house] if team_seat == 0 else [house, bot]
-            names = [spec.name, house_spec.name] if team_seat == 0 else [house_spec.name, spec.name]
-            result = await asyncio.wait_for(
-                play_match(seats, seed + g // 2, rules=rules, timeouts=timeouts, policy=FaultPolicy(),
-                           names=names, game_id=f"admission-{g + 1}"),
-                timeout=max(120.0, 400 * (timeouts.move_ms / 1000 + 0.05)))
-            played += 1
+            names, deal_seed = table.names(g)
+            team_seat = names.index(table.own)
+            seats: Sequence[Bot] = [bot if n == table.own else house for n in names]
+            match = Match(seats, deal_seed, rules=rules, timeouts=timeouts, policy=policy, names=names)
+            pace.track(match.latencies[team_seat])
+            result = await asyncio.wait_for(match.play(), timeout=max(120.0, 400 * (timeouts.move_ms / 1000 + 0.05)))
+            played[0] += 1
             for f in result.faults[team_seat]:
                 faults.append(f"game {g + 1}, turn {f.turn}: {f.kind}: {f.detail}")
     finally:
         await house.close()
+    what = f"validation games against {house_spec.name}"
     if faults:
         shown = "; ".join(faults[:3]) + (f"; and {len(faults) - 3} more" if len(faults) > 3 else "")
         lines.append(AdmissionLine(
-            ok=False, what=f"validation games against {house_spec.name}",
-            detail=f"{len(faults)} fault(s) in {played} games: {shown}",
+            ok=False, what=what, detail=f"{len(faults)} fault(s) in {played[0]} games: {shown}",
             fix="every reply must be legal and in time in real games too: replay the game "
                 "(referee replay) and look at the turn named"))
     else:
-        lines.append(AdmissionLine(ok=True, what=f"validation games against {house_spec.name}",
-                                   detail=f"{played} games, no fault"))
-    return played
+        lines.append(AdmissionLine(ok=True, what=what, detail=f"{played[0]} games, no fault"))

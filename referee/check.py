@@ -5,11 +5,18 @@ scripted positions (set-up choice, a plain play, a forced pick-up, a 3DOWN
 flip, an extra action with a draw, the V6 swap decision), unknown fields,
 timing, the signature, ``/end``; one :class:`CheckLine` each, PASS or FAIL with
 what to fix.
+
+Its game id and request ids are made as a real game's are (an opaque
+``secrets.token_hex(12)``, then ``<game id>.<n>``), and the admission check
+gives it the seat names and rules of the competition's games (issue 24): a
+bot cannot tell it from a game by those.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+import secrets
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -77,17 +84,18 @@ class Scenario(NamedTuple):
     note: str
 
 
-def scenarios() -> list[Scenario]:
-    """The scripted positions ``referee check`` asks about, seat 0 to move."""
+def scenarios(names: Sequence[str] = ("you", "other")) -> list[Scenario]:
+    """The scripted positions ``referee check`` asks about, seat 0 (``names[0]``) to move."""
+    names = list(names)
     out: list[Scenario] = []
-    setup = new_game(Rules(), ["you", "other"], random.Random(1))
+    setup = new_game(Rules(), names, random.Random(1))
     out.append(Scenario("set-up choose_up", setup, 0, "choose 3 of your 6 cards as 3UP"))
     play = layout(
         hands=[["3R", "5G", "9B"], ["2Y", "4O", "6I"]],
         up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
         pile=["4Y"],
         draw=["1R", "2G", "3V", "6B", "9I"],
-        names=["you", "other"],
+        names=names,
     )
     out.append(Scenario("plain play", play, 0, "play 5G or 9B on a 4"))
     pickup = layout(
@@ -95,7 +103,7 @@ def scenarios() -> list[Scenario]:
         up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
         pile=["5R", "7B"],
         draw=["1R", "2G", "3V"],
-        names=["you", "other"],
+        names=names,
     )
     out.append(Scenario("forced pick-up", pickup, 0, "nothing beats a 7: pick up"))
     flip = layout(
@@ -103,7 +111,7 @@ def scenarios() -> list[Scenario]:
         up=[[], ["7R", "8R", "10R"]],
         down=[["5R", None, "C"], ["1B", "1G", "1Y"]],
         pile=["6B"],
-        names=["you", "other"],
+        names=names,
         turn=40,
     )
     out.append(Scenario("3DOWN flip", flip, 0, "hand and 3UP are empty: flip slot 0 or 2"))
@@ -112,7 +120,7 @@ def scenarios() -> list[Scenario]:
         up=[["7G", "8Y", "10V"], ["7R", "8R", "10R"]],
         pile=["3B"],
         draw=["1R", "2G", "3V", "6B"],
-        names=["you", "other"],
+        names=names,
     )
     extra.apply(Play(cards=["C+1"]), 0)
     out.append(
@@ -124,7 +132,7 @@ def scenarios() -> list[Scenario]:
         pile=["2R", "3R", "4R"],
         draw=["1V", "2G", "3V", "6B"],
         rules=Rules(colour_run=True),
-        names=["you", "other"],
+        names=names,
     )
     run.apply(Play(cards=["5R"]), 0)
     out.append(
@@ -171,7 +179,7 @@ def _act_request(
         seat=seat,
         turn=state.turn,
         deadline_ms=timeouts.move_ms,
-        bank_ms=None,
+        bank_ms=Clock(timeouts).move().bank_ms,  # a whole bank, as in a game's first move
         state=view(state, seat, 0),
         legal=state.legal_actions(seat),
     )
@@ -179,16 +187,28 @@ def _act_request(
 
 
 async def run_checks(
-    url: str, *, secret: str | None = None, timeouts: Timeouts | None = None, address: str | None = None
+    url: str,
+    *,
+    secret: str | None = None,
+    timeouts: Timeouts | None = None,
+    address: str | None = None,
+    rules: Rules | None = None,
+    players: Sequence[str] = ("you", "other"),
+    latencies: list[float] | None = None,
 ) -> list[CheckLine]:
     """Run the compliance checks against the bot at `url` (connecting to
-    `address` when it is pinned: see :mod:`referee.bots.netpolicy`); one line per check."""
+    `address` when it is pinned: see :mod:`referee.bots.netpolicy`); one line per check.
+
+    `rules` are announced in ``/start`` (the scripted positions are what they
+    are); `players`: the two seats' names, the bot's first; `latencies`
+    collects the bot's /act times as they come (ms)."""
     timeouts = timeouts if timeouts is not None else Timeouts()
     clock = Clock(timeouts)  # no bank here: every reply gets the move time
     move_s = clock.move().limit_s
     lines: list[CheckLine] = []
-    game_id = "check-" + random.randbytes(6).hex()
-    latencies: list[float] = []
+    game_id = secrets.token_hex(12)  # as referee.match.Match makes them
+    latencies = latencies if latencies is not None else []
+    numbers = itertools.count(1)
     async with HttpBot(url, secret=secret, address=address) as bot:
         # GET /
         try:
@@ -208,17 +228,17 @@ async def run_checks(
             apiversion=APIVERSION,
             game_id=game_id,
             seat=0,
-            players=["you", "other"],
-            rules=Rules(),
+            players=list(players),
+            rules=rules if rules is not None else Rules(),
             timeouts=timeouts,
         )
         lines.append(_notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms))
 
         # POST /act on scripted positions
-        positions = scenarios()
-        for number, scenario in enumerate(positions, 1):
+        positions = scenarios(players)
+        for scenario in positions:
             state, seat = scenario.state, scenario.seat
-            request = _act_request(state, seat, game_id, f"{game_id}.{number}", timeouts)
+            request = _act_request(state, seat, game_id, f"{game_id}.{next(numbers)}", timeouts)
             outcome = await bot.act(request, move_s)
             latencies.append(outcome.latency_ms)
             ok, what, fix = _verdict(outcome, request.legal, state, seat, timeouts.move_ms)
@@ -228,7 +248,7 @@ async def run_checks(
 
         # Forward compatibility: fields and event types the project may add.
         plain = positions[1]
-        request = _act_request(plain.state, 0, game_id, f"{game_id}.extra", timeouts)
+        request = _act_request(plain.state, 0, game_id, f"{game_id}.{next(numbers)}", timeouts)
         raw: dict[str, Any] = msgspec.to_builtins(request)
         raw["future_field"] = {"added": "later"}
         raw["state"]["future_field"] = [1, 2, 3]
@@ -267,7 +287,7 @@ async def run_checks(
         # A forged signature must be refused.
         if secret is not None:
             async with HttpBot(url, secret="not-" + secret, address=address) as impostor:
-                forged = _act_request(plain.state, 0, game_id, f"{game_id}.forged", timeouts)
+                forged = _act_request(plain.state, 0, game_id, f"{game_id}.{next(numbers)}", timeouts)
                 outcome = await impostor.act(forged, move_s)
             refused = outcome.fault is not None and outcome.fault.kind == "http_status"
             if refused:

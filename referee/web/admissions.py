@@ -19,6 +19,15 @@ The queue lives in the database: a submission is queued when it is made,
 and after a restart every one not finished is taken again from step 1.
 Uploads are kept (``<data>/teams/<team id>/uploads/``) until their image is
 made.
+
+The queue is fair across teams (issue 24: one team's slow bot held the one
+worker for minutes per check while another team waited): a team has at most
+one submission waiting, a newer one replaces it (``superseded``, with the
+reason, its upload deleted) and keeps the team's place; teams are served in
+turn, one check per team at a time, over the workers; each check has a total
+time budget (``Settings.check_budget_s``, ``referee serve --check-budget``),
+over which the bot is refused with its figures. After a restart the queue is
+rebuilt the same way from the database.
 """
 
 from __future__ import annotations
@@ -37,10 +46,11 @@ from ..admission import AdmissionReport, admit
 from ..bots.factory import BotSpec
 from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
+from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
-from .db import ServiceDB, Submission
+from .db import ServiceDB, Submission, Team
 from .ladders import submission_accepted
-from .runs import check_league_text
+from .runs import check_league_text, house_bots
 from .state import DB, SETTINGS
 from .storage import after_accepted, at_start
 
@@ -48,6 +58,9 @@ log = logging.getLogger("referee.web.admissions")
 
 #: The pipeline's key in the app.
 PIPELINE: web.AppKey[Pipeline] = web.AppKey("pipeline")
+
+#: A check still running this long after its budget (a clean-up that hangs) is given up.
+CLEANUP_GRACE_S = 30.0
 
 
 def team_dir(data_dir: Path, tid: int) -> Path:
@@ -98,15 +111,56 @@ def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str
     return done
 
 
+def table_names(db: ServiceDB, sub: Submission) -> tuple[str, list[str]]:
+    """The submission's name at its tables and the names a real table could
+    seat beside it, as the competition's games name them (its validation games
+    look the same): in an open competition the ladder's ``team vN``, else the
+    team's name; the league file's house bots and the other teams' versions
+    in play."""
+    team = db.team(sub.team_id)
+    comp = db.competition(team.competition_id) if team is not None else None
+    if team is None or comp is None:
+        return f"team {sub.team_id}", []
+    ladder = comp.phase == "open"
+
+    def name(t: Team, s: Submission) -> str:
+        return entry_name(t.name, db.submission_number(s.id)) if ladder else t.name
+
+    try:
+        others = house_bots(comp.league_toml)
+    except LeagueError:
+        others = []
+    for other in db.teams(comp.id):
+        playing = db.playing_submission(other.id) if other.id != team.id else None
+        if playing is not None:
+            others.append(name(other, playing))
+    return name(team, sub), others
+
+
 class Pipeline:
-    """The workers that take submissions through the pipeline."""
+    """The workers that take submissions through the pipeline, fairly: each
+    team has at most one submission waiting (a newer one supersedes it and
+    keeps the team's place), the teams waiting are served in turn, a team has
+    one check running at most, and every check has its time budget."""
 
     def __init__(self, app: web.Application, workers: int = 1) -> None:
         self.app = app
         self.workers = max(1, workers)
-        self.queue: asyncio.Queue[int] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        #: Submissions made, their team still to look up (in the order made).
+        self._inbox: list[int] = []
+        self._arrived = asyncio.Event()
+        #: Each team's submission waiting, by team, the teams in their turn (a
+        #: dict keeps its order; replacing a value keeps the team's place).
+        self._waiting: dict[int, int] = {}
+        #: Teams whose check is running.
+        self._running: set[int] = set()
+        #: When each team's last check began (a count): the team served longest ago goes first.
+        self._served: dict[int, int] = {}
+        self._turns = 0
+        #: Submissions waiting or running here (enqueued twice: taken once).
         self._queued: set[int] = set()
+        self._ready = asyncio.Condition()
         #: The service's instance (its database's id), set by :meth:`start`.
         self.instance = current()
         self._outer: Instance | None = None
@@ -119,9 +173,20 @@ class Pipeline:
         self.instance = use(await db.call(service_instance))
         await asyncio.to_thread(retag_pinned, self.instance, await db.call(ServiceDB.pinned_images))
         await at_start(self.app)  # issue 24: no upload in flight; prune the images nothing needs
-        for sub in await self.app[DB].call(ServiceDB.pending_submissions):
-            self.enqueue(sub.id)
-        self._tasks = [asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)]
+        # After a restart: every submission not finished, oldest first; each team keeps its newest in
+        # the place of its oldest (the others are superseded as they would have been).
+        pending = await db.call(ServiceDB.pending_submissions)
+        newest: dict[int, int] = {}
+        for sub in pending:
+            newest[sub.team_id] = sub.id
+        for sub in pending:
+            if newest[sub.team_id] != sub.id:
+                await self._supersede(sub.id, newest[sub.team_id])
+        for tid, sid in newest.items():
+            self._waiting[tid] = sid
+            self._queued.add(sid)
+        self._tasks = [asyncio.create_task(self._intake(), name="admission-intake")]
+        self._tasks += [asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)]
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -133,12 +198,14 @@ class Pipeline:
             use(self._outer)  # the process's instance as it was (tests run several services)
 
     def enqueue(self, sid: int) -> None:
+        """Queue a submission just made (its team's waiting one, if any, is superseded)."""
         if sid not in self._queued:
             self._queued.add(sid)
-            self.queue.put_nowait(sid)
+            self._inbox.append(sid)
+            self._arrived.set()
 
     async def wait_for(self, sid: int, timeout_s: float = 300.0) -> Submission:
-        """The submission once it is accepted or refused (for tests and the CLI)."""
+        """The submission once it is accepted, refused or superseded (for tests and the CLI)."""
         db = self.app[DB]
         async with asyncio.timeout(timeout_s):
             while True:
@@ -150,9 +217,64 @@ class Pipeline:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.done.wait(), 1.0)
 
+    async def _intake(self) -> None:
+        """Sort the submissions made into their teams' places, one at a time, in the order made."""
+        while True:
+            await self._arrived.wait()
+            self._arrived.clear()
+            while self._inbox:
+                sid = self._inbox.pop(0)
+                try:
+                    await self._file(sid)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - one submission must never stop the pipeline
+                    log.exception("submission %s", sid)
+                    self._queued.discard(sid)
+
+    async def _file(self, sid: int) -> None:
+        sub = await self.app[DB].call(ServiceDB.submission, sid)
+        if sub is None or not sub.pending:
+            self._queued.discard(sid)
+            return
+        replaced = self._waiting.get(sub.team_id)
+        self._waiting[sub.team_id] = sid  # no await since the look-up: no worker took `replaced` meanwhile
+        async with self._ready:
+            self._ready.notify_all()
+        if replaced is not None and replaced != sid:
+            self._queued.discard(replaced)
+            await self._supersede(replaced, sid)
+
+    async def _supersede(self, sid: int, by: int) -> None:
+        """`sid`, not started, replaced by its team's newer `by`: a final status, its upload deleted."""
+        old = await self.app[DB].call(ServiceDB.supersede, sid, by)
+        if old is not None and old.upload:
+            with contextlib.suppress(OSError):
+                os.unlink(old.upload)
+        log.info("submission %s: replaced by #%s before its check", sid, by)
+        async with self.done:
+            self.done.notify_all()
+
+    async def _take(self) -> tuple[int, int]:
+        """The next (team, submission), round robin: of the teams waiting whose
+        check is not running, the one served longest ago (never: first), then
+        the one waiting longest. So a team that submits again while its check
+        runs goes behind every team waiting that was last served before it,
+        or never, whenever they came."""
+        async with self._ready:
+            while True:
+                free = [t for t in self._waiting if t not in self._running]
+                if free:
+                    tid = min(free, key=lambda t: self._served.get(t, 0))  # min keeps the first of equals
+                    self._turns += 1
+                    self._served[tid] = self._turns
+                    self._running.add(tid)
+                    return tid, self._waiting.pop(tid)
+                await self._ready.wait()
+
     async def _worker(self) -> None:
         while True:
-            sid = await self.queue.get()
+            tid, sid = await self._take()
             try:
                 await self.process(sid)
             except asyncio.CancelledError:
@@ -163,6 +285,9 @@ class Pipeline:
                                    report=None)
             finally:
                 self._queued.discard(sid)
+                self._running.discard(tid)
+                async with self._ready:
+                    self._ready.notify_all()
                 async with self.done:
                     self.done.notify_all()
 
@@ -210,11 +335,23 @@ class Pipeline:
             await db.call(ServiceDB.update_submission, sid, image_id=image_id, log=build_log, upload=None)
             spec = BotSpec(name=team.name, image=image_id, secret=sub.secret,
                            limits=league.containers)
-        # 2. the admission check
+        # 2. the admission check, its games seated and named as the competition's are, in its budget
         await db.call(ServiceDB.update_submission, sid, status="checking")
-        report: AdmissionReport = await admit(
-            spec, out_dir=folder / f"check-{sid}", rules=league.rules, timeouts=league.timeouts,
-            limits=league.containers, games=settings.validation_games)
+        seat_name, opponents = await db.call(table_names, sub)
+        budget = settings.check_budget_s
+        try:
+            async with asyncio.timeout(budget + CLEANUP_GRACE_S):
+                report: AdmissionReport = await admit(
+                    spec, out_dir=folder / f"check-{sid}", rules=league.rules, timeouts=league.timeouts,
+                    limits=league.containers, games=settings.validation_games, seat_name=seat_name,
+                    opponents=opponents, table_size=league.tournament.table_size,
+                    duplicate=league.tournament.duplicate, policy=league.faults, budget_s=budget)
+        except TimeoutError:
+            await self._finish(sid, "refused", report=None,
+                               reason=f"the check did not end {CLEANUP_GRACE_S:g} s after its budget of {budget:g} s "
+                                      "(stopping the bot hung): submit again, and if it happens again tell the "
+                                      "organiser")
+            return
         text = msgspec.json.encode(report).decode()
         # 3. accepted or refused
         if report.ok:

@@ -60,10 +60,14 @@ from referee import engine_status
                                 "default: a local one.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: worker actors per run.")
+@click.option("--check-budget", default=120.0, show_default=True, type=click.FloatRange(min=1), metavar="SECONDS",
+              help="The longest admission check, in all (its compliance checks and validation games): a bot "
+                   "slower than that is refused as too slow, and the next team's check starts.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
           live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
-          max_build_growth: str, min_free_disk: str = "1g", team_image_quota: str = "2g") -> None:
+          max_build_growth: str, check_budget: float, min_free_disk: str = "1g",
+          team_image_quota: str = "2g") -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -138,7 +142,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
                                      trusted_proxies=proxies, live_bytes_per_s=live_bytes,
-                                     max_build_growth=growth_cap, **storage_caps))
+                                     max_build_growth=growth_cap, check_budget_s=check_budget,
+                                     **storage_caps))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

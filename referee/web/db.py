@@ -133,8 +133,9 @@ PHASES = ("setup", "open", "frozen", "final")
 RUN_KINDS = ("run", "ladder", "final")
 
 #: A submission's life: queued, then building (an upload made into an
-#: image), checking (the admission check), then accepted or refused.
-STATUSES = ("queued", "building", "checking", "accepted", "refused")
+#: image), checking (the admission check), then accepted or refused; or
+#: superseded: replaced by the team's newer one before its check began.
+STATUSES = ("queued", "building", "checking", "accepted", "refused", "superseded")
 PENDING = ("queued", "building", "checking")
 
 #: How long a signed-in team's session lasts.
@@ -463,6 +464,18 @@ class ServiceDB:
         sets = ", ".join(f"{n} = ?" for n in names)
         self.db.execute(f"UPDATE submissions SET {sets}, updated_at = ? WHERE id = ?",
                         (*[fields[n] for n in names], time.time(), sid))
+
+    def supersede(self, sid: int, by: int) -> Submission | None:
+        """Mark a submission not yet checked as replaced by the team's newer
+        one `by` (a final status, with the reason); the submission as it was
+        (its upload still to delete), or None when it was no longer pending."""
+        with self.transaction() as db:
+            sub = self.submission(sid)
+            if sub is None or not sub.pending:
+                return None
+            db.execute("UPDATE submissions SET status = 'superseded', reason = ?, upload = NULL, updated_at = ?"
+                       " WHERE id = ?", (f"replaced by #{int(by)} before its check", time.time(), sid))
+            return sub
 
     def retry_after(self, tid: int, window: float) -> float:
         """Seconds until the oldest submission in the window leaves it."""

@@ -178,7 +178,7 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     has_secret: bool
     note: str
     created_at: float
-    #: queued, building, checking, accepted or refused.
+    #: queued, building, checking, accepted, refused or superseded (replaced by a newer one before its check).
     status: str = "accepted"
     #: Why it was refused (one line).
     reason: str | None = None

@@ -49,6 +49,11 @@ class Settings(msgspec.Struct, kw_only=True):
     admission_workers: int = 1
     #: Validation games of the admission check.
     validation_games: int = 4
+    #: An admission check (the compliance checks and its validation games)
+    #: longer than this, in all, is stopped and the bot refused as too slow
+    #: (``referee serve --check-budget``): one team's slow bot cannot hold a
+    #: worker longer than this per submission.
+    check_budget_s: float = 120.0
     #: A source build or an image load longer than this is refused.
     build_timeout_s: float = 300.0
     #: Most a source build may add to its parent image, the bot's files and
