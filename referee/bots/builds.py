@@ -71,7 +71,8 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from . import baseimage
+from . import archives, baseimage
+from .archives import DEFAULT_MAX_IMAGE_UNPACKED
 from .baseimage import BASE_IMAGE
 
 #: The docker package ships no type information: its objects are Any here.
@@ -83,6 +84,7 @@ __all__ = [
     "DEFAULT_LOAD_TIMEOUT_S",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_IMAGE_BYTES",
+    "DEFAULT_MAX_IMAGE_UNPACKED",
     "DEFAULT_MAX_SOURCE_BYTES",
     "DEFAULT_MAX_UNPACKED_BYTES",
     "INPUT_LABEL",
@@ -424,9 +426,10 @@ class _RootFS(msgspec.Struct):
     diff_ids: list[str] = []
 
 
-class _ImageConfig(msgspec.Struct, rename={"on_build": "OnBuild", "labels": "Labels"}):
+class _ImageConfig(msgspec.Struct, rename={"on_build": "OnBuild", "labels": "Labels", "volumes": "Volumes"}):
     on_build: list[str] | None = None
     labels: dict[str, str] | None = None
+    volumes: dict[str, Any] | None = None
 
 
 class _Config(msgspec.Struct):
@@ -450,7 +453,7 @@ def _has_control(text: str) -> bool:
     return any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text)
 
 
-def _resolve(members: Mapping[str, tarfile.TarInfo], name: str, what: str) -> tarfile.TarInfo:
+def _resolve(members: Mapping[str, archives.Entry], name: str, what: str) -> archives.Entry:
     """The regular file `name` refers to (following symlinks inside the archive)."""
     path = _clean_member_path(name)
     if path is None:
@@ -480,13 +483,34 @@ def _daemon_platform(client: DockerClient) -> tuple[str, str]:
     return str(version.get("Os") or ""), str(version.get("Arch") or "")
 
 
-def _read_member(tar: tarfile.TarFile, info: tarfile.TarInfo, limit: int, what: str) -> bytes:
+def _read_member(f: IO[bytes], info: archives.Entry, limit: int, what: str) -> bytes:
     if info.size > limit:
         raise _Refused(f"{what} is {_mb(info.size)}, more than {_mb(limit)}: not a docker save archive?")
-    f = tar.extractfile(info)
-    if f is None:
-        raise _Refused(f"{what} cannot be read from the archive")
-    return f.read(limit + 1)
+    f.seek(info.offset)
+    data = f.read(info.size)
+    if len(data) != info.size:
+        raise _Refused(f"{what} is cut short in the archive: upload it again")
+    return data
+
+
+def _index(f: IO[bytes], size: int) -> dict[str, archives.Entry]:
+    """The entries of the archive `f` by their clean path, read in bounded
+    memory (no name over 1024 characters is kept: docker save's are < 100)."""
+    members: dict[str, archives.Entry] = {}
+    for count, info in enumerate(archives.entries(archives.FileRegion(f, 0, size)), 1):
+        if count > MAX_ARCHIVE_ENTRIES:
+            raise _Refused(f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: "
+                           "not a docker save archive")
+        if info.sparse:
+            raise _Refused("the archive holds a sparse file: upload the file `docker save IMAGE -o bot.tar` "
+                           "writes, unchanged")
+        if len(info.name) <= 1024 and (name := _clean_member_path(info.name)) is not None:
+            members[name] = info
+    return members
+
+
+def _volumes(image_config: _ImageConfig) -> list[str]:
+    return sorted(str(v) for v in image_config.volumes or {})
 
 
 def _tar_header(name: str, size: int) -> bytes:
@@ -501,22 +525,21 @@ def _padding(size: int) -> bytes:
     return b"\0" * (-size % tarfile.BLOCKSIZE)
 
 
-def _clean_archive(tar: tarfile.TarFile, files: list[tuple[str, tarfile.TarInfo | bytes]],
+def _clean_archive(f: IO[bytes], files: list[tuple[str, archives.Entry | bytes]],
                    cancelled: threading.Event) -> Iterator[bytes]:
-    """The copy the daemon gets, as a stream: `files` (name, member or bytes)
-    and nothing else."""
+    """The copy the daemon gets, as a stream: `files` (name, member of the
+    archive `f` or bytes) and nothing else."""
     for name, src in files:
         if isinstance(src, bytes):
             yield _tar_header(name, len(src)) + src + _padding(len(src))
             continue
         yield _tar_header(name, src.size)
-        f = tar.extractfile(src)
-        assert f is not None
+        region = archives.FileRegion(f, src.offset, src.size)
         left = src.size
         while left > 0:
             if cancelled.is_set():
                 raise _TookTooLong()
-            chunk = f.read(min(_CHUNK, left))
+            chunk = region.read(min(_CHUNK, left))
             if not chunk:
                 raise _Refused(f"{name!r} is cut short in the archive")
             left -= len(chunk)
@@ -533,12 +556,16 @@ def load_image_archive(
     client: DockerClient | None = None,
     max_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+    max_unpacked: int = DEFAULT_MAX_IMAGE_UNPACKED,
 ) -> BuildResult:
     """Load the ``docker save`` archive at `path` as `tag`, safely (blocking).
 
-    Checks the archive, streams the daemon a copy without the archive's own
-    names, then labels the image (`labels` plus :data:`BUILT_BY_LABEL`,
-    :data:`SOURCE_LABEL` and :data:`INPUT_LABEL`) and tags it `tag`. The
+    Checks the archive (its tar headers read in bounded memory, what its
+    layers unpack to counted against `max_unpacked` before the daemon sees a
+    byte: :mod:`referee.bots.archives`; no ``VOLUME``), streams the daemon a
+    copy without the archive's own names, then labels the image (`labels`
+    plus :data:`BUILT_BY_LABEL`, :data:`SOURCE_LABEL` and
+    :data:`INPUT_LABEL`) and tags it `tag`. The
     result's ``image_id`` is the labelled image (the one to pin and run),
     ``parent_id`` the uploaded image's own id.
     """
@@ -572,22 +599,14 @@ def load_image_archive(
         log.line(f"archive: {_mb(size)}, sha256 {digest}")
         client = _client(client)
         deadline = t0 + timeout_s
-        try:
-            tar = tarfile.open(file, mode="r:")
-        except (tarfile.TarError, OSError):
-            raise _Refused("not a tar archive: upload the file `docker save IMAGE -o bot.tar` writes") from None
-        with tar:
-            members: dict[str, tarfile.TarInfo] = {}
+        with file.open("rb") as tar:
             try:
-                for count, info in enumerate(tar, 1):
-                    if count > MAX_ARCHIVE_ENTRIES:
-                        raise _Refused(f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: "
-                                       "not a docker save archive")
-                    name = _clean_member_path(info.name)
-                    if name is not None:
-                        members[name] = info
-            except tarfile.TarError as e:
-                raise _Refused(f"the tar archive is damaged ({e}): upload it again") from None
+                members = _index(tar, size)
+            except archives.Refused as e:
+                if not archives.is_tar_header(magic):
+                    raise _Refused("not a tar archive: upload the file `docker save IMAGE -o bot.tar` "
+                                   "writes") from None
+                raise _Refused(str(e)) from None
             if "manifest.json" not in members or not members["manifest.json"].isreg():
                 hint = " (an old docker save format)" if "repositories" in members else ""
                 raise _Refused(f"the archive has no manifest.json{hint}: upload the file "
@@ -620,17 +639,23 @@ def load_image_archive(
             if image_config.on_build:
                 raise _Refused("the image has ONBUILD triggers, which would run here: "
                                "remove the ONBUILD lines from its Dockerfile")
+            if volumes := _volumes(image_config):
+                shown = ", ".join(repr(v[:200]) for v in volumes[:5]) + (" ..." if len(volumes) > 5 else "")
+                raise _Refused(f"the image declares VOLUME {shown}: a bot may not write to the server's "
+                               "disk; remove the VOLUME line from its Dockerfile (or build FROM a base "
+                               "without one) and write to /tmp, the bot's only writable folder")
             os_name, arch = _daemon_platform(client)
             if config.os and os_name and config.os != os_name:
                 raise _Refused(f"the image is for {config.os}, this server runs {os_name} images")
             if config.architecture and arch and config.architecture != arch:
                 raise _Refused(f"the image is for {config.architecture} CPUs, this server runs {arch}: "
                                f"build it with --platform {os_name or 'linux'}/{arch}")
-            files: list[tuple[str, tarfile.TarInfo | bytes]] = []
+            files: list[tuple[str, archives.Entry | bytes]] = []
             config_name = _clean_member_path(entry.Config)
             assert config_name is not None
             files.append((config_name, config_bytes))
             layer_names: list[str] = []
+            layers: list[tuple[str, archives.Entry]] = []
             for i, layer in enumerate(entry.Layers, 1):
                 info = _resolve(members, layer, f"layer {i}")
                 name = _clean_member_path(layer)
@@ -638,6 +663,18 @@ def load_image_archive(
                 if name != config_name and name not in layer_names:
                     files.append((name, info))
                 layer_names.append(name)
+                layers.append((f"layer {i}", info))
+            t_count = time.perf_counter()
+            try:
+                counts = archives.count_layers(tar, layers, max_unpacked, deadline=time.monotonic()
+                                               + deadline - t_count)
+            except archives.Refused as e:
+                raise _Refused(str(e)) from None
+            except archives.OutOfTime:
+                raise _TookTooLong() from None
+            log.line(f"layers: {_mb(sum(c.unpacked for c in counts))} unpacked in all (the limit: "
+                     f"{_mb(max_unpacked)}), {sum(c.files for c in counts)} entries, "
+                     f"{'/'.join(sorted({c.kind for c in counts}))}; counted in {time.perf_counter() - t_count:.1f} s")
             clean = msgspec.json.encode([{"Config": config_name, "RepoTags": None, "Layers": layer_names}])
             files.insert(0, ("manifest.json", clean))
             parent = "sha256:" + hashlib.sha256(config_bytes).hexdigest()
