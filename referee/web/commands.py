@@ -40,6 +40,9 @@ from referee import engine_status
                    "server (house bots). Off: only URL and image house bots.")
 @click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
+@click.option("--max-image-unpacked", default="2g", show_default=True, metavar="SIZE",
+              help="The most a docker save upload's layers may unpack to, all together (with k/m/g): "
+                   "counted before the Docker daemon sees the archive; a bigger one is refused.")
 @click.option("--live-rate", default="4m", show_default=True, metavar="SIZE",
               help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
                    "viewers, each is updated less often (at most once a second).")
@@ -53,7 +56,8 @@ from referee import engine_status
               help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
+          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
+          max_image_unpacked: str = "2g") -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -79,6 +83,10 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         upload_cap = parse_size(max_upload)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--max-upload") from None
+    try:
+        unpacked_cap = parse_size(max_image_unpacked)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--max-image-unpacked") from None
     try:
         live_bytes = parse_size(live_rate)
         if live_bytes < 1024:
@@ -106,7 +114,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
-                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes))
+                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes,
+                                     max_image_unpacked=unpacked_cap))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

@@ -33,6 +33,9 @@ class Settings(msgspec.Struct, kw_only=True):
     heartbeat_s: float = 15.0
     #: Uploads (``docker save`` archives, source archives) above this are refused with 413.
     max_upload: int = 1 << 30
+    #: A ``docker save`` upload whose layers unpack to more than this, in all,
+    #: is refused before the daemon sees it (``referee serve --max-image-unpacked``).
+    max_image_unpacked: int = 2 << 30
     #: Where a team's URL bot may be (``--bot-networks``); None: public
     #: addresses only, none of this server's (made when the app starts).
     bot_policy: AddressPolicy | None = None
