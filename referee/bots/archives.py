@@ -302,7 +302,7 @@ def _parse_pax(data: bytes) -> dict[bytes, bytes]:
 def _special(src: Source, size: int, what: str) -> bytes:
     if size > MAX_SPECIAL:
         raise Refused(f"{what} is {_mb(size)}, more than {_mb(MAX_SPECIAL)}: no tool writes such a "
-                      "header (the Docker daemon refuses it too); save the image with docker save")
+                      "header, and Docker refuses it too; save the image with docker save")
     data = src.read(size)
     if len(data) != size:
         raise _Damaged("the archive is cut short")
