@@ -4,9 +4,11 @@ Two kinds of upload, each a file already on disk (the web layer streams it
 there with its own size cap):
 
 - :func:`load_image_archive`: the output of ``docker save``. It is checked
-  (a plain tar, a ``manifest.json`` naming exactly one image whose config and
-  layers are in the archive, no ``ONBUILD``, this machine's OS and CPU) and
-  a **copy** holding only ``manifest.json`` (its ``RepoTags`` removed), the
+  (a plain tar, its headers read in bounded memory; a ``manifest.json``
+  naming exactly one image whose config and layers are in the archive, no
+  ``ONBUILD``, no ``VOLUME``, this machine's OS and CPU; what its layers
+  unpack to, plain or gzip, counted and capped, 2 GiB by default:
+  :mod:`referee.bots.archives`) and a **copy** holding only ``manifest.json`` (its ``RepoTags`` removed), the
   config and the layers is streamed to the daemon (``POST /images/load``).
   The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
   ``index.json``) never reach the daemon, so an archive that claims
@@ -678,7 +680,8 @@ def load_image_archive(
             clean = msgspec.json.encode([{"Config": config_name, "RepoTags": None, "Layers": layer_names}])
             files.insert(0, ("manifest.json", clean))
             parent = "sha256:" + hashlib.sha256(config_bytes).hexdigest()
-            log.line(f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}")
+            log.line(f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}; "
+                     f"checked in {time.perf_counter() - t0:.1f} s")
             stream = _Stream(client, "/images/load", {"quiet": True}, None, log,
                              headers={"Content-Type": "application/x-tar"})
             stream.body = _clean_archive(tar, files, stream.cancelled)
