@@ -561,3 +561,26 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: An
     assert fill["error"] == "No space left on device" and fill["written"] <= 16 * MiB, fill
     assert fill["mounts"] and fill["mounts"][0][2] == "tmpfs", fill
     assert not [m for m in mounts if m.get("Type") == "volume"], mounts  # nothing under /var/lib/docker/volumes
+
+
+# ------------------------------------------------------------ the setting
+
+
+def test_serve_takes_max_image_unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``referee serve --max-image-unpacked SIZE`` (default 2g) reaches the
+    admission pipeline's setting."""
+    import aiohttp.web
+    from click.testing import CliRunner
+
+    from referee.web import app as app_module
+    from referee.web.commands import serve
+
+    made: list[Any] = []
+    monkeypatch.setattr(aiohttp.web, "run_app", lambda app, **kw: None)
+    monkeypatch.setattr(app_module, "make_app", lambda db, settings: made.append(settings))
+    db = str(tmp_path / "s.db")
+    assert CliRunner().invoke(serve, ["--db", db, "--port", "0"]).exit_code == 0
+    assert CliRunner().invoke(serve, ["--db", db, "--port", "0", "--max-image-unpacked", "512m"]).exit_code == 0
+    assert [s.max_image_unpacked for s in made] == [2 * 1024**3, 512 * MiB]
+    r = CliRunner().invoke(serve, ["--db", db, "--port", "0", "--max-image-unpacked", "lots"])
+    assert r.exit_code == 2 and "--max-image-unpacked" in r.output
