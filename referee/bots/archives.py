@@ -321,13 +321,13 @@ def entries(src: Source, where: str = "the archive") -> Iterator[Entry]:
     Raises :class:`Refused` for a damaged stream or a header over the bound;
     `where` names the stream in the reason."""
     try:
-        yield from _entries(src)
+        yield from _entries(src, where)
     except _Damaged as e:
         raise Refused(f"{where} is not a tar archive Docker can read ({e}): "
                       "upload the file docker save writes, unchanged") from None
 
 
-def _entries(src: Source) -> Iterator[Entry]:
+def _entries(src: Source, where: str) -> Iterator[Entry]:
     pax: dict[bytes, bytes] = {}
     long_name: bytes | None = None
     long_link: bytes | None = None
@@ -352,7 +352,7 @@ def _entries(src: Source) -> Iterator[Entry]:
             name = prefix + b"/" + name
         data_size = 0 if type_[0] in _HEADER_ONLY else size
         if type_ in (b"x", b"g"):
-            records = _parse_pax(_special(src, data_size, "a pax header"))
+            records = _parse_pax(_special(src, data_size, f"a pax header in {where}"))
             if type_ == b"x":
                 pax = records
                 continue
@@ -361,7 +361,7 @@ def _entries(src: Source) -> Iterator[Entry]:
             yield Entry(name=_text(name), type=type_, size=0, linkname="", offset=offset)
             continue
         if type_ in (b"L", b"K"):
-            text = _cstr(_special(src, data_size, "a GNU long name"))
+            text = _cstr(_special(src, data_size, f"a GNU long name in {where}"))
             if type_ == b"L":
                 long_name = text
             else:
