@@ -59,6 +59,7 @@ __all__ = [
     "LayerCount",
     "OutOfTime",
     "Refused",
+    "check_headers",
     "count_layers",
     "entries",
     "is_tar_header",
@@ -299,10 +300,13 @@ def _parse_pax(data: bytes) -> dict[bytes, bytes]:
     return records
 
 
-def _special(src: Source, size: int, what: str) -> bytes:
+_SAVE: Final = "upload the file docker save writes, unchanged"
+
+
+def _special(src: Source, size: int, what: str, fix: str) -> bytes:
     if size > MAX_SPECIAL:
         raise Refused(f"{what} is {_mb(size)}, more than {_mb(MAX_SPECIAL)}: no tool writes such a "
-                      "header, and Docker refuses it too; save the image with docker save")
+                      f"header; {fix}")
     data = src.read(size)
     if len(data) != size:
         raise _Damaged("the archive is cut short")
@@ -315,19 +319,18 @@ def _pad(src: Source, size: int) -> None:
         raise _Damaged("the archive is cut short")
 
 
-def entries(src: Source, where: str = "the archive") -> Iterator[Entry]:
+def entries(src: Source, where: str = "the archive", fix: str = _SAVE) -> Iterator[Entry]:
     """The entries of the tar stream `src`, its data skipped (by seeking when
     `src` is a file region). Meta headers are bounded by :data:`MAX_SPECIAL`.
     Raises :class:`Refused` for a damaged stream or a header over the bound;
-    `where` names the stream in the reason."""
+    `where` names the stream in the reason, `fix` says what to do."""
     try:
-        yield from _entries(src, where)
+        yield from _entries(src, where, fix)
     except _Damaged as e:
-        raise Refused(f"{where} is not a tar archive Docker can read ({e}): "
-                      "upload the file docker save writes, unchanged") from None
+        raise Refused(f"{where} is not a tar archive Docker can read ({e}): {fix}") from None
 
 
-def _entries(src: Source, where: str) -> Iterator[Entry]:
+def _entries(src: Source, where: str, fix: str) -> Iterator[Entry]:
     pax: dict[bytes, bytes] = {}
     long_name: bytes | None = None
     long_link: bytes | None = None
@@ -352,7 +355,7 @@ def _entries(src: Source, where: str) -> Iterator[Entry]:
             name = prefix + b"/" + name
         data_size = 0 if type_[0] in _HEADER_ONLY else size
         if type_ in (b"x", b"g"):
-            records = _parse_pax(_special(src, data_size, f"a pax header in {where}"))
+            records = _parse_pax(_special(src, data_size, f"a pax header in {where}", fix))
             if type_ == b"x":
                 pax = records
                 continue
@@ -361,7 +364,7 @@ def _entries(src: Source, where: str) -> Iterator[Entry]:
             yield Entry(name=_text(name), type=type_, size=0, linkname="", offset=offset)
             continue
         if type_ in (b"L", b"K"):
-            text = _cstr(_special(src, data_size, f"a GNU long name in {where}"))
+            text = _cstr(_special(src, data_size, f"a GNU long name in {where}", fix))
             if type_ == b"L":
                 long_name = text
             else:
@@ -407,8 +410,11 @@ class Counter:
     """The running total of the unpacked bytes (and entries) of an image's
     layers; :class:`Refused` as soon as it passes the cap."""
 
-    def __init__(self, cap: int, max_entries: int = MAX_LAYER_ENTRIES, deadline: float | None = None) -> None:
+    def __init__(self, cap: int, max_entries: int = MAX_LAYER_ENTRIES, deadline: float | None = None,
+                 *, refusal: str | None = None) -> None:
         self.cap = cap
+        #: The reason when the cap is passed (default: an image's).
+        self.refusal = refusal
         self.max_entries = max_entries
         #: A ``time.monotonic()`` after which counting stops (:class:`OutOfTime`).
         self.deadline = deadline
@@ -422,6 +428,8 @@ class Counter:
             raise OutOfTime()
         self.total += n
         if self.total > self.cap:
+            if self.refusal is not None:
+                raise Refused(self.refusal)
             raise Refused(f"the image unpacks to more than {_mb(self.cap)}, the limit for all its layers "
                           f"together (passed in {self.where}): make the image smaller (a slim base, "
                           "no build tools or caches)")
@@ -506,6 +514,24 @@ def _count_one(f: IO[bytes], entry: Entry, counter: Counter, what: str) -> Layer
                           "docker save writes, unchanged") from None
     return LayerCount(kind=kind, stored=entry.size, unpacked=counter.total - before_total,
                       files=counter.files - before_files)
+
+
+def check_headers(f: IO[bytes], size: int, *, gz: bool, limit: int, refusal: str) -> None:
+    """Walk the headers of the tar archive in `f` (`size` bytes; gzip'd when
+    `gz`) in bounded memory, up to its end marker, before :mod:`tarfile`
+    reads it: :class:`Refused` for a pax or GNU long-name header over
+    :data:`MAX_SPECIAL` (tarfile would read it whole), a sparse file, a
+    damaged stream, or one that decompresses past `limit` (then `refusal` is
+    the reason)."""
+    counter = Counter(limit, max_entries=1 << 62, refusal=refusal)
+    region = FileRegion(f, 0, size)
+    src: Source = Gunzip(region, counter) if gz else region
+    for item in entries(src, fix="make the archive again (tar -czf bot.tar.gz -C mybot .)"):
+        if item.sparse:
+            raise Refused(f"the archive holds a sparse file ({item.name[:200]!r}): make it again without "
+                          "--sparse (tar -czf bot.tar.gz -C mybot .)")
+        if gz:
+            counter.ahead(item.size)
 
 
 def count_layers(f: IO[bytes], layers: Sequence[tuple[str, Entry]], cap: int = DEFAULT_MAX_IMAGE_UNPACKED,

@@ -904,6 +904,11 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
         inner: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
         # Headers and padding on top of the files' own bytes.
         limit = unpack.max_bytes + (unpack.max_files + 4) * 3 * tarfile.BLOCKSIZE + 64 * 1024
+        try:  # tarfile reads a pax or long-name header whole: first, every header in bounded memory
+            archives.check_headers(raw, path.stat().st_size, gz=gz, limit=limit, refusal=f"the archive unpacks "
+                                   f"to more than {_mb(unpack.max_bytes)}: leave out what the bot does not need")
+        except archives.Refused as e:
+            raise _Refused(str(e)) from None
         capped = io.BufferedReader(_CappedReader(inner, limit), buffer_size=_CHUNK)
         try:
             tar = tarfile.open(fileobj=capped, mode="r|")

@@ -317,7 +317,7 @@ def test_a_link_with_a_huge_size_field_adds_nothing(client: Any, tmp_path: Path)
 # ------------------------------------------------------------ tar headers
 
 
-def _measure(archive: Path, name: str, cap: int = CAP) -> dict[str, Any]:
+def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) -> dict[str, Any]:
     """load_image_archive in a fresh process: its result and how much its
     peak memory grew during the call."""
     script = (
@@ -331,14 +331,18 @@ def _measure(archive: Path, name: str, cap: int = CAP) -> dict[str, Any]:
         "open('/proc/self/clear_refs', 'w').write('5')  # the peak (VmHWM) starts again from now\n"
         "rss = status('VmRSS')\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "r = builds.load_image_archive(sys.argv[1], tag=sys.argv[2], client=client, max_unpacked=int(sys.argv[3]))\n"
+        "if sys.argv[4] == 'source':\n"
+        "    r = builds.build_source(sys.argv[1], tag=sys.argv[2], client=client)\n"
+        "else:\n"
+        "    r = builds.load_image_archive(sys.argv[1], tag=sys.argv[2], client=client, max_unpacked=int(sys.argv[3]))\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
         "print(json.dumps({'ok': r.ok, 'reason': r.reason, 'log': r.log, 'image_id': r.image_id,\n"
         "                  'seconds': r.seconds, 'rss_before': rss, 'peak': status('VmHWM'),\n"
         "                  'growth': status('VmHWM') - rss, 'maxrss_growth': after - before}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script, str(archive), tag(name), str(cap)], env=env,
+    out = subprocess.run([sys.executable, "-c", script, str(archive), tag(name), str(cap),
+                          "source" if source else "image"], env=env,
                          capture_output=True, text=True, timeout=600, check=True)
     found: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return found
@@ -363,6 +367,23 @@ def test_a_400_mib_header_in_the_archive_costs_no_memory(client: Any, tmp_path: 
     FIGURES[f"400 MiB {what} refused"] = f"{m['seconds']:.1f} s, {_memory(m)}"
     assert not m["ok"] and "in the archive is 400.0 MiB, more than 1.0 MiB" in m["reason"], m["log"]
     assert not _exists(client, image_id)
+    assert m["growth"] < MEMORY_BOUND and m["maxrss_growth"] < MEMORY_BOUND, _memory(m)
+
+
+def test_a_source_tar_gz_with_a_huge_pax_header_costs_no_memory(client: Any, tmp_path: Path) -> None:
+    """The source path too: tarfile read a 60 MiB pax header (from 60 KiB of
+    .tar.gz) whole, and the service grew by ~180 MiB."""
+    path = tmp_path / "src.tgz"
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+    with path.open("wb") as f:
+        for part in special(b"x", 60 * MiB):
+            f.write(comp.compress(part))
+        f.write(comp.compress(header("bot.py", 5) + b"x = 1" + pad(5) + bytes(1024)) + comp.flush())
+    assert path.stat().st_size < MiB
+    m = _measure(path, "srchdr", source=True)
+    FIGURES["source .tar.gz with a 60 MiB pax header refused"] = f"{m['seconds']:.1f} s, {_memory(m)}"
+    assert not m["ok"] and "a pax header in the archive is 60.0 MiB, more than 1.0 MiB" in m["reason"], m["log"]
+    assert "tar -czf" in m["reason"]
     assert m["growth"] < MEMORY_BOUND and m["maxrss_growth"] < MEMORY_BOUND, _memory(m)
 
 
