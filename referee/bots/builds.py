@@ -909,6 +909,7 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
                                    f"to more than {_mb(unpack.max_bytes)}: leave out what the bot does not need")
         except archives.Refused as e:
             raise _Refused(str(e)) from None
+        raw.seek(0)
         capped = io.BufferedReader(_CappedReader(inner, limit), buffer_size=_CHUNK)
         try:
             tar = tarfile.open(fileobj=capped, mode="r|")
