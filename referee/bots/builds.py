@@ -8,8 +8,9 @@ there with its own size cap):
   naming exactly one image whose config and layers are in the archive, no
   ``ONBUILD``, no ``VOLUME``, this machine's OS and CPU; what its layers
   unpack to, plain or gzip, counted and capped, 2 GiB by default:
-  :mod:`referee.bots.archives`) and a **copy** holding only ``manifest.json`` (its ``RepoTags`` removed), the
-  config and the layers is streamed to the daemon (``POST /images/load``).
+  :mod:`referee.bots.archives`) and a **copy** holding only
+  ``manifest.json`` (its ``RepoTags`` removed), the config and the layers is
+  streamed to the daemon (``POST /images/load``).
   The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
   ``index.json``) never reach the daemon, so an archive that claims
   ``referee-base:local`` or another team's tag renames nothing. The loaded
@@ -567,9 +568,9 @@ def load_image_archive(
     byte: :mod:`referee.bots.archives`; no ``VOLUME``), streams the daemon a
     copy without the archive's own names, then labels the image (`labels`
     plus :data:`BUILT_BY_LABEL`, :data:`SOURCE_LABEL` and
-    :data:`INPUT_LABEL`) and tags it `tag`. The
-    result's ``image_id`` is the labelled image (the one to pin and run),
-    ``parent_id`` the uploaded image's own id.
+    :data:`INPUT_LABEL`) and tags it `tag`. The result's ``image_id`` is the
+    labelled image (the one to pin and run), ``parent_id`` the uploaded
+    image's own id.
     """
     _check_tag(tag)
     _labels(labels, "image", "")  # ValueError now for a bad one
