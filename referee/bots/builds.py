@@ -4,10 +4,13 @@ Two kinds of upload, each a file already on disk (the web layer streams it
 there with its own size cap):
 
 - :func:`load_image_archive`: the output of ``docker save``. It is checked
-  (a plain tar, a ``manifest.json`` naming exactly one image whose config and
-  layers are in the archive, no ``ONBUILD``, this machine's OS and CPU) and
-  a **copy** holding only ``manifest.json`` (its ``RepoTags`` removed), the
-  config and the layers is streamed to the daemon (``POST /images/load``).
+  (a plain tar, its headers read in bounded memory; a ``manifest.json``
+  naming exactly one image whose config and layers are in the archive, no
+  ``ONBUILD``, no ``VOLUME``, this machine's OS and CPU; what its layers
+  unpack to, plain or gzip, counted and capped, 2 GiB by default:
+  :mod:`referee.bots.archives`) and a **copy** holding only
+  ``manifest.json`` (its ``RepoTags`` removed), the config and the layers is
+  streamed to the daemon (``POST /images/load``).
   The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
   ``index.json``) never reach the daemon, so an archive that claims
   ``referee-base:<instance>`` or another team's tag renames nothing. The loaded
@@ -95,7 +98,8 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from . import baseimage
+from . import archives, baseimage
+from .archives import DEFAULT_MAX_IMAGE_UNPACKED
 from .instance import INSTANCE_LABEL, Instance, current
 
 #: The docker package ships no type information: its objects are Any here.
@@ -109,6 +113,7 @@ __all__ = [
     "DEFAULT_MAX_BUILD_GROWTH",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_IMAGE_BYTES",
+    "DEFAULT_MAX_IMAGE_UNPACKED",
     "DEFAULT_MAX_SOURCE_BYTES",
     "DEFAULT_MAX_UNPACKED_BYTES",
     "INPUT_LABEL",
@@ -492,9 +497,10 @@ class _RootFS(msgspec.Struct):
     diff_ids: list[str] = []
 
 
-class _ImageConfig(msgspec.Struct, rename={"on_build": "OnBuild", "labels": "Labels"}):
+class _ImageConfig(msgspec.Struct, rename={"on_build": "OnBuild", "labels": "Labels", "volumes": "Volumes"}):
     on_build: list[str] | None = None
     labels: dict[str, str] | None = None
+    volumes: dict[str, Any] | None = None
 
 
 class _Config(msgspec.Struct):
@@ -518,7 +524,7 @@ def _has_control(text: str) -> bool:
     return any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text)
 
 
-def _resolve(members: Mapping[str, tarfile.TarInfo], name: str, what: str) -> tarfile.TarInfo:
+def _resolve(members: Mapping[str, archives.Entry], name: str, what: str) -> archives.Entry:
     """The regular file `name` refers to (following symlinks inside the archive)."""
     path = _clean_member_path(name)
     if path is None:
@@ -548,13 +554,34 @@ def _daemon_platform(client: DockerClient) -> tuple[str, str]:
     return str(version.get("Os") or ""), str(version.get("Arch") or "")
 
 
-def _read_member(tar: tarfile.TarFile, info: tarfile.TarInfo, limit: int, what: str) -> bytes:
+def _read_member(f: IO[bytes], info: archives.Entry, limit: int, what: str) -> bytes:
     if info.size > limit:
         raise _Refused(f"{what} is {_mb(info.size)}, more than {_mb(limit)}: not a docker save archive?")
-    f = tar.extractfile(info)
-    if f is None:
-        raise _Refused(f"{what} cannot be read from the archive")
-    return f.read(limit + 1)
+    f.seek(info.offset)
+    data = f.read(info.size)
+    if len(data) != info.size:
+        raise _Refused(f"{what} is cut short in the archive: upload it again")
+    return data
+
+
+def _index(f: IO[bytes], size: int) -> dict[str, archives.Entry]:
+    """The entries of the archive `f` by their clean path, read in bounded
+    memory (no name over 1024 characters is kept: docker save's are < 100)."""
+    members: dict[str, archives.Entry] = {}
+    for count, info in enumerate(archives.entries(archives.FileRegion(f, 0, size)), 1):
+        if count > MAX_ARCHIVE_ENTRIES:
+            raise _Refused(f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: "
+                           "not a docker save archive")
+        if info.sparse:
+            raise _Refused("the archive holds a sparse file: upload the file `docker save IMAGE -o bot.tar` "
+                           "writes, unchanged")
+        if len(info.name) <= 1024 and (name := _clean_member_path(info.name)) is not None:
+            members[name] = info
+    return members
+
+
+def _volumes(image_config: _ImageConfig) -> list[str]:
+    return sorted(str(v) for v in image_config.volumes or {})
 
 
 def _tar_header(name: str, size: int) -> bytes:
@@ -569,22 +596,21 @@ def _padding(size: int) -> bytes:
     return b"\0" * (-size % tarfile.BLOCKSIZE)
 
 
-def _clean_archive(tar: tarfile.TarFile, files: list[tuple[str, tarfile.TarInfo | bytes]],
+def _clean_archive(f: IO[bytes], files: list[tuple[str, archives.Entry | bytes]],
                    cancelled: threading.Event) -> Iterator[bytes]:
-    """The copy the daemon gets, as a stream: `files` (name, member or bytes)
-    and nothing else."""
+    """The copy the daemon gets, as a stream: `files` (name, member of the
+    archive `f` or bytes) and nothing else."""
     for name, src in files:
         if isinstance(src, bytes):
             yield _tar_header(name, len(src)) + src + _padding(len(src))
             continue
         yield _tar_header(name, src.size)
-        f = tar.extractfile(src)
-        assert f is not None
+        region = archives.FileRegion(f, src.offset, src.size)
         left = src.size
         while left > 0:
             if cancelled.is_set():
                 raise _TookTooLong()
-            chunk = f.read(min(_CHUNK, left))
+            chunk = region.read(min(_CHUNK, left))
             if not chunk:
                 raise _Refused(f"{name!r} is cut short in the archive")
             left -= len(chunk)
@@ -601,14 +627,18 @@ def load_image_archive(
     client: DockerClient | None = None,
     max_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+    max_unpacked: int = DEFAULT_MAX_IMAGE_UNPACKED,
 ) -> BuildResult:
     """Load the ``docker save`` archive at `path` as `tag`, safely (blocking).
 
-    Checks the archive, streams the daemon a copy without the archive's own
-    names, then labels the image (`labels` plus :data:`BUILT_BY_LABEL`,
-    :data:`SOURCE_LABEL` and :data:`INPUT_LABEL`) and tags it `tag`. The
-    result's ``image_id`` is the labelled image (the one to pin and run),
-    ``parent_id`` the uploaded image's own id.
+    Checks the archive (its tar headers read in bounded memory, what its
+    layers unpack to counted against `max_unpacked` before the daemon sees a
+    byte: :mod:`referee.bots.archives`; no ``VOLUME``), streams the daemon a
+    copy without the archive's own names, then labels the image (`labels`
+    plus :data:`BUILT_BY_LABEL`, :data:`SOURCE_LABEL` and
+    :data:`INPUT_LABEL`) and tags it `tag`. The result's ``image_id`` is the
+    labelled image (the one to pin and run), ``parent_id`` the uploaded
+    image's own id.
     """
     _check_tag(tag)
     _labels(labels, "image", "")  # ValueError now for a bad one
@@ -640,22 +670,14 @@ def load_image_archive(
         log.line(f"archive: {_mb(size)}, sha256 {digest}")
         client = _client(client)
         deadline = t0 + timeout_s
-        try:
-            tar = tarfile.open(file, mode="r:")
-        except (tarfile.TarError, OSError):
-            raise _Refused("not a tar archive: upload the file `docker save IMAGE -o bot.tar` writes") from None
-        with tar:
-            members: dict[str, tarfile.TarInfo] = {}
+        with file.open("rb") as tar:
             try:
-                for count, info in enumerate(tar, 1):
-                    if count > MAX_ARCHIVE_ENTRIES:
-                        raise _Refused(f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: "
-                                       "not a docker save archive")
-                    name = _clean_member_path(info.name)
-                    if name is not None:
-                        members[name] = info
-            except tarfile.TarError as e:
-                raise _Refused(f"the tar archive is damaged ({e}): upload it again") from None
+                members = _index(tar, size)
+            except archives.Refused as e:
+                if not archives.is_tar_header(magic):
+                    raise _Refused("not a tar archive: upload the file `docker save IMAGE -o bot.tar` "
+                                   "writes") from None
+                raise _Refused(str(e)) from None
             if "manifest.json" not in members or not members["manifest.json"].isreg():
                 hint = " (an old docker save format)" if "repositories" in members else ""
                 raise _Refused(f"the archive has no manifest.json{hint}: upload the file "
@@ -688,17 +710,23 @@ def load_image_archive(
             if image_config.on_build:
                 raise _Refused("the image has ONBUILD triggers, which would run here: "
                                "remove the ONBUILD lines from its Dockerfile")
+            if volumes := _volumes(image_config):
+                shown = ", ".join(repr(v[:200]) for v in volumes[:5]) + (" ..." if len(volumes) > 5 else "")
+                raise _Refused(f"the image declares VOLUME {shown}: a bot may not write to the server's "
+                               "disk; remove the VOLUME line from its Dockerfile (or build FROM a base "
+                               "without one) and write to /tmp, the bot's only writable folder")
             os_name, arch = _daemon_platform(client)
             if config.os and os_name and config.os != os_name:
                 raise _Refused(f"the image is for {config.os}, this server runs {os_name} images")
             if config.architecture and arch and config.architecture != arch:
                 raise _Refused(f"the image is for {config.architecture} CPUs, this server runs {arch}: "
                                f"build it with --platform {os_name or 'linux'}/{arch}")
-            files: list[tuple[str, tarfile.TarInfo | bytes]] = []
+            files: list[tuple[str, archives.Entry | bytes]] = []
             config_name = _clean_member_path(entry.Config)
             assert config_name is not None
             files.append((config_name, config_bytes))
             layer_names: list[str] = []
+            layers: list[tuple[str, archives.Entry]] = []
             for i, layer in enumerate(entry.Layers, 1):
                 info = _resolve(members, layer, f"layer {i}")
                 name = _clean_member_path(layer)
@@ -706,10 +734,23 @@ def load_image_archive(
                 if name != config_name and name not in layer_names:
                     files.append((name, info))
                 layer_names.append(name)
+                layers.append((f"layer {i}", info))
+            t_count = time.perf_counter()
+            try:
+                counts = archives.count_layers(tar, layers, max_unpacked, deadline=time.monotonic()
+                                               + deadline - t_count)
+            except archives.Refused as e:
+                raise _Refused(str(e)) from None
+            except archives.OutOfTime:
+                raise _TookTooLong() from None
+            log.line(f"layers: {_mb(sum(c.unpacked for c in counts))} unpacked in all (the limit: "
+                     f"{_mb(max_unpacked)}), {sum(c.files for c in counts)} entries, "
+                     f"{'/'.join(sorted({c.kind for c in counts}))}; counted in {time.perf_counter() - t_count:.1f} s")
             clean = msgspec.json.encode([{"Config": config_name, "RepoTags": None, "Layers": layer_names}])
             files.insert(0, ("manifest.json", clean))
             parent = "sha256:" + hashlib.sha256(config_bytes).hexdigest()
-            log.line(f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}")
+            log.line(f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}; "
+                     f"checked in {time.perf_counter() - t0:.1f} s")
             stream = _Stream(client, "/images/load", {"quiet": True}, None, log,
                              headers={"Content-Type": "application/x-tar"})
             stream.body = _clean_archive(tar, files, stream.cancelled)
@@ -933,6 +974,12 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
         inner: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
         # Headers and padding on top of the files' own bytes.
         limit = unpack.max_bytes + (unpack.max_files + 4) * 3 * tarfile.BLOCKSIZE + 64 * 1024
+        try:  # tarfile reads a pax or long-name header whole: first, every header in bounded memory
+            archives.check_headers(raw, path.stat().st_size, gz=gz, limit=limit, refusal=f"the archive unpacks "
+                                   f"to more than {_mb(unpack.max_bytes)}: leave out what the bot does not need")
+        except archives.Refused as e:
+            raise _Refused(str(e)) from None
+        raw.seek(0)
         capped = io.BufferedReader(_CappedReader(inner, limit), buffer_size=_CHUNK)
         try:
             tar = tarfile.open(fileobj=capped, mode="r|")

@@ -546,6 +546,37 @@ def not_found(image: str) -> str:
     )
 
 
+def _volume_tmpfs(client: DockerClient, image: str, options: str, *, skip: Sequence[str] = ()) -> dict[str, str]:
+    """A tmpfs (mounted with `options`) over every ``VOLUME`` the image
+    declares, so that none becomes writable host disk (Docker makes an
+    anonymous volume under /var/lib/docker/volumes for one not covered);
+    `skip`: paths mounted otherwise. BotError for a volume path Docker would
+    not clean to an absolute one. Uploaded images with a VOLUME are refused
+    (:func:`~referee.bots.builds.load_image_archive`): this covers the others
+    (an admin-named image, house bots)."""
+    import posixpath
+
+    docker_mod = _docker_module()
+    try:
+        volumes = client.images.get(image).attrs.get("Config", {}).get("Volumes") or {}
+    except docker_mod.errors.NotFound:
+        return {}  # create says so
+    except docker_mod.errors.DockerException as e:
+        raise DockerUnavailable(f"the Docker daemon failed: {_short(e)}") from None
+    out: dict[str, str] = {}
+    for raw in volumes:
+        path = posixpath.normpath(str(raw))
+        if not path.startswith("/") or "\0" in path or "," in path or ":" in path:
+            raise BotError(f"image {image!r} declares VOLUME {str(raw)[:200]!r}, which cannot be covered "
+                           "by a tmpfs: remove the VOLUME line from its Dockerfile")
+        path = "/" + path.lstrip("/")
+        if path == "/":
+            raise BotError(f"image {image!r} declares VOLUME '/': remove the VOLUME line from its Dockerfile")
+        if path not in skip:
+            out[path] = options
+    return out
+
+
 def _referee_alive(labels: Mapping[str, str]) -> bool:
     """Whether the referee process that started a container still runs here."""
     if labels.get("referee.host") != socket.gethostname():
@@ -886,6 +917,8 @@ class ContainerBot(ManagedBot):
         if self.image.startswith("sha256:"):  # pinned by id: keep a tag of ours on it (image prune)
             with contextlib.suppress(docker_mod.errors.DockerException):
                 self.instance.ensure_tagged(client, self.image)
+        tmpfs = {"/tmp": f"rw,nosuid,nodev,noexec,size={parse_size(lim.tmpfs)},mode=1777"}
+        tmpfs = {**_volume_tmpfs(client, self.image, tmpfs["/tmp"], skip=(CONTAINER_SOCKET_DIR,)), **tmpfs}
         try:
             container = client.containers.create(
                 self.image,
@@ -900,7 +933,7 @@ class ContainerBot(ManagedBot):
                 nano_cpus=int(lim.cpus * 1e9),
                 pids_limit=lim.pids,
                 read_only=lim.read_only,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={parse_size(lim.tmpfs)},mode=1777"},
+                tmpfs=tmpfs,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 init=True,

@@ -398,7 +398,8 @@ class Pipeline:
         try:
             if sub.kind == "archive":
                 result = builds.load_image_archive(path, tag=tag, labels=labels, client=client,
-                                                   timeout_s=timeout_s)
+                                                   timeout_s=timeout_s,
+                                                   max_unpacked=self.app[SETTINGS].max_image_unpacked)
             else:
                 result = builds.build_source(path, tag=tag, labels=labels, client=client,
                                              timeout_s=timeout_s, workdir=path.parent, instance=self.instance,

@@ -11,10 +11,41 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from referee import engine_status
+
+
+if TYPE_CHECKING:  # generic in click 8.2 and newer only
+    _IntParam = click.ParamType[int]
+else:
+    _IntParam = click.ParamType
+
+
+class Size(_IntParam):
+    """A size option: bytes, or with k/m/g (``"64m"``), at least `minimum`;
+    the value is the count of bytes."""
+
+    name = "SIZE"
+
+    def __init__(self, minimum: int = 0, what: str = "") -> None:
+        self.minimum = minimum
+        self.what = what
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from ..bots.container import parse_size
+
+        try:
+            size = parse_size(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        if size < self.minimum:
+            self.fail(f"at least {self.minimum} bytes{self.what}, got {value!r}", param, ctx)
+        return size
 
 
 @click.command()
@@ -38,18 +69,21 @@ from referee import engine_status
 @click.option("--allow-house-commands", is_flag=True,
               help="Let league files sent through the web start commands and open unix sockets on this "
                    "server (house bots). Off: only URL and image house bots.")
-@click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
+@click.option("--max-upload", default="1g", show_default=True, type=Size(1),
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
-@click.option("--max-build-growth", default="64m", show_default=True, metavar="SIZE",
+@click.option("--max-build-growth", default="64m", show_default=True, type=Size(1024**2, " (1m)"),
               help="The most a source bot's build may add to its base image (its files and their "
                    "compiled form), with k/m/g; a bigger one is refused.")
-@click.option("--min-free-disk", default="1g", show_default=True, metavar="SIZE",
+@click.option("--max-image-unpacked", default="2g", show_default=True, type=Size(1024**2, " (1m)"),
+              help="The most a docker save upload's layers may unpack to, all together (with k/m/g): "
+                   "counted before the Docker daemon sees the archive; a bigger one is refused.")
+@click.option("--min-free-disk", default="1g", show_default=True, type=Size(),
               help="Uploads are refused (507) while the data folder's disk has less than this free "
                    "(with k/m/g; 0: no floor).")
-@click.option("--team-image-quota", default="2g", show_default=True, metavar="SIZE",
+@click.option("--team-image-quota", default="2g", show_default=True, type=Size(),
               help="What a team's images, waiting uploads and the upload in flight may weigh in all "
                    "(with k/m/g; 0: no quota); superseded versions nothing needs are pruned.")
-@click.option("--live-rate", default="4m", show_default=True, metavar="SIZE",
+@click.option("--live-rate", default="4m", show_default=True, type=Size(1024, " (1k) a second"),
               help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
                    "viewers, each is updated less often (at most once a second).")
 @click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
@@ -64,10 +98,10 @@ from referee import engine_status
               help="The longest admission check, in all (its compliance checks and validation games): a bot "
                    "slower than that is refused as too slow, and the next team's check starts.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
-          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
-          max_build_growth: str, check_budget: float, min_free_disk: str = "1g",
-          team_image_quota: str = "2g") -> None:
+          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: int,
+          live_rate: int, secure_cookies: bool, executor: str, address: str | None, workers: int,
+          max_build_growth: int, max_image_unpacked: int, min_free_disk: int, team_image_quota: int,
+          check_budget: float) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -75,7 +109,6 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     """
     from aiohttp import web
 
-    from ..bots.container import parse_size
     from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
     from .db import ServiceDB
@@ -89,29 +122,6 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         proxies = parse_networks(trusted_proxies) if trusted_proxies.strip() else ()
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--trusted-proxies") from None
-    try:
-        upload_cap = parse_size(max_upload)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--max-upload") from None
-    try:
-        growth_cap = parse_size(max_build_growth)
-        if growth_cap < 1024**2:
-            raise ValueError(f"at least 1m, got {max_build_growth!r}")
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--max-build-growth") from None
-    try:
-        live_bytes = parse_size(live_rate)
-        if live_bytes < 1024:
-            raise ValueError(f"at least 1k a second, got {live_rate!r}")
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--live-rate") from None
-    storage_caps: dict[str, int] = {}
-    for hint, value, key in (("--min-free-disk", min_free_disk, "min_free_disk"),
-                             ("--team-image-quota", team_image_quota, "team_image_quota")):
-        try:
-            storage_caps[key] = parse_size(value)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint=hint) from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
 
     if executor == "ray":
@@ -138,12 +148,13 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     click.echo(f"instance {instance.id}: images referee-{instance.id}-team-*, {instance.base_tag}; "
                f"containers labelled referee.instance={instance.id}", err=True)
     app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
-                                     allow_house_commands=allow_house_commands, max_upload=upload_cap,
+                                     allow_house_commands=allow_house_commands, max_upload=max_upload,
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
-                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes,
-                                     max_build_growth=growth_cap, check_budget_s=check_budget,
-                                     **storage_caps))
+                                     trusted_proxies=proxies, live_bytes_per_s=live_rate,
+                                     max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
+                                     min_free_disk=min_free_disk, team_image_quota=team_image_quota,
+                                     check_budget_s=check_budget))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

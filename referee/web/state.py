@@ -39,6 +39,9 @@ class Settings(msgspec.Struct, kw_only=True):
     #: What a team's images and waiting uploads may weigh, in all, with the
     #: upload in flight (``--team-image-quota``; 0: no quota; issue 24).
     team_image_quota: int = 2 << 30
+    #: A ``docker save`` upload whose layers unpack to more than this, in all,
+    #: is refused before the daemon sees it (``referee serve --max-image-unpacked``).
+    max_image_unpacked: int = 2 << 30
     #: Where a team's URL bot may be (``--bot-networks``); None: public
     #: addresses only, none of this server's (made when the app starts).
     bot_policy: AddressPolicy | None = None
