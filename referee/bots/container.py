@@ -103,19 +103,26 @@ __all__ = [
     "ContainerBot",
     "ContainerLimits",
     "DockerUnavailable",
+    "GVISOR_THREADS",
     "NOBODY",
+    "RUNTIME_ENV",
     "SocketGuard",
     "SocketRefused",
     "bot_user",
     "check_limits",
+    "check_runtime",
     "cleanup_containers",
+    "daemon_runtimes",
+    "effective_runtime",
     "docker_client",
     "file_key",
     "find_containers",
     "log_file_of",
     "image_exists",
+    "is_gvisor",
     "not_found",
     "parse_size",
+    "set_runtime",
 ]
 
 #: Where the bot must listen, inside the container (also in ``$BOT_UNIX``).
@@ -134,6 +141,19 @@ _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmg]?)b?\s*$", re.IGNORECAS
 _UNITS: Final = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 #: Longest unix socket path (sun_path is 108 bytes on Linux, NUL included).
 _MAX_SOCKET_PATH: Final = 100
+#: What a runtime's name looks like (a key of daemon.json's "runtimes").
+_RUNTIME_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+#: Under gVisor the container's pids cgroup holds the sandbox's own threads
+#: (its kernel, the sentry, and its file proxy: ~40 idle, ~70 in a game on 2
+#: CPUs, more with more CPUs) and not the bot's processes, which are tasks of
+#: the sentry: the host limit is the limits' `pids` plus this allowance.
+#: A fork bomb inside ends at the memory limit (or when the sandbox runs out
+#: of threads), killing only that container.
+GVISOR_THREADS: Final = 128 + 16 * (os.cpu_count() or 1)
+#: The environment variable that holds the operator's runtime (``--runtime``):
+#: it applies to every container of this process and of the processes it
+#: starts (local Ray workers included), over what a league file says.
+RUNTIME_ENV: Final = "REFEREE_CONTAINER_RUNTIME"
 
 
 class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -166,6 +186,11 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Cap of the socket folder, the container's only writable place on the
     #: host (a tmpfs of that size when the referee is root, else watched).
     socket_folder: str = "1m"
+    #: The OCI runtime the container runs under (``--runtime``): ``"runsc"``
+    #: for gVisor, a kernel of its own between the bot and the host's (see
+    #: :func:`effective_runtime`); None: the daemon's default (runc). It must
+    #: be registered in the daemon (``docker info`` lists its runtimes).
+    runtime: str | None = None
 
 
 def parse_size(text: str) -> int:
@@ -203,6 +228,9 @@ def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
             "bridge address would let it reach the host as well; container bots talk over a "
             "unix socket",
         ))
+    if limits.runtime is not None and not _RUNTIME_NAME.match(limits.runtime):
+        problems.append(("runtime", f"expected the name of a runtime registered in the Docker daemon "
+                                    f"(\"runsc\" for gVisor), got {limits.runtime!r}"))
     if limits.user is not None:
         if not re.match(r"^\d+(:\d+)?$", limits.user):
             problems.append(("user", f"expected a numeric uid or uid:gid, got {limits.user!r}"))
@@ -517,6 +545,75 @@ def docker_client() -> DockerClient:
         return client
 
 
+def set_runtime(runtime: str | None) -> str | None:
+    """Run every container of this process (and of the processes it starts)
+    under `runtime` from now on, whatever the limits say (``--runtime``);
+    None: each container's limits decide again. Returns the one set before."""
+    previous = os.environ.get(RUNTIME_ENV) or None
+    if runtime:
+        os.environ[RUNTIME_ENV] = runtime
+    else:
+        os.environ.pop(RUNTIME_ENV, None)
+    return previous
+
+
+def effective_runtime(limits: ContainerLimits) -> tuple[str | None, str]:
+    """(runtime, where it was set) a container with `limits` runs under:
+    the operator's (``--runtime``, :data:`RUNTIME_ENV`) over the limits'
+    (a league file's ``[containers] runtime``); (None, "") for the daemon's default."""
+    forced = os.environ.get(RUNTIME_ENV, "").strip()
+    if forced:
+        return forced, "--runtime"
+    if limits.runtime:
+        return limits.runtime, "[containers] runtime"
+    return None, ""
+
+
+def daemon_runtimes(client: DockerClient | None = None) -> tuple[list[str], str]:
+    """(the runtimes the daemon has, its default), from ``docker info``; blocking."""
+    client = client or docker_client()
+    try:
+        info = client.info()
+    except Exception as e:  # noqa: BLE001 - the daemon went away
+        raise DockerUnavailable(f"the Docker daemon did not answer ({_short(e)})") from None
+    return sorted(info.get("Runtimes") or {}), str(info.get("DefaultRuntime") or "runc")
+
+
+#: Whether a runtime of a daemon is gVisor: {(daemon, runtime): bool}.
+_GVISOR: dict[tuple[int, str], bool] = {}
+
+
+def is_gvisor(runtime: str | None, client: DockerClient | None = None) -> bool:
+    """Whether `runtime` of the daemon runs ``runsc`` (gVisor); blocking, once per runtime."""
+    if runtime is None:
+        return False
+    client = client or docker_client()
+    key = (id(client), runtime)
+    if key not in _GVISOR:
+        try:
+            path = str(((client.info().get("Runtimes") or {}).get(runtime) or {}).get("path") or runtime)
+        except Exception:  # noqa: BLE001 - the daemon went away: the name says it
+            path = runtime
+        _GVISOR[key] = os.path.basename(path).startswith("runsc") or "gvisor" in runtime.lower()
+    return _GVISOR[key]
+
+
+def check_runtime(runtime: str, client: DockerClient | None = None, *, field: str = "runtime") -> None:
+    """Raise :class:`BotError` naming `field` when the daemon has no runtime
+    `runtime` (with the ones it has and how to register one); blocking."""
+    if not _RUNTIME_NAME.match(runtime):
+        raise BotError(f"{field}: {runtime!r} is not a runtime's name (\"runsc\" for gVisor)")
+    known, default = daemon_runtimes(client)
+    if runtime in known:
+        return
+    raise BotError(
+        f"{field}: the Docker daemon has no runtime {runtime!r} (it has: {', '.join(known) or 'none'}; "
+        f"default {default}): register it in the daemon's daemon.json under \"runtimes\" and "
+        "restart the daemon (for gVisor: {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "
+        "[\"--network=none\", \"--host-uds=create\"]}}), or name one it has"
+    )
+
+
 def _short(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
@@ -688,6 +785,8 @@ class ContainerBot(ManagedBot):
         self.launches = 0
         #: Seconds from creating the last container to its first answer to ``GET /``.
         self.ready_seconds: float | None = None
+        #: The runtime the last container was created with (None: the daemon's default).
+        self.runtime: str | None = None
         self._container: Container | None = None
         self._pump: _LogPump | None = None
         self._exited: str | None = None
@@ -869,6 +968,9 @@ class ContainerBot(ManagedBot):
             **self.extra_labels,
         }
         memory = parse_size(lim.memory)
+        runtime, where = effective_runtime(lim)
+        self.runtime = runtime
+        pids = lim.pids + (GVISOR_THREADS if is_gvisor(runtime, client) else 0)
         try:
             container = client.containers.create(
                 self.image,
@@ -881,7 +983,7 @@ class ContainerBot(ManagedBot):
                 mem_limit=memory,
                 memswap_limit=memory,
                 nano_cpus=int(lim.cpus * 1e9),
-                pids_limit=lim.pids,
+                pids_limit=pids,
                 read_only=lim.read_only,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={parse_size(lim.tmpfs)},mode=1777"},
                 cap_drop=["ALL"],
@@ -889,6 +991,7 @@ class ContainerBot(ManagedBot):
                 init=True,
                 network_mode="none",
                 ipc_mode="private",
+                runtime=runtime,
                 volumes={str(self._socket_dir): {"bind": CONTAINER_SOCKET_DIR, "mode": "rw"}},
                 log_config=docker_mod.types.LogConfig(type="json-file",
                                      config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}),
@@ -898,6 +1001,8 @@ class ContainerBot(ManagedBot):
         except docker_mod.errors.APIError as e:
             if e.status_code == 404 and "image" in str(e.explanation or "").lower():
                 raise BotError(not_found(self.image)) from None
+            if runtime is not None and "runtime" in str(e.explanation or "").lower():
+                check_runtime(runtime, client, field=where)  # says which runtimes there are
             raise BotError(f"Docker could not create a container from {self.image!r}: "
                            f"{e.explanation or e}") from None
         except docker_mod.errors.DockerException as e:
