@@ -149,7 +149,7 @@ _RUNTIME_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 #: the sentry: the host limit is the limits' `pids` plus this allowance.
 #: A fork bomb inside ends at the memory limit (or when the sandbox runs out
 #: of threads), killing only that container.
-GVISOR_THREADS: Final = 128 + 16 * (os.cpu_count() or 1)
+GVISOR_THREADS: Final = 256 + 32 * (os.cpu_count() or 1)
 #: The environment variable that holds the operator's runtime (``--runtime``):
 #: it applies to every container of this process and of the processes it
 #: starts (local Ray workers included), over what a league file says.

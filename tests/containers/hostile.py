@@ -88,6 +88,16 @@ def write(path: str) -> None:
         f.write("x")
 
 
+def _no_new_privs() -> str:
+    """prctl(PR_GET_NO_NEW_PRIVS), where /proc/self/status does not say (gVisor)."""
+    try:
+        import ctypes
+
+        return str(ctypes.CDLL(None, use_errno=True).prctl(39, 0, 0, 0, 0))
+    except (OSError, AttributeError):
+        return ""
+
+
 def probe() -> None:
     port = int(os.environ.get("PROBE_PORT", "9"))
     out = {
@@ -104,7 +114,7 @@ def probe() -> None:
     with open("/proc/self/status") as f:
         status = dict(line.split(":", 1) for line in f if ":" in line)
     out["cap_eff"] = status.get("CapEff", "").strip()
-    out["no_new_privs"] = status.get("NoNewPrivs", "").strip()
+    out["no_new_privs"] = status.get("NoNewPrivs", "").strip() or _no_new_privs()
     print("PROBE " + json.dumps(out), flush=True)
 
 
