@@ -47,6 +47,7 @@ from referee.bots.container import (  # noqa: E402
     ContainerLimits,
     check_runtime,
     docker_client,
+    set_runtime,
 )
 from referee.match import Match  # noqa: E402
 from referee.record import RequestLine  # noqa: E402
@@ -82,10 +83,11 @@ async def bench(image: str, runtimes: tuple[str, str], pairs: int, players: int,
         # container starts, alternated (each handshake after a stop starts a new one)
         for i in range(starts):
             for rt in (runtimes if i % 2 == 0 else runtimes[::-1]):
-                await bots[rt].stop()
-                await bots[rt].handshake()
-                assert bots[rt].ready_seconds is not None
-                ready[rt].append(bots[rt].ready_seconds)
+                bot = bots[rt]
+                await bot.stop()
+                await bot.handshake()
+                assert bot.ready_seconds is not None
+                ready[rt].append(bot.ready_seconds)
         seeds = list(range(1, games + 1))
         for seed in seeds:  # warm-up: every deal once each
             for rt in runtimes:
@@ -102,8 +104,8 @@ async def bench(image: str, runtimes: tuple[str, str], pairs: int, players: int,
                          f"{base}_us": round(us[base], 1), f"{other}_us": round(us[other], 1),
                          "ratio": round(us[other] / us[base], 4)})
     finally:
-        for bot in bots.values():
-            await bot.close()
+        for each in bots.values():
+            await each.close()
     ratios = [r["ratio"] for r in rows]
     q1, q3 = _quartiles(ratios)
     return {
@@ -137,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pairs must be at least 3")
     from referee.bots.baseimage import build_bot_image
 
+    set_runtime(None)  # each bot under its own runtime, whatever $REFEREE_CONTAINER_RUNTIME says
     client = docker_client()
     for rt in (args.baseline, args.runtime):
         check_runtime(rt, client)

@@ -54,6 +54,19 @@ by a referee that crashed are found and removed by
 :func:`cleanup_containers` (``referee cleanup``), and by the next run of the
 same tournament.
 
+**gVisor** (defence in depth): with ``runtime = "runsc"`` in the limits (a
+league file's ``[containers] runtime``) or ``--runtime runsc`` (the
+operator's, :func:`set_runtime`, which wins over a league file's) the
+container runs under gVisor: the bot's system calls go to gVisor's own
+kernel, not the host's. The daemon must have the runtime registered, with
+the runtime arguments ``--network=none`` (gVisor cannot run with the network
+enabled in the root network namespace; the bot has none anyway) and
+``--host-uds=create`` (so the bot can create its socket in the mounted
+folder); :func:`check_runtime` refuses, before any game, a runtime the daemon
+lacks, naming the ones it has. What differs under gVisor: the pids limit
+(see :data:`GVISOR_THREADS`), and the bot cannot stat, unlink or rename over
+its socket once created (EPERM), so it cannot swap it at all.
+
 The Docker calls block: each runs in a worker thread (``asyncio.to_thread``),
 the event loop never waits on the daemon.
 """
@@ -166,6 +179,8 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: CPUs (``--cpus``): 1.0 is one core's worth of time.
     cpus: float = 1.0
     #: Most processes and threads at once (``--pids-limit``): fork bombs stop here.
+    #: Under gVisor the host's limit is this plus :data:`GVISOR_THREADS` (the
+    #: sandbox's own threads); a fork bomb there ends at the memory limit.
     pids: int = 64
     #: Size of the writable ``/tmp`` (a tmpfs; it counts against the memory too).
     tmpfs: str = "16m"

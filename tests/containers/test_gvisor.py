@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from containers_helpers import FIGURES, WHY_SKIPPED
 
 from referee.bots import container as C
+from referee.bots.base import BotError
 from referee.bots.container import ContainerBot, ContainerLimits
 from referee.bots.process import CommandBot
 from referee.cli import main
@@ -189,7 +190,7 @@ async def test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit(
             assert result.places is not None and result.faults[1] == []
             assert any(f.kind == "connection" for f in result.faults[0])
             why = " ".join(f.detail for f in result.faults[0])
-        except C.BotError as e:  # killed before it answered GET /
+        except BotError as e:  # killed before it answered GET /
             why = str(e)
         finally:
             await bomb.stop()
@@ -290,3 +291,21 @@ async def test_admission_and_ladder_games_under_runsc(service: Any, docker_clien
         assert r.status == 200, await r.text()
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.slow
+def test_the_runtimes_benchmark_runs(runsc: str, images: dict[str, str], no_override: None) -> None:
+    """``benchmarks/runtimes.py`` (cost per move under runsc against runc, in
+    the same run) in its shortest form: it gives a ratio and both start times."""
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([PY, str(root / "benchmarks" / "runtimes.py"), "--pairs", "3", "--games", "1",
+                           "--starts", "1", "--players", "2", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["median_ratio"] > 0 and len(figures["rows"]) == 3
+    assert set(figures["start_s_median"]) == {"runc", "runsc"}
+    FIGURES["runtimes benchmark (short): runsc/runc per move"] = f"{figures['median_ratio']:.2f}"
