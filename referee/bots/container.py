@@ -88,7 +88,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -124,6 +124,7 @@ __all__ = [
     "bot_user",
     "check_limits",
     "check_runtime",
+    "check_runtimes",
     "cleanup_containers",
     "daemon_runtimes",
     "effective_runtime",
@@ -627,6 +628,18 @@ def check_runtime(runtime: str, client: DockerClient | None = None, *, field: st
         "restart the daemon (for gVisor: {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "
         "[\"--network=none\", \"--host-uds=create\"]}}), or name one it has"
     )
+
+
+def check_runtimes(limits: Iterable[ContainerLimits], client: DockerClient | None = None) -> None:
+    """:func:`check_runtime` for each runtime that containers with these
+    `limits` would run under (:func:`effective_runtime`), once each; no daemon
+    call when none names one. Raises :class:`BotError`; blocking."""
+    seen: set[str] = set()
+    for lim in limits:
+        runtime, field = effective_runtime(lim)
+        if runtime is not None and runtime not in seen:
+            seen.add(runtime)
+            check_runtime(runtime, client, field=field)
 
 
 def _short(error: BaseException) -> str:

@@ -309,3 +309,31 @@ def test_the_runtimes_benchmark_runs(runsc: str, images: dict[str, str], no_over
     assert figures["median_ratio"] > 0 and len(figures["rows"]) == 3
     assert set(figures["start_s_median"]) == {"runc", "runsc"}
     FIGURES["runtimes benchmark (short): runsc/runc per move"] = f"{figures['median_ratio']:.2f}"
+
+
+async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_refused(
+        aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any,
+        no_override: None) -> None:
+    """422 naming the field when the competition is made, rather than every
+    team's admission check failing later for the operator's mistake."""
+    from test_web_api import auth
+
+    from referee.bots.netpolicy import AddressPolicy
+    from referee.web import Settings, make_app
+    from referee.web.db import ServiceDB
+
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    token = db.ensure_admin_token()
+    db.close()
+    client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
+    league = '[tournament]\nname = "x"\n[containers]\nruntime = "runsx"\n'
+    r = await client.post("/api/competitions", json={"name": "bad", "league": league}, headers=auth(token))
+    assert r.status == 422, await r.text()
+    body = await r.json()
+    assert "[containers] runtime: the Docker daemon has no runtime 'runsx'" in body["error"], body
+    known, _ = C.daemon_runtimes(docker_client)
+    assert all(name in body["error"] for name in known)
+    r = await client.post("/api/competitions", json={"name": "good", "league": league.replace("runsx", "runc")},
+                          headers=auth(token))
+    assert r.status == 201, await r.text()
