@@ -199,6 +199,7 @@ def use_runtime(runtime: str) -> None:
         raise click.BadParameter(str(e).removeprefix("--runtime: "), param_hint="--runtime") from None
     previous = set_runtime(runtime.strip())
     click.get_current_context().call_on_close(lambda: set_runtime(previous))
+    click.echo(f"team containers run under the runtime {runtime.strip()!r}", err=True)
 
 
 COMMANDS = (serve, start, replay)
