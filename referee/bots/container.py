@@ -63,8 +63,9 @@ the runtime arguments ``--network=none`` (gVisor cannot run with the network
 enabled in the root network namespace; the bot has none anyway) and
 ``--host-uds=create`` (so the bot can create its socket in the mounted
 folder); :func:`check_runtime` refuses, before any game, a runtime the daemon
-lacks, naming the ones it has. What differs under gVisor: the pids limit
-(see :data:`GVISOR_THREADS`), and the bot cannot stat, unlink or rename over
+lacks, naming the ones it has. What differs under gVisor: the pids and
+memory limits hold the sandbox's own threads and memory too (see
+:data:`GVISOR_THREADS`, :data:`GVISOR_MEMORY`), and the bot cannot stat, unlink or rename over
 its socket once created (EPERM), so it cannot swap it at all.
 
 The Docker calls block: each runs in a worker thread (``asyncio.to_thread``),
@@ -116,6 +117,7 @@ __all__ = [
     "ContainerBot",
     "ContainerLimits",
     "DockerUnavailable",
+    "GVISOR_MEMORY",
     "GVISOR_THREADS",
     "NOBODY",
     "RUNTIME_ENV",
@@ -164,6 +166,11 @@ _RUNTIME_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 #: A fork bomb inside ends at the memory limit (or when the sandbox runs out
 #: of threads), killing only that container.
 GVISOR_THREADS: Final = 256 + 32 * (os.cpu_count() or 1)
+#: The memory gVisor's own kernel takes in the container's memory cgroup
+#: (~16 MiB for an idle sample bot; a bot reached 120 MB of 128m under runc,
+#: 140 MB of 160m under gVisor): added to the limit, so a bot has as much
+#: under gVisor as under runc.
+GVISOR_MEMORY: Final = 16 * 1024**2
 #: The environment variable that holds the operator's runtime (``--runtime``):
 #: it applies to every container of this process and of the processes it
 #: starts (local Ray workers included), over what a league file says.
@@ -175,7 +182,8 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     a bot's ``limits``). Sizes are Docker's: ``"128m"``, ``"1g"``, ``"512k"``."""
 
     #: Memory, swap included (memory and memory-swap are both set to it): a bot
-    #: that allocates more is killed by the kernel (exit 137).
+    #: that allocates more is killed by the kernel (exit 137). Under gVisor the
+    #: host's limit is this plus :data:`GVISOR_MEMORY` (its kernel's own).
     memory: str = "128m"
     #: CPUs (``--cpus``): 1.0 is one core's worth of time.
     cpus: float = 1.0
@@ -995,10 +1003,11 @@ class ContainerBot(ManagedBot):
             "referee.host": socket.gethostname(),
             **self.extra_labels,
         }
-        memory = parse_size(lim.memory)
         runtime, where = effective_runtime(lim)
         self.runtime = runtime
-        pids = lim.pids + (GVISOR_THREADS if is_gvisor(runtime, client) else 0)
+        gvisor = is_gvisor(runtime, client)
+        memory = parse_size(lim.memory) + (GVISOR_MEMORY if gvisor else 0)
+        pids = lim.pids + (GVISOR_THREADS if gvisor else 0)
         try:
             container = client.containers.create(
                 self.image,

@@ -40,7 +40,7 @@ async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, im
         assert bot.url == f"unix:{out / 'sockets' / 'greedy' / 'bot.sock'}"
         c = docker_client.containers.get(bot.container_name)
         hc = c.attrs["HostConfig"]
-        assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2
+        assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2 + (C.GVISOR_MEMORY if GVISOR else 0)
         assert hc["NanoCpus"] == 500_000_000
         # under gVisor the host's pids limit also holds the sandbox's own threads
         assert hc["PidsLimit"] == 48 + (C.GVISOR_THREADS if GVISOR else 0)

@@ -88,7 +88,7 @@ async def test_a_league_files_runtime_runs_the_bot_on_gvisors_kernel(
         hc = docker_client.containers.get(bot.container_name).attrs["HostConfig"]
         assert hc["Runtime"] == "runsc" and bot.runtime == "runsc"
         assert hc["PidsLimit"] == limits.pids + C.GVISOR_THREADS
-        assert hc["Memory"] == hc["MemorySwap"] == C.parse_size(limits.memory)
+        assert hc["Memory"] == hc["MemorySwap"] == C.parse_size(limits.memory) + C.GVISOR_MEMORY
         assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] and hc["CapDrop"] == ["ALL"]
         assert bot.ready_seconds is not None
         FIGURES["runsc container start to ready"] = f"{bot.ready_seconds:.2f} s"
