@@ -608,17 +608,20 @@ _GVISOR: dict[tuple[int, str], bool] = {}
 
 
 def is_gvisor(runtime: str | None, client: DockerClient | None = None) -> bool:
-    """Whether `runtime` of the daemon runs ``runsc`` (gVisor); blocking, once per runtime."""
-    if runtime is None:
-        return False
+    """Whether `runtime` of the daemon (None: its default runtime, which
+    daemon.json's "default-runtime" may make runsc) runs ``runsc`` (gVisor);
+    blocking, once per runtime."""
     client = client or docker_client()
-    key = (id(client), runtime)
+    key = (id(client), runtime or "")
     if key not in _GVISOR:
+        name = runtime or "runc"
         try:
-            path = str(((client.info().get("Runtimes") or {}).get(runtime) or {}).get("path") or runtime)
+            info = client.info()
+            name = runtime or str(info.get("DefaultRuntime") or "runc")
+            path = str(((info.get("Runtimes") or {}).get(name) or {}).get("path") or name)
         except Exception:  # noqa: BLE001 - the daemon went away: the name says it
-            path = runtime
-        _GVISOR[key] = os.path.basename(path).startswith("runsc") or "gvisor" in runtime.lower()
+            path = name
+        _GVISOR[key] = os.path.basename(path).startswith("runsc") or "gvisor" in name.lower()
     return _GVISOR[key]
 
 
