@@ -51,6 +51,12 @@ MOVE_MS = click.option(
     show_default=True,
     help="Time for each /act reply, round trip included.",
 )
+RUNTIME = click.option(
+    "--runtime",
+    metavar="NAME",
+    help="Run every container bot under this runtime of the Docker daemon, over the league file's "
+    "[containers] runtime: runsc for gVisor (registered in the daemon: see README).",
+)
 LOG_DIR = click.option(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -311,6 +317,7 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
 )
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: how many worker actors.")
+@RUNTIME
 def tournament(
     league_file: Path,
     out: Path | None,
@@ -321,6 +328,7 @@ def tournament(
     executor: str,
     address: str | None,
     workers: int,
+    runtime: str | None,
 ) -> None:
     """Play the league described in LEAGUE_FILE and print the standings.
 
@@ -339,6 +347,13 @@ def tournament(
     from referee.tournament.league import LeagueError, load_league
     from referee.tournament.runner import Interrupted, Tournament
 
+    if runtime is not None:
+        from referee.bots.container import set_runtime
+
+        if not runtime.strip():
+            raise click.BadParameter("must name a runtime (runsc for gVisor)", param_hint="--runtime")
+        previous = set_runtime(runtime.strip())  # checked against the daemon before any game
+        click.get_current_context().call_on_close(lambda: set_runtime(previous))
     try:
         league = load_league(league_file)
         if executor == "ray" and address is not None:

@@ -56,6 +56,20 @@ crashed are found and removed by :func:`cleanup_containers` (``referee
 cleanup``), and by the next run of the same tournament: only the
 instance's own, never another install's on the same daemon.
 
+**gVisor** (defence in depth): with ``runtime = "runsc"`` in the limits (a
+league file's ``[containers] runtime``) or ``--runtime runsc`` (the
+operator's, :func:`set_runtime`, which wins over a league file's) the
+container runs under gVisor: the bot's system calls go to gVisor's own
+kernel, not the host's. The daemon must have the runtime registered, with
+the runtime arguments ``--network=none`` (gVisor cannot run with the network
+enabled in the root network namespace; the bot has none anyway) and
+``--host-uds=create`` (so the bot can create its socket in the mounted
+folder); :func:`check_runtime` refuses, before any game, a runtime the daemon
+lacks, naming the ones it has. What differs under gVisor: the pids and
+memory limits hold the sandbox's own threads and memory too (see
+:data:`GVISOR_THREADS`, :data:`GVISOR_MEMORY`), and the bot cannot stat, unlink or rename over
+its socket once created (EPERM), so it cannot swap it at all.
+
 The Docker calls block: each runs in a worker thread (``asyncio.to_thread``),
 the event loop never waits on the daemon.
 """
@@ -77,7 +91,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -106,19 +120,28 @@ __all__ = [
     "ContainerBot",
     "ContainerLimits",
     "DockerUnavailable",
+    "GVISOR_MEMORY",
+    "GVISOR_THREADS",
     "NOBODY",
+    "RUNTIME_ENV",
     "SocketGuard",
     "SocketRefused",
     "bot_user",
     "check_limits",
+    "check_runtime",
+    "check_runtimes",
     "cleanup_containers",
+    "daemon_runtimes",
+    "effective_runtime",
     "docker_client",
     "file_key",
     "find_containers",
     "log_file_of",
     "image_exists",
+    "is_gvisor",
     "not_found",
     "parse_size",
+    "set_runtime",
 ]
 
 #: Where the bot must listen, inside the container (also in ``$BOT_UNIX``).
@@ -137,6 +160,24 @@ _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bkmg]?)b?\s*$", re.IGNORECAS
 _UNITS: Final = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 #: Longest unix socket path (sun_path is 108 bytes on Linux, NUL included).
 _MAX_SOCKET_PATH: Final = 100
+#: What a runtime's name looks like (a key of daemon.json's "runtimes").
+_RUNTIME_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+#: Under gVisor the container's pids cgroup holds the sandbox's own threads
+#: (its kernel, the sentry, and its file proxy: ~40 idle, ~70 in a game on 2
+#: CPUs, more with more CPUs) and not the bot's processes, which are tasks of
+#: the sentry: the host limit is the limits' `pids` plus this allowance.
+#: A fork bomb inside ends at the memory limit (or when the sandbox runs out
+#: of threads), killing only that container.
+GVISOR_THREADS: Final = 256 + 32 * (os.cpu_count() or 1)
+#: The memory gVisor's own kernel takes in the container's memory cgroup
+#: (~16 MiB for an idle sample bot; a bot reached 120 MB of 128m under runc,
+#: 140 MB of 160m under gVisor): added to the limit, so a bot has as much
+#: under gVisor as under runc.
+GVISOR_MEMORY: Final = 16 * 1024**2
+#: The environment variable that holds the operator's runtime (``--runtime``):
+#: it applies to every container of this process and of the processes it
+#: starts (local Ray workers included), over what a league file says.
+RUNTIME_ENV: Final = "REFEREE_CONTAINER_RUNTIME"
 
 
 class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -144,11 +185,14 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     a bot's ``limits``). Sizes are Docker's: ``"128m"``, ``"1g"``, ``"512k"``."""
 
     #: Memory, swap included (memory and memory-swap are both set to it): a bot
-    #: that allocates more is killed by the kernel (exit 137).
+    #: that allocates more is killed by the kernel (exit 137). Under gVisor the
+    #: host's limit is this plus :data:`GVISOR_MEMORY` (its kernel's own).
     memory: str = "128m"
     #: CPUs (``--cpus``): 1.0 is one core's worth of time.
     cpus: float = 1.0
     #: Most processes and threads at once (``--pids-limit``): fork bombs stop here.
+    #: Under gVisor the host's limit is this plus :data:`GVISOR_THREADS` (the
+    #: sandbox's own threads); a fork bomb there ends at the memory limit.
     pids: int = 64
     #: Size of the writable ``/tmp`` (a tmpfs; it counts against the memory too).
     tmpfs: str = "16m"
@@ -169,6 +213,11 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Cap of the socket folder, the container's only writable place on the
     #: host (a tmpfs of that size when the referee is root, else watched).
     socket_folder: str = "1m"
+    #: The OCI runtime the container runs under (``--runtime``): ``"runsc"``
+    #: for gVisor, a kernel of its own between the bot and the host's (see
+    #: :func:`effective_runtime`); None: the daemon's default (runc). It must
+    #: be registered in the daemon (``docker info`` lists its runtimes).
+    runtime: str | None = None
 
 
 def parse_size(text: str) -> int:
@@ -206,6 +255,9 @@ def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
             "bridge address would let it reach the host as well; container bots talk over a "
             "unix socket",
         ))
+    if limits.runtime is not None and not _RUNTIME_NAME.match(limits.runtime):
+        problems.append(("runtime", f"expected the name of a runtime registered in the Docker daemon "
+                                    f"(\"runsc\" for gVisor), got {limits.runtime!r}"))
     if limits.user is not None:
         if not re.match(r"^\d+(:\d+)?$", limits.user):
             problems.append(("user", f"expected a numeric uid or uid:gid, got {limits.user!r}"))
@@ -520,6 +572,90 @@ def docker_client() -> DockerClient:
         return client
 
 
+def set_runtime(runtime: str | None) -> str | None:
+    """Run every container of this process (and of the processes it starts)
+    under `runtime` from now on, whatever the limits say (``--runtime``);
+    None: each container's limits decide again. Returns the one set before."""
+    previous = os.environ.get(RUNTIME_ENV) or None
+    if runtime:
+        os.environ[RUNTIME_ENV] = runtime
+    else:
+        os.environ.pop(RUNTIME_ENV, None)
+    return previous
+
+
+def effective_runtime(limits: ContainerLimits) -> tuple[str | None, str]:
+    """(runtime, where it was set) a container with `limits` runs under:
+    the operator's (``--runtime``, :data:`RUNTIME_ENV`) over the limits'
+    (a league file's ``[containers] runtime``); (None, "") for the daemon's default."""
+    forced = os.environ.get(RUNTIME_ENV, "").strip()
+    if forced:
+        return forced, "--runtime"
+    if limits.runtime:
+        return limits.runtime, "[containers] runtime"
+    return None, ""
+
+
+def daemon_runtimes(client: DockerClient | None = None) -> tuple[list[str], str]:
+    """(the runtimes the daemon has, its default), from ``docker info``; blocking."""
+    client = client or docker_client()
+    try:
+        info = client.info()
+    except Exception as e:  # noqa: BLE001 - the daemon went away
+        raise DockerUnavailable(f"the Docker daemon did not answer ({_short(e)})") from None
+    return sorted(info.get("Runtimes") or {}), str(info.get("DefaultRuntime") or "runc")
+
+
+#: Whether a runtime of a daemon is gVisor: {(daemon, runtime): bool}.
+_GVISOR: dict[tuple[int, str], bool] = {}
+
+
+def is_gvisor(runtime: str | None, client: DockerClient | None = None) -> bool:
+    """Whether `runtime` of the daemon (None: its default runtime, which
+    daemon.json's "default-runtime" may make runsc) runs ``runsc`` (gVisor);
+    blocking, once per runtime."""
+    client = client or docker_client()
+    key = (id(client), runtime or "")
+    if key not in _GVISOR:
+        name = runtime or "runc"
+        try:
+            info = client.info()
+            name = runtime or str(info.get("DefaultRuntime") or "runc")
+            path = str(((info.get("Runtimes") or {}).get(name) or {}).get("path") or name)
+        except Exception:  # noqa: BLE001 - the daemon went away: the name says it
+            path = name
+        _GVISOR[key] = os.path.basename(path).startswith("runsc") or "gvisor" in name.lower()
+    return _GVISOR[key]
+
+
+def check_runtime(runtime: str, client: DockerClient | None = None, *, field: str = "runtime") -> None:
+    """Raise :class:`BotError` naming `field` when the daemon has no runtime
+    `runtime` (with the ones it has and how to register one); blocking."""
+    if not _RUNTIME_NAME.match(runtime):
+        raise BotError(f"{field}: {runtime!r} is not a runtime's name (\"runsc\" for gVisor)")
+    known, default = daemon_runtimes(client)
+    if runtime in known:
+        return
+    raise BotError(
+        f"{field}: the Docker daemon has no runtime {runtime!r} (it has: {', '.join(known) or 'none'}; "
+        f"default {default}): register it in the daemon's daemon.json under \"runtimes\" and "
+        "restart the daemon (for gVisor: {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "
+        "[\"--network=none\", \"--host-uds=create\"]}}), or name one it has"
+    )
+
+
+def check_runtimes(limits: Iterable[ContainerLimits], client: DockerClient | None = None) -> None:
+    """:func:`check_runtime` for each runtime that containers with these
+    `limits` would run under (:func:`effective_runtime`), once each; no daemon
+    call when none names one. Raises :class:`BotError`; blocking."""
+    seen: set[str] = set()
+    for lim in limits:
+        runtime, field = effective_runtime(lim)
+        if runtime is not None and runtime not in seen:
+            seen.add(runtime)
+            check_runtime(runtime, client, field=field)
+
+
 def _short(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
@@ -732,6 +868,8 @@ class ContainerBot(ManagedBot):
         self.launches = 0
         #: Seconds from creating the last container to its first answer to ``GET /``.
         self.ready_seconds: float | None = None
+        #: The runtime the last container was created with (None: the daemon's default).
+        self.runtime: str | None = None
         self._container: Container | None = None
         self._pump: _LogPump | None = None
         self._exited: str | None = None
@@ -913,12 +1051,16 @@ class ContainerBot(ManagedBot):
             **self.extra_labels,
             INSTANCE_LABEL: self.instance.id,  # last: never another instance's
         }
-        memory = parse_size(lim.memory)
         if self.image.startswith("sha256:"):  # pinned by id: keep a tag of ours on it (image prune)
             with contextlib.suppress(docker_mod.errors.DockerException):
                 self.instance.ensure_tagged(client, self.image)
         tmpfs = {"/tmp": f"rw,nosuid,nodev,noexec,size={parse_size(lim.tmpfs)},mode=1777"}
         tmpfs = {**_volume_tmpfs(client, self.image, tmpfs["/tmp"], skip=(CONTAINER_SOCKET_DIR,)), **tmpfs}
+        runtime, where = effective_runtime(lim)
+        self.runtime = runtime
+        gvisor = is_gvisor(runtime, client)
+        memory = parse_size(lim.memory) + (GVISOR_MEMORY if gvisor else 0)
+        pids = lim.pids + (GVISOR_THREADS if gvisor else 0)
         try:
             container = client.containers.create(
                 self.image,
@@ -931,7 +1073,7 @@ class ContainerBot(ManagedBot):
                 mem_limit=memory,
                 memswap_limit=memory,
                 nano_cpus=int(lim.cpus * 1e9),
-                pids_limit=lim.pids,
+                pids_limit=pids,
                 read_only=lim.read_only,
                 tmpfs=tmpfs,
                 cap_drop=["ALL"],
@@ -939,6 +1081,7 @@ class ContainerBot(ManagedBot):
                 init=True,
                 network_mode="none",
                 ipc_mode="private",
+                runtime=runtime,
                 volumes={str(self._socket_dir): {"bind": CONTAINER_SOCKET_DIR, "mode": "rw"}},
                 log_config=docker_mod.types.LogConfig(type="json-file",
                                      config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}),
@@ -948,6 +1091,8 @@ class ContainerBot(ManagedBot):
         except docker_mod.errors.APIError as e:
             if e.status_code == 404 and "image" in str(e.explanation or "").lower():
                 raise BotError(not_found(self.image)) from None
+            if runtime is not None and "runtime" in str(e.explanation or "").lower():
+                check_runtime(runtime, client, field=where)  # says which runtimes there are
             raise BotError(f"Docker could not create a container from {self.image!r}: "
                            f"{e.explanation or e}") from None
         except docker_mod.errors.DockerException as e:

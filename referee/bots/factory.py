@@ -179,7 +179,8 @@ class BotFactory:
         )
 
     async def prepare(self, spec: BotSpec) -> list[str]:
-        """Before an image bot's first start: check the Docker daemon and the
+        """Before an image bot's first start: check the Docker daemon, its
+        runtime (:func:`~referee.bots.container.effective_runtime`) and the
         image, give an image pinned by id a tag of this instance when another
         install took its tags away (so ``docker image prune`` cannot delete
         it mid-run), and remove this bot's containers left in `out_dir` by a
@@ -187,12 +188,23 @@ class BotFactory:
         Nothing for other kinds. Raises :class:`BotError` saying what to do."""
         if spec.image is None:
             return []
-        from .container import cleanup_containers, docker_client, image_exists, not_found
+        from .container import (
+            ContainerLimits,
+            check_runtime,
+            cleanup_containers,
+            docker_client,
+            effective_runtime,
+            image_exists,
+            not_found,
+        )
 
         image, out = spec.image, str(self.out_dir.resolve())
+        runtime, field = effective_runtime(spec.limits or self.limits or ContainerLimits())
 
         def check() -> list[str]:
             client = docker_client()
+            if runtime is not None:  # before any game: a runtime the daemon has
+                check_runtime(runtime, client, field=field)
             if not image_exists(image, client):
                 raise BotError(not_found(image))
             if image.startswith("sha256:"):

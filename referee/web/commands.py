@@ -97,16 +97,21 @@ class Size(_IntParam):
 @click.option("--check-budget", default=120.0, show_default=True, type=click.FloatRange(min=1), metavar="SECONDS",
               help="The longest admission check, in all (its compliance checks and validation games): a bot "
                    "slower than that is refused as too slow, and the next team's check starts.")
+@click.option("--runtime", metavar="NAME",
+              help="Run every team's container (admission checks, runs, the ladder) under this runtime of "
+                   "the Docker daemon, over the league files' [containers] runtime: runsc for gVisor.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: int,
           live_rate: int, secure_cookies: bool, executor: str, address: str | None, workers: int,
           max_build_growth: int, max_image_unpacked: int, min_free_disk: int, team_image_quota: int,
-          check_budget: float) -> None:
+          check_budget: float, runtime: str | None) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
     printed, once: only its hash is stored.
     """
+    if runtime is not None:
+        use_runtime(runtime)
     from aiohttp import web
 
     from ..bots.netpolicy import AddressPolicy, parse_networks
@@ -165,9 +170,13 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
               help="The service database.")
 @click.argument("competition")
 @click.option("--resume", is_flag=True, help="Continue the competition's last run (interrupted or failed).")
-def start(db_path: Path, competition: str, resume: bool) -> None:
+@click.option("--runtime", metavar="NAME",
+              help="Run the teams' containers under this runtime of the Docker daemon (runsc: gVisor).")
+def start(db_path: Path, competition: str, resume: bool, runtime: str | None = None) -> None:
     """Play a run of COMPETITION (its id or name) here, with the teams'
     latest bots; a server over the same database shows it live."""
+    if runtime is not None:
+        use_runtime(runtime)
     from ..bots.instance import use
     from .admissions import retag_pinned, service_instance
     from .db import ServiceDB
@@ -226,6 +235,22 @@ def replay(game: Path, html_out: Path | None) -> None:
     if html_out is not None:
         html_out.write_text(standalone_html(data, title=f"replay {game.name}"), encoding="utf-8")
         click.echo(f"viewer written to {html_out}")
+
+
+def use_runtime(runtime: str) -> None:
+    """``--runtime``: every container of this process runs under `runtime`
+    (:func:`~referee.bots.container.set_runtime`), checked against the
+    daemon now, so a runtime it lacks stops the command before anything runs."""
+    from ..bots.base import BotError
+    from ..bots.container import check_runtime, set_runtime
+
+    try:
+        check_runtime(runtime.strip(), field="--runtime")
+    except BotError as e:
+        raise click.BadParameter(str(e).removeprefix("--runtime: "), param_hint="--runtime") from None
+    previous = set_runtime(runtime.strip())
+    click.get_current_context().call_on_close(lambda: set_runtime(previous))
+    click.echo(f"team containers run under the runtime {runtime.strip()!r}", err=True)
 
 
 COMMANDS = (serve, start, replay)

@@ -5,6 +5,12 @@ printed at the end of the run; with ``CI=true`` in the environment they fail
 instead (CI must run them). The images (the local base image, the greedy
 sample bot, the hostile bot) are built once per session, or reused when
 their inputs did not change.
+
+``REFEREE_TEST_RUNTIME=runsc`` runs the whole session's containers under that
+runtime of the daemon (gVisor: ``.ci/run`` does a second pass so), as
+``--runtime`` would; a daemon without it fails the session at the first
+container test. A test that cannot hold under a runtime for a reason of the
+runtime's own is skipped there by ``containers_helpers.skip_under_runtime``, the reason stated.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from containers_helpers import FIGURES, WHY_SKIPPED
+from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED
 
 from referee.bots import container as C
 
@@ -44,6 +50,26 @@ def _docker_or_skip() -> Any:
         if reason not in WHY_SKIPPED:
             WHY_SKIPPED.append(reason)
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_runtime() -> Iterator[str | None]:
+    """Every container of the session under ``$REFEREE_TEST_RUNTIME`` (when set),
+    checked against the daemon first."""
+    if TEST_RUNTIME is None:
+        yield None
+        return
+    from referee.bots.base import BotError
+
+    client = _docker_or_skip()
+    try:
+        C.check_runtime(TEST_RUNTIME, client, field="REFEREE_TEST_RUNTIME")
+    except BotError as e:
+        pytest.fail(str(e), pytrace=False)
+    FIGURES["runtime"] = TEST_RUNTIME
+    previous = C.set_runtime(TEST_RUNTIME)
+    yield TEST_RUNTIME
+    C.set_runtime(previous)
 
 
 @pytest.fixture(scope="session")

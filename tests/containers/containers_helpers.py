@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 #: Measured figures, printed at the end of the run.
 FIGURES: dict[str, str] = {}
 #: Why the container tests were skipped (printed at the end of the run).
 WHY_SKIPPED: list[str] = []
+#: The runtime the session's containers run under (``REFEREE_TEST_RUNTIME``); None: the daemon's default.
+TEST_RUNTIME = os.environ.get("REFEREE_TEST_RUNTIME", "").strip() or None
+
+
+#: Whether that runtime is gVisor's runsc.
+GVISOR = (TEST_RUNTIME or "").startswith("runsc")
+#: How a connection to no route fails: ENETUNREACH on Linux; gVisor's own
+#: network stack answers EHOSTUNREACH.
+UNREACHABLE = ("ENETUNREACH", "EHOSTUNREACH") if GVISOR else ("ENETUNREACH",)
+
+
+def skip_under_runtime(runtimes: dict[str, str]) -> None:
+    """Skip the calling test when the session runs under one of `runtimes`
+    ({runtime: why this test cannot hold under it}); the reason is printed."""
+    why = runtimes.get(TEST_RUNTIME or "")
+    if why is not None:
+        pytest.skip(f"under --runtime {TEST_RUNTIME}: {why}")
 
 
 async def wait_for_line(path: Path, prefix: str, timeout: float = 5.0) -> str:

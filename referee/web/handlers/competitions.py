@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from .. import data, pages
@@ -77,6 +79,15 @@ async def create_competition(request: web.Request, name: str, league_text: str) 
         league = check_league_text(league_text, "league")
     except LeagueError as e:
         fail(422, f"'league': {e}", "league")
+    if league.containers.runtime or any(b.limits is not None and b.limits.runtime for b in league.bots):
+        # a runtime the Docker daemon lacks: refused now, not at every team's admission
+        from ...bots.base import BotError
+        from ...bots.container import check_runtimes
+
+        try:
+            await asyncio.to_thread(check_runtimes, [league.containers, *(league.limits_for(b) for b in league.bots)])
+        except BotError as e:
+            fail(422, f"'league': {e}", "league")
     if not request.app[SETTINGS].allow_house_commands:
         for bot in league.bots:
             if bot.command is not None and bot.image is None:
