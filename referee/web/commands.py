@@ -125,7 +125,10 @@ def start(db_path: Path, competition: str, resume: bool) -> None:
 
     db = ServiceDB(db_path)
     try:
-        comp = db.competition(int(competition)) if competition.isdigit() else None
+        from .validation import parse_id
+
+        cid = parse_id(competition)  # a name may be all digits too; an id past SQLite's range is none
+        comp = db.competition(cid) if cid is not None else None
         comp = comp or db.competition_named(competition)
         if comp is None:
             click.echo(f"error: no competition {competition!r}", err=True)
