@@ -24,7 +24,7 @@ from protocol.messages import Rules, Timeouts
 
 from ..bots.container import ContainerLimits, check_limits
 from ..bots.factory import BotSpec
-from ..config import find_unknown_key
+from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy
 
 
@@ -163,6 +163,11 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LeagueError(f"{filename}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [ or {: 10,000 of them are a crash
+        raise LeagueError(f"{filename}: {TOO_DEEP}") from None
+    depth = nesting(data)  # dotted keys nest without recursion: a.a.a...a = 1
+    if depth > MAX_NESTING:
+        raise LeagueError(f"{filename}: {too_deep(depth)}")
     unknown = find_unknown_key(data, League)
     if unknown is not None or "path" in data:  # `path` is set by the loader only
         parts, key, known = unknown if unknown is not None else ([], "path", [])
