@@ -38,6 +38,9 @@ from referee import engine_status
 @click.option("--allow-house-commands", is_flag=True,
               help="Let league files sent through the web start commands and open unix sockets on this "
                    "server (house bots). Off: only URL and image house bots.")
+@click.option("--house-urls-anywhere", is_flag=True,
+              help="Let a league file's house URL bots be at any address (loopback, this server's, a private "
+                   "network). Off: they are under the teams' address policy (--bot-networks).")
 @click.option("--max-upload", default="1g", show_default=True, metavar="SIZE",
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
 @click.option("--live-rate", default="4m", show_default=True, metavar="SIZE",
@@ -53,7 +56,8 @@ from referee import engine_status
               help="With --executor ray: worker actors per run.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
+          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
+          house_urls_anywhere: bool = False) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -106,7 +110,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      allow_house_commands=allow_house_commands, max_upload=upload_cap,
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
-                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes))
+                                     trusted_proxies=proxies, live_bytes_per_s=live_bytes,
+                                     house_urls_anywhere=house_urls_anywhere))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

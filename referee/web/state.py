@@ -39,6 +39,10 @@ class Settings(msgspec.Struct, kw_only=True):
     #: League files sent through the web may start commands and open unix
     #: sockets on the server (``--allow-house-commands``).
     allow_house_commands: bool = False
+    #: A league file's house URL bots may be at any address
+    #: (``--house-urls-anywhere``); off: under ``bot_policy``, as the teams'
+    #: URLs, admitted and pinned the same way.
+    house_urls_anywhere: bool = False
     #: Submissions checked at the same time.
     admission_workers: int = 1
     #: Validation games of the admission check.
