@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from test_web_api import auth, new_competition, new_team, play_run, submit
@@ -94,3 +95,14 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
     # The one from the issue, with its message.
     r = await client.get(f"/c/{cid}?run={HUGE}", headers={"Accept": "application/json"})
     assert r.status == 404 and HUGE in await r.text()
+
+
+def test_referee_start_says_no_competition_for_an_oversized_id(db_path: Path, admin_token: str) -> None:
+    """``referee start --db DB 99999999999999999999``: no competition has
+    it (it was an OverflowError's traceback)."""
+    from click.testing import CliRunner
+
+    from referee.cli import main
+
+    r = CliRunner().invoke(main, ["start", "--db", str(db_path), HUGE])
+    assert r.exit_code == 2 and f"no competition '{HUGE}'" in r.output, (r.exit_code, r.output, r.exception)
