@@ -406,21 +406,30 @@ async def pin_house_urls(league: League, policy: AddressPolicy | None, *, anywhe
     operator's ``--house-urls-anywhere``; or no policy, ``referee start``):
     the house bots are reached as the league says, anywhere.
 
-    Raises :class:`StartError` (409) naming the house bot, the address and
-    the flag."""
+    Raises :class:`StartError` (409) naming the house bot (the first in the
+    file's order), the address and the flag. The names resolve at the same
+    time (a league of 100 house bots waits one resolver timeout at most)."""
     if anywhere or policy is None:
         return {}
+
+    async def admit(bot: BotSpec) -> PinnedURL:
+        assert bot.url is not None and policy is not None
+        if bot.address is None:
+            return await admit_url(bot.url, policy, resolve=resolve)
+        parsed = check_url(bot.url)  # pinned by the league file: that address is what is reached
+        policy.check(bot.address, parsed.port)
+        return PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port, address=bot.address,
+                         addresses=(bot.address,))
+
+    bots = house_urls(league)
+    answers = await asyncio.gather(*(admit(b) for b in bots), return_exceptions=True)
     pins: dict[str, PinnedURL] = {}
-    for bot in house_urls(league):
-        assert bot.url is not None
+    for bot, answer in zip(bots, answers):
+        if isinstance(answer, PinnedURL):
+            pins[bot.name] = answer
+            continue
         try:
-            if bot.address is not None:  # pinned by the league file: that address is what is reached
-                parsed = check_url(bot.url)
-                policy.check(bot.address, parsed.port)
-                pins[bot.name] = PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port,
-                                           address=bot.address, addresses=(bot.address,))
-            else:
-                pins[bot.name] = await admit_url(bot.url, policy, resolve=resolve)
+            raise answer
         except AddressRefused as e:
             raise StartError(409, f"house bot {bot.name!r} at {bot.url!r} is refused: {e.what}. A league file's "
                                   "house URL bots are under the address policy of the teams' URLs: allow that "
