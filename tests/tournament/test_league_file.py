@@ -248,10 +248,26 @@ def test_a_league_file_nested_10000_deep_is_a_league_error(text: str) -> None:
         parse_league(text, "l.toml")
 
 
-def test_deep_dotted_keys_are_refused_before_anything_walks_them() -> None:
-    """tomllib builds them without recursion; the checks after it recurse."""
-    with pytest.raises(LeagueError, match=r"nested too deeply: 10002 levels"):
+def test_deep_dotted_keys_are_refused_before_tomllib_reads_them() -> None:
+    """Attack: tomllib builds them without recursion, but in a time that
+    grows with the square of their parts: 30,000 (60 KB, under the
+    service's body limit) blocked the service's event loop ~20 s. Refused
+    by their dots first."""
+    import time
+
+    began = time.perf_counter()
+    with pytest.raises(LeagueError, match=r"^l.toml:26: 10000 dots on one line, at most 100"):
         parse_league(DEEP_KEYS, "l.toml")
+    with pytest.raises(LeagueError, match=r"^l.toml:1: 30000 dots on one line, at most 100"):
+        parse_league("a." * 30_000 + "a = 1\n", "l.toml")
+    assert time.perf_counter() - began < 1.0  # generous: it takes milliseconds
+
+
+def test_a_league_file_dotted_as_deep_as_allowed_is_measured_and_refused() -> None:
+    """Below the dots' limit, the depth of what tomllib built is measured
+    without recursion and refused past 32 levels."""
+    with pytest.raises(LeagueError, match=r"nested too deeply: 101 levels of tables and arrays, at most 32"):
+        parse_league("a." * 100 + "a = 1\n", "l.toml")
 
 
 def test_a_league_file_a_little_too_deep_is_refused_with_its_depth() -> None:
