@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import msgspec
 import msgspec.inspect as mi
 
-__all__ = ["ConfigError", "find_unknown_key", "load_toml_struct", "toml_struct"]
+__all__ = ["MAX_NESTING", "TOO_DEEP", "ConfigError", "find_unknown_key", "load_toml_struct", "nesting", "toml_struct",
+           "too_deep"]
 
 T = TypeVar("T")
 
@@ -47,6 +48,11 @@ def load_toml_struct(
         raise ConfigError(f"{name}: cannot read: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{name}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [ or {
+        raise ConfigError(f"{name}: {TOO_DEEP}") from None
+    depth = nesting(document)
+    if depth > MAX_NESTING:
+        raise ConfigError(f"{name}: {too_deep(depth)}")
     return toml_struct(document, table, type_, source=name, required=required)
 
 
@@ -148,3 +154,38 @@ def _find(value: Any, info: mi.Type, path: list[str]) -> tuple[list[str], str, l
             if found is not None:
                 return found
     return None
+
+
+# ------------------------------------------------------------ nesting
+
+
+#: Levels of tables and arrays a configuration file may nest (a league needs
+#: 3: ``[[bots]]``, its ``limits``, a value). Deeper data is refused before
+#: any code walks it recursively.
+MAX_NESTING = 32
+#: What is wrong with a file nested deeper than ``tomllib`` can parse
+#: (it raises ``RecursionError`` past a few hundred ``[`` or ``{``).
+TOO_DEEP = (f"nested too deeply: its arrays or inline tables go hundreds of levels deep, at most {MAX_NESTING} "
+            "levels are read (a configuration needs a few)")
+
+
+def too_deep(depth: int) -> str:
+    return f"nested too deeply: {depth} levels of tables and arrays, at most {MAX_NESTING}"
+
+
+def nesting(value: Any) -> int:
+    """How many levels of tables and arrays `value` (parsed TOML or JSON)
+    nests, counted without recursion (so that any depth is measured)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -120,6 +120,12 @@ class UnresolvedHost(BotURLError):
 class AddressRefused(BotURLError):
     """The URL is, or resolves to, an address the policy refuses."""
 
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        #: The address refused and why, without what to do:
+        #: ``"127.0.0.1 is a loopback address"``.
+        self.what = what or message
+
 
 # ------------------------------------------------------------------ addresses
 
@@ -286,7 +292,8 @@ class AddressPolicy:
         before a run that a pinned address is still acceptable)."""
         refused = self.refusal(address, port)
         if refused is not None:
-            raise AddressRefused(f"{canonical(address)}:{port} is {refused.what}: {refused.fix}")
+            raise AddressRefused(f"{canonical(address)}:{port} is {refused.what}: {refused.fix}",
+                                 f"{canonical(address)} is {refused.what}")
 
 
 def parse_networks(text: str) -> tuple[IPNetwork, ...]:
@@ -639,7 +646,8 @@ async def admit_url(
             subject = f"{ip} is"
         else:
             subject = f"{parsed.host} resolves to {ip},"
-        raise AddressRefused(f"{parsed.url!r} is refused: {subject} {refused.what}: {refused.fix}")
+        raise AddressRefused(f"{parsed.url!r} is refused: {subject} {refused.what}: {refused.fix}",
+                             f"{subject} {refused.what}")
     return PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port, address=str(unique[0]),
                      addresses=tuple(str(a) for a in unique))
 

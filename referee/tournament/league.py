@@ -24,7 +24,7 @@ from protocol.messages import Rules, Timeouts
 
 from ..bots.container import ContainerLimits, check_limits
 from ..bots.factory import BotSpec
-from ..config import find_unknown_key
+from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy
 
 
@@ -144,6 +144,11 @@ def _slug(name: str) -> str:
 # ------------------------------------------------------------------ loading
 
 
+#: The most dots on one line of a league file (a key ``a.b.c``, a URL, an
+#: address: a few).
+MAX_DOTS = 100
+
+
 def load_league(path: str | Path) -> League:
     """Read and check a league file; raises :class:`LeagueError`."""
     p = Path(path)
@@ -159,10 +164,20 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
     later (the classroom service's teams), so having none yet, or fewer than a
     table's seats, is not an error."""
     lines = TomlLines(text)
+    for no, line in enumerate(text.splitlines(), 1):
+        # tomllib's time grows with the square of a dotted key's parts (10,000: 1.2 s, 30,000: 20 s)
+        if (dots := line.count(".")) > MAX_DOTS:
+            raise LeagueError(f"{filename}:{no}: {dots} dots on one line, at most {MAX_DOTS}: keys dotted that "
+                              "deep are refused (a league file nests a few levels)")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LeagueError(f"{filename}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of [ or {: 10,000 of them are a crash
+        raise LeagueError(f"{filename}: {TOO_DEEP}") from None
+    depth = nesting(data)  # dotted keys nest without recursion: a.a.a...a = 1
+    if depth > MAX_NESTING:
+        raise LeagueError(f"{filename}: {too_deep(depth)}")
     unknown = find_unknown_key(data, League)
     if unknown is not None or "path" in data:  # `path` is set by the loader only
         parts, key, known = unknown if unknown is not None else ([], "path", [])

@@ -69,6 +69,9 @@ class Size(_IntParam):
 @click.option("--allow-house-commands", is_flag=True,
               help="Let league files sent through the web start commands and open unix sockets on this "
                    "server (house bots). Off: only URL and image house bots.")
+@click.option("--house-urls-anywhere", is_flag=True,
+              help="Let a league file's house URL bots be at any address (loopback, this server's, a private "
+                   "network). Off: they are under the teams' address policy (--bot-networks).")
 @click.option("--max-upload", default="1g", show_default=True, type=Size(1),
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
 @click.option("--max-build-growth", default="64m", show_default=True, type=Size(1024**2, " (1m)"),
@@ -101,10 +104,10 @@ class Size(_IntParam):
               help="Run every team's container (admission checks, runs, the ladder) under this runtime of "
                    "the Docker daemon, over the league files' [containers] runtime: runsc for gVisor.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
-          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: int,
-          live_rate: int, secure_cookies: bool, executor: str, address: str | None, workers: int,
-          max_build_growth: int, max_image_unpacked: int, min_free_disk: int, team_image_quota: int,
-          check_budget: float, runtime: str | None) -> None:
+          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
+          house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
+          address: str | None, workers: int, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
+          team_image_quota: int, check_budget: float, runtime: str | None) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -159,7 +162,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      trusted_proxies=proxies, live_bytes_per_s=live_rate,
                                      max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
                                      min_free_disk=min_free_disk, team_image_quota=team_image_quota,
-                                     check_budget_s=check_budget))
+                                     check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)
@@ -184,9 +187,12 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
 
     db = ServiceDB(db_path)
     try:
+        from .validation import parse_id
+
         instance = use(service_instance(db))  # the service's instance: its names, labels, pins
         retag_pinned(instance, db.pinned_images())
-        comp = db.competition(int(competition)) if competition.isdigit() else None
+        cid = parse_id(competition)  # a name may be all digits too; an id past SQLite's range is none
+        comp = db.competition(cid) if cid is not None else None
         comp = comp or db.competition_named(competition)
         if comp is None:
             click.echo(f"error: no competition {competition!r}", err=True)

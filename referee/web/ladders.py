@@ -25,14 +25,14 @@ import secrets
 import threading
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import msgspec
 from aiohttp import web
 
 from ..bots.factory import BotSpec
-from ..bots.netpolicy import AddressPolicy
+from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..tournament.executors import Executor, LocalExecutor
 from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries
 from ..tournament.league import League, LeagueError
@@ -49,6 +49,8 @@ from .runs import (
     end_thread,
     executor_factory,
     league_filename,
+    pin_house_text,
+    pinned_house,
     prepare_run,
     still_allowed,
     team_entry,
@@ -67,14 +69,16 @@ def _secret_seed() -> int:
 # ------------------------------------------------------------ the entries
 
 
-def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None) -> list[Wanted]:
+def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None,
+              house: Mapping[str, PinnedURL] | None = None) -> list[Wanted]:
     """The entries an open competition's ladder should have: its house bots
+    (a URL one at its address in `house`, :func:`~.runs.pin_house_urls`)
     and each team's version in play (a URL bot only while its pinned address
     is one `policy` allows), with their secrets."""
     comp = db.competition(cid)
     if comp is None:
         return []
-    out = [Wanted(name=b.name, spec=b) for b in check_league_text(comp.league_toml).bots]
+    out = [Wanted(name=b.name, spec=b) for b in pinned_house(check_league_text(comp.league_toml).bots, house)]
     for team in db.teams(cid):
         sub = db.playing_submission(team.id)
         if sub is None or not still_allowed(sub, policy):
@@ -116,6 +120,9 @@ class LadderThread:
         self.make_executor = executor
         self.league, self.known, self.concurrency = league, known, concurrency
         self.wanted = wanted
+        #: Its house URL bots' addresses, admitted when it started (the
+        #: entries a new submission brings keep them).
+        self.house: Mapping[str, PinnedURL] = {}
         self.ladder = self._new_ladder(wanted)
         #: Times the ladder failed and started again, since it last played a while.
         self.restarts = 0
@@ -241,11 +248,22 @@ class PhaseError(StartError):
     """A phase change that cannot be made now (409 unless said otherwise)."""
 
 
+async def _house_pins(app: web.Application, comp: Competition, what: str) -> Mapping[str, PinnedURL]:
+    """The competition's house URL bots admitted and pinned
+    (:func:`~.runs.pin_house_urls`); :class:`PhaseError` naming the one refused."""
+    settings = app[SETTINGS]
+    try:
+        return await pin_house_text(comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere)
+    except StartError as e:
+        raise PhaseError(e.status, f"{what}: {e.message}") from None
+
+
 def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
-                  concurrency: int | None) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
+                  concurrency: int | None, house: Mapping[str, PinnedURL] | None = None,
+                  ) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
     """Mark the competition open and its ladder running: the same ladder as
     before when it has one (reopened, or the server restarted), else a new
-    one on a secret seed."""
+    one on a secret seed; its house URL bots at their addresses in `house`."""
     comp = db.competition(cid)
     if comp is None:
         raise PhaseError(404, f"no competition {cid}")
@@ -261,6 +279,7 @@ def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
             raise PhaseError(409, f"cannot open: {e}") from None
         league.tournament.seed = _secret_seed()
         league.path = league_filename(db, cid)
+        league.bots = pinned_house(league.bots, house)
         run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=0, kind="ladder")
         if not isinstance(run, str):
             out = db.data_dir / f"competition-{cid}" / f"ladder-{run.id}"
@@ -269,7 +288,7 @@ def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
     if isinstance(run, str):
         raise PhaseError(409, f"cannot open: {run}")
     db.set_phase(cid, "open", concurrency=concurrency)
-    return run, league, wanted_of(db, cid, policy), known_of(db, run.out_dir)
+    return run, league, wanted_of(db, cid, policy, house), known_of(db, run.out_dir)
 
 
 async def open_competition(app: web.Application, comp: Competition, concurrency: int | None = None) -> Run:
@@ -279,11 +298,12 @@ async def open_competition(app: web.Application, comp: Competition, concurrency:
                               "opens")
     if comp.id in app[LADDERS] and app[LADDERS][comp.id].alive():
         raise PhaseError(409, f"competition {comp.id}'s ladder is playing already")
-    db = app[DB]
-    run, league, wanted, known = await db.call(_start_ladder, comp.id, app[SETTINGS].bot_policy,
-                                               concurrency)
+    db, settings = app[DB], app[SETTINGS]
+    house = await _house_pins(app, comp, "cannot open")
+    run, league, wanted, known = await db.call(_start_ladder, comp.id, settings.bot_policy, concurrency, house)
     thread = LadderThread(db.path, run, league, wanted, known,
                           concurrency if concurrency is not None else comp.ladder_concurrency, executor_of(app))
+    thread.house = house
     app[LADDERS][comp.id] = thread
     await asyncio.to_thread(thread.start)
     return run
@@ -294,7 +314,7 @@ async def submission_accepted(app: web.Application, cid: int) -> list[EntryResul
     thread = app[LADDERS].get(cid)
     if thread is None or not thread.alive():
         return []
-    wanted = await app[DB].call(wanted_of, cid, app[SETTINGS].bot_policy)
+    wanted = await app[DB].call(wanted_of, cid, app[SETTINGS].bot_policy, thread.house)
     return await thread.reconcile(wanted)
 
 
@@ -315,10 +335,10 @@ async def freeze(app: web.Application, comp: Competition) -> None:
 
 
 def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
-                   seed: int | None = None) -> tuple[Run, League]:
-    """The final's run: the house bots and each team's newest version
-    accepted before the freeze, on an adaptive schedule from fresh ratings
-    and a new secret seed."""
+                   seed: int | None = None, house: Mapping[str, PinnedURL] | None = None) -> tuple[Run, League]:
+    """The final's run: the house bots (a URL one at its address in
+    `house`) and each team's newest version accepted before the freeze, on
+    an adaptive schedule from fresh ratings and a new secret seed."""
     comp = db.competition(cid)
     if comp is None:
         raise PhaseError(404, f"no competition {cid}")
@@ -335,7 +355,7 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
         if sub is not None and still_allowed(sub, policy):
             pairs.append((team, sub))
     try:
-        league = build_league(comp.league_toml, pairs, league_filename(db, cid))
+        league = build_league(comp.league_toml, pairs, league_filename(db, cid), house)
     except LeagueError as e:
         raise PhaseError(409, f"cannot start the final: {e}") from None
     league.tournament.schedule = "adaptive"
@@ -354,8 +374,9 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
 
 
 async def start_final(app: web.Application, comp: Competition, seed: int | None = None) -> Run:
-    db = app[DB]
-    run, league = await db.call(_prepare_final, comp.id, app[SETTINGS].bot_policy, seed)
+    db, settings = app[DB], app[SETTINGS]
+    house = await _house_pins(app, comp, "cannot start the final")
+    run, league = await db.call(_prepare_final, comp.id, settings.bot_policy, seed, house)
     thread = RunThread(db.path, run, league, resume=False, executor=executor_of(app))
     app[RUNS][run.id] = thread
     await asyncio.to_thread(thread.start)
@@ -365,14 +386,16 @@ async def start_final(app: web.Application, comp: Competition, seed: int | None 
 async def autoplay(app: web.Application) -> None:
     """At the server's start: open competitions play their ladder again,
     an unfinished final resumes."""
-    db = app[DB]
+    db, settings = app[DB], app[SETTINGS]
     for comp in await db.call(ServiceDB.competitions_in, "open"):
         try:
-            run, league, wanted, known = await db.call(_start_ladder, comp.id, app[SETTINGS].bot_policy, None)
+            house = await _house_pins(app, comp, "cannot open")
+            run, league, wanted, known = await db.call(_start_ladder, comp.id, settings.bot_policy, None, house)
         except StartError as e:
             log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)
             continue
         thread = LadderThread(db.path, run, league, wanted, known, comp.ladder_concurrency, executor_of(app))
+        thread.house = house
         app[LADDERS][comp.id] = thread
         await asyncio.to_thread(thread.start)
     for comp in await db.call(ServiceDB.competitions_in, "final"):

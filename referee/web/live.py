@@ -8,7 +8,11 @@ stream, ``GET /api/competitions/{cid}/events``.
 
 So that 500 viewers do not slow the games: the streams open at once are
 capped (``Settings.max_streams`` in all, then 503;
-``Settings.max_streams_per_client`` from one address, then 429); a stream
+``Settings.max_streams_per_client`` from one address, then 429;
+``Settings.max_streams_per_network`` from one network, :func:`client_of`:
+an IPv6 /64, or this host's loopback, then 429; and once all but
+``Settings.stream_reserve`` of the slots are taken, a network that has a
+stream open gets no other, so a new client still gets one); a stream
 sends at most one update per ``Settings.min_update_s``, and less often when
 all the streams would send more than ``Settings.live_bytes_per_s`` (so 500
 viewers cost what 50 do), the faster ones coalesced into the latest (a
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import math
 import re
 from collections import Counter
+from typing import NamedTuple
 
 import msgspec
 from aiohttp import web
@@ -50,11 +56,48 @@ Update = Leaderboard | None  # None: the stream ends
 LIVENESS_S = 1.0
 
 
+class Client(NamedTuple):
+    """Whom a stream is counted against: the client's address, and the
+    network it belongs to (:func:`client_of`)."""
+
+    #: The address (canonical: ``::ffff:192.0.2.1`` is ``192.0.2.1``).
+    address: str
+    #: The network its streams are counted in too: an IPv6 address's /64;
+    #: ``"this host (loopback)"`` for 127.0.0.0/8 and ::1; an IPv4 address
+    #: (not loopback) is its own.
+    network: str
+
+
+#: The network of every loopback address: one host (a user on it chooses
+#: any of the 16 million addresses of 127.0.0.0/8 as it likes).
+THIS_HOST = "this host (loopback)"
+
+
+def client_of(address: str) -> Client:
+    """The client of a stream from ``address`` (the peer's, or the one a
+    trusted proxy forwards): an IPv4-mapped IPv6 address counts as its IPv4
+    address; an IPv6 address belongs to its /64, which one host or one site
+    holds whole (a client choosing a new address for each stream is still
+    one network); every loopback address (127.0.0.0/8, ::1) to this host; a
+    string that is no address (``unknown``) is its own."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # a zone index says nothing of who
+    except ValueError:
+        return Client(address[:100], address[:100])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return Client(str(ip), THIS_HOST)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return Client(str(ip), str(ipaddress.IPv6Network((ip, 64), strict=False)))
+    return Client(str(ip), str(ip))
+
+
 class Stream:
     """One open event stream: the latest update not sent yet (a newer one
     replaces it), and whether it is to end."""
 
-    def __init__(self, cid: int, client: str) -> None:
+    def __init__(self, cid: int, client: Client) -> None:
         self.cid = cid
         self.client = client
         self.pending: Leaderboard | None = None
@@ -76,7 +119,8 @@ class Stream:
 
 
 class Hub:
-    """The open streams of each competition, and how many each client has."""
+    """The open streams of each competition, and how many each client
+    address and each network (:func:`client_of`) has."""
 
     def __init__(self) -> None:
         self.streams: dict[int, set[Stream]] = {}
@@ -84,24 +128,43 @@ class Hub:
         self.versions: dict[int, tuple[object, ...]] = {}
         #: When each competition's board was last published (loop time).
         self.published: dict[int, float] = {}
+        #: Streams open by client address.
         self.clients: Counter[str] = Counter()
+        #: Streams open by network (an IPv6 /64, this host, an IPv4 address).
+        self.networks: Counter[str] = Counter()
         self.open = 0
         self.closing = False
 
-    def refusal(self, client: str, settings: Settings) -> tuple[int, str] | None:
+    def refusal(self, client: Client, settings: Settings) -> tuple[int, str] | None:
         """Why one more stream from ``client`` is refused (429: it has its
-        share; 503: the server has its limit), or None."""
-        if self.clients[client] >= settings.max_streams_per_client:
-            return 429, (f"too many live streams from {client}: at most {settings.max_streams_per_client} "
+        share, or its network has; or the server is busy and its network
+        has a stream already; 503: the server has its limit), or None.
+
+        The reserve: once all but ``stream_reserve`` of ``max_streams``
+        are open, only a network that has no stream open gets one, so that
+        those who hold several cannot take the last slots from a new client."""
+        address, network = client
+        if self.clients[address] >= settings.max_streams_per_client:
+            return 429, (f"too many live streams from {address}: at most {settings.max_streams_per_client} "
                          "at a time (close a page of a leaderboard)")
+        per_network = max(settings.max_streams_per_network, settings.max_streams_per_client)
+        if network != address and self.networks[network] >= per_network:
+            return 429, (f"too many live streams from {network}: at most {per_network} at a time from one "
+                         "network (close a page of a leaderboard)")
         if self.open >= settings.max_streams:
             return 503, f"the server has {self.open} live streams open, its limit: try again later"
+        if self.networks[network] and self.open >= settings.max_streams - reserved(settings):
+            who = address if network == address else f"{network} ({address})"
+            return 429, (f"the server is busy ({self.open} live streams of {settings.max_streams}): the last "
+                         f"slots are kept for clients with none, and {who} has {self.networks[network]} open "
+                         "(close a page of a leaderboard, or try again later)")
         return None
 
-    def subscribe(self, cid: int, client: str) -> Stream:
+    def subscribe(self, cid: int, client: Client) -> Stream:
         stream = Stream(cid, client)
         self.streams.setdefault(cid, set()).add(stream)
-        self.clients[client] += 1
+        self.clients[client.address] += 1
+        self.networks[client.network] += 1
         self.open += 1
         return stream
 
@@ -114,9 +177,10 @@ class Hub:
             del self.streams[stream.cid]
             self.published.pop(stream.cid, None)
         self.open -= 1
-        self.clients[stream.client] -= 1
-        if self.clients[stream.client] <= 0:
-            del self.clients[stream.client]
+        for counter, key in ((self.clients, stream.client.address), (self.networks, stream.client.network)):
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
 
     def publish(self, cid: int, update: Update) -> None:
         for stream in list(self.streams.get(cid, ())):
@@ -127,6 +191,11 @@ class Hub:
         self.closing = True
         for cid in list(self.streams):
             self.publish(cid, None)
+
+
+def reserved(settings: Settings) -> int:
+    """The slots kept for networks that have no stream open."""
+    return int(settings.max_streams * min(max(settings.stream_reserve, 0.0), 1.0))
 
 
 HUB: web.AppKey[Hub] = web.AppKey("hub", Hub)
@@ -150,7 +219,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     if view not in VIEWS:
         fail(422, f"'view' must be one of {', '.join(VIEWS)}, got {view!r}", "view")
     hub, settings = app[HUB], app[SETTINGS]
-    client = client_address(request)
+    client = client_of(client_address(request))
     refused = hub.refusal(client, settings)
     if refused is not None:
         fail(*refused, headers={"Retry-After": str(STREAM_RETRY_S)})

@@ -16,13 +16,13 @@ import contextlib
 import importlib.util
 import threading
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import msgspec
 
 from ..bots.factory import BotSpec
-from ..bots.netpolicy import AddressPolicy, BotURLError, check_url
+from ..bots.netpolicy import AddressPolicy, AddressRefused, BotURLError, PinnedURL, Resolve, admit_url, check_url
 from ..tournament.league import (
     League,
     LeagueError,
@@ -70,9 +70,13 @@ def team_entry(team: Team, sub: Submission) -> BotSpec:
     return BotSpec(name=team.name, url=sub.url, address=sub.address)
 
 
-def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str) -> League:
-    """The league a run plays: the competition's league with the teams' bots."""
+def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str,
+                 house: Mapping[str, PinnedURL] | None = None) -> League:
+    """The league a run plays: the competition's league, its house URL bots
+    pinned to the addresses admitted (`house`, :func:`pin_house_urls`), with
+    the teams' bots."""
     league = parse_league(text, filename, bots_to_come=True)
+    league.bots = pinned_house(league.bots, house)
     league.bots += [team_entry(t, s) for t, s in teams]
     check_league(league, filename, TomlLines(text))
     return league
@@ -379,6 +383,85 @@ def replay_path(out_dir: str | Path, index: int) -> Path | None:
     return Path(out_dir) / str(row[0])
 
 
+# ---------------------------------------------------------- house URL bots
+
+#: The ``referee serve`` flag that lets a league file's house URL bots be anywhere.
+HOUSE_URLS_FLAG = "referee serve --house-urls-anywhere"
+
+
+def house_urls(league: League) -> list[BotSpec]:
+    """The house bots of a league that are reached over the network by URL
+    (not an image's, not a unix socket: ``--allow-house-commands`` rules those)."""
+    return [b for b in league.bots
+            if b.url is not None and b.image is None and not b.url.startswith("unix:")]
+
+
+async def pin_house_urls(league: League, policy: AddressPolicy | None, *, anywhere: bool = False,
+                         resolve: Resolve | None = None) -> dict[str, PinnedURL]:
+    """Each house URL bot of an admin's league file admitted as a team's URL
+    is (:func:`~referee.bots.netpolicy.admit_url` under `policy`, the
+    service's ``--bot-networks``): its host resolved once, every address
+    checked, and the bot pinned to the first for the run. An ``address`` the
+    league file pins itself is checked as it is. None (``anywhere``, the
+    operator's ``--house-urls-anywhere``; or no policy, ``referee start``):
+    the house bots are reached as the league says, anywhere.
+
+    Raises :class:`StartError` (409) naming the house bot (the first in the
+    file's order), the address and the flag. The names resolve at the same
+    time (a league of 100 house bots waits one resolver timeout at most)."""
+    if anywhere or policy is None:
+        return {}
+
+    async def admit(bot: BotSpec) -> PinnedURL:
+        assert bot.url is not None and policy is not None
+        if bot.address is None:
+            return await admit_url(bot.url, policy, resolve=resolve)
+        parsed = check_url(bot.url)  # pinned by the league file: that address is what is reached
+        policy.check(bot.address, parsed.port)
+        return PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port, address=bot.address,
+                         addresses=(bot.address,))
+
+    bots = house_urls(league)
+    answers = await asyncio.gather(*(admit(b) for b in bots), return_exceptions=True)
+    pins: dict[str, PinnedURL] = {}
+    for bot, answer in zip(bots, answers):
+        if isinstance(answer, PinnedURL):
+            pins[bot.name] = answer
+            continue
+        try:
+            raise answer
+        except AddressRefused as e:
+            raise StartError(409, f"house bot {bot.name!r} at {bot.url!r} is refused: {e.what}. A league file's "
+                                  "house URL bots are under the address policy of the teams' URLs: allow that "
+                                  "network with referee serve --bot-networks CIDR, or let house bots be anywhere "
+                                  f"with {HOUSE_URLS_FLAG}") from None
+        except (BotURLError, ValueError) as e:  # malformed, or its host does not resolve
+            raise StartError(409, f"house bot {bot.name!r} is refused: {e} (a league file's house URL bots are "
+                                  f"admitted as the teams' URLs are; {HOUSE_URLS_FLAG} takes them as they "
+                                  "are)") from None
+    return pins
+
+
+async def pin_house_text(text: str, policy: AddressPolicy | None, *, anywhere: bool = False) -> dict[str, PinnedURL]:
+    """:func:`pin_house_urls` of a competition's league text (none when it
+    does not parse: what reads it next says why)."""
+    if anywhere or policy is None:
+        return {}
+    try:
+        league = check_league_text(text)
+    except LeagueError:
+        return {}
+    return await pin_house_urls(league, policy)
+
+
+def pinned_house(bots: list[BotSpec], house: Mapping[str, PinnedURL] | None) -> list[BotSpec]:
+    """The league's bots, each house URL bot of `house` at its pinned address."""
+    if not house:
+        return bots
+    return [msgspec.structs.replace(b, url=house[b.name].url, address=house[b.name].address)
+            if b.name in house and b.image is None else b for b in bots]
+
+
 # ---------------------------------------------------------- starting a run
 
 
@@ -414,11 +497,13 @@ def still_allowed(sub: Submission, policy: AddressPolicy | None) -> bool:
 
 
 def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
-                policy: AddressPolicy | None = None) -> tuple[Run, League]:
+                policy: AddressPolicy | None = None,
+                house: Mapping[str, PinnedURL] | None = None) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
     teams' latest accepted bots (a URL bot only while its pinned address is
-    one `policy` allows), or (``resume``) the last run again. The run and
-    the league to play; :class:`StartError` when it cannot start."""
+    one `policy` allows) and the house bots (a URL one at its address in
+    `house`, :func:`pin_house_urls`), or (``resume``) the last run again.
+    The run and the league to play; :class:`StartError` when it cannot start."""
     from ..tournament.schedule import make_scheduler
 
     comp = db.competition(cid)
@@ -442,7 +527,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
         if sub is not None and still_allowed(sub, policy):
             pairs.append((team, sub))
     try:
-        league = build_league(comp.league_toml, pairs, league_filename(db, cid))
+        league = build_league(comp.league_toml, pairs, league_filename(db, cid), house)
     except LeagueError as e:
         raise StartError(409, f"cannot start: {e}") from None
     scheduler = make_scheduler(league)

@@ -48,6 +48,10 @@ class Settings(msgspec.Struct, kw_only=True):
     #: League files sent through the web may start commands and open unix
     #: sockets on the server (``--allow-house-commands``).
     allow_house_commands: bool = False
+    #: A league file's house URL bots may be at any address
+    #: (``--house-urls-anywhere``); off: under ``bot_policy``, as the teams'
+    #: URLs, admitted and pinned the same way.
+    house_urls_anywhere: bool = False
     #: Submissions checked at the same time.
     admission_workers: int = 1
     #: Validation games of the admission check.
@@ -70,6 +74,13 @@ class Settings(msgspec.Struct, kw_only=True):
     #: Live event streams open at the same time from one client address (then
     #: 429): the peer's, or behind a proxy of ``trusted_proxies`` the client's.
     max_streams_per_client: int = 4
+    #: ... and from one network (then 429): an IPv6 client's /64, or this
+    #: host's loopback addresses (:func:`referee.web.live.client_of`); an
+    #: IPv4 address is its own network. At least ``max_streams_per_client``.
+    max_streams_per_network: int = 32
+    #: The share of ``max_streams`` kept for networks that have no stream
+    #: open: beyond the rest, a network with a stream gets no other (429).
+    stream_reserve: float = 0.25
     #: Reverse proxies in front of the server (``--trusted-proxies``): a
     #: request from one of them comes from the address its
     #: ``X-Forwarded-For`` names (:func:`~referee.web.handlers.common.client_address`).

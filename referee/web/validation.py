@@ -65,14 +65,41 @@ async def has_body(request: web.Request) -> bool:
     return request.can_read_body
 
 
+#: The largest row id SQLite stores (its integers are signed 64-bit).
+MAX_ID = 2**63 - 1
+
+_ID = re.compile(r"[0-9]{1,40}")
+
+
+def parse_id(text: str | None) -> int | None:
+    """An id as a request writes it (a path part, ``?run=``): ASCII digits
+    that make a number SQLite can hold; None for anything else (``"+1"``,
+    ``"1_0"``, ``"٣"``, 20 nines). A bigger number is no row anywhere, and
+    would raise ``OverflowError`` in the SQLite driver."""
+    if text is None or not _ID.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None
+
+
 def path_int(request: web.Request, key: str) -> int:
     """A number in the path (``{cid}``, ``{rid}``...): 404 when it is not one."""
-    try:
-        value = int(request.match_info[key])
-    except ValueError:
-        raise web.HTTPNotFound() from None
-    if not 0 <= value < 2**63:  # SQLite's integers: a bigger id exists nowhere
+    value = parse_id(request.match_info[key])
+    if value is None:  # no row has it
         raise web.HTTPNotFound()
+    return value
+
+
+def query_id(request: web.Request, key: str) -> int | None:
+    """An id in the query (``?run=R``): None when absent, 404 naming it
+    when it is not an id (no row has it)."""
+    text = request.query.get(key)
+    if text is None:
+        return None
+    value = parse_id(text)
+    if value is None:
+        shown = text if len(text) <= 24 else text[:21] + "..."
+        fail(404, f"no {key} {shown!r}: {key} ids are whole numbers below 2**63")
     return value
 
 

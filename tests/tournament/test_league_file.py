@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -224,3 +228,71 @@ def test_a_round_robin_too_big_to_play_is_refused_at_load_time() -> None:
 
     s = make_scheduler(league)
     assert isinstance(s, BalancedScheduler) and s.total == 10 * 996
+
+
+# ------------------------------------------------- nesting (issue 24, item 7)
+
+#: 10,000 levels of arrays: tomllib recurses once per level (RecursionError).
+DEEP_ARRAYS = "[tournament]\nseed = " + "[" * 10_000 + "]" * 10_000 + "\n"
+#: 10,000 levels of inline tables.
+DEEP_TABLES = "[tournament]\nseed = " + "{a = " * 10_000 + "1" + "}" * 10_000 + "\n"
+#: Dotted keys nest without recursion in tomllib, but whatever walks the data next recurses.
+DEEP_KEYS = GOOD + "[containers]\n" + "a." * 10_000 + "a = 1\n"
+
+
+@pytest.mark.parametrize("text", [DEEP_ARRAYS, DEEP_TABLES], ids=["arrays", "inline-tables"])
+def test_a_league_file_nested_10000_deep_is_a_league_error(text: str) -> None:
+    """Attack: a league file 10,000 levels deep was a RecursionError (a 500
+    in the service, a traceback from the CLI): now it is a LeagueError."""
+    with pytest.raises(LeagueError, match=r"^l.toml: nested too deeply"):
+        parse_league(text, "l.toml")
+
+
+def test_deep_dotted_keys_are_refused_before_tomllib_reads_them() -> None:
+    """Attack: tomllib builds them without recursion, but in a time that
+    grows with the square of their parts: 30,000 (60 KB, under the
+    service's body limit) blocked the service's event loop ~20 s. Refused
+    by their dots first."""
+    import time
+
+    began = time.perf_counter()
+    with pytest.raises(LeagueError, match=r"^l.toml:26: 10000 dots on one line, at most 100"):
+        parse_league(DEEP_KEYS, "l.toml")
+    with pytest.raises(LeagueError, match=r"^l.toml:1: 30000 dots on one line, at most 100"):
+        parse_league("a." * 30_000 + "a = 1\n", "l.toml")
+    assert time.perf_counter() - began < 1.0  # generous: it takes milliseconds
+
+
+def test_a_league_file_dotted_as_deep_as_allowed_is_measured_and_refused() -> None:
+    """Below the dots' limit, the depth of what tomllib built is measured
+    without recursion and refused past 32 levels."""
+    with pytest.raises(LeagueError, match=r"nested too deeply: 101 levels of tables and arrays, at most 32"):
+        parse_league("a." * 100 + "a = 1\n", "l.toml")
+
+
+def test_a_league_file_a_little_too_deep_is_refused_with_its_depth() -> None:
+    text = GOOD + "[containers]\nx = " + "[" * 40 + "]" * 40 + "\n"
+    with pytest.raises(LeagueError, match=r"nested too deeply: 42 levels of tables and arrays, at most 32"):
+        parse_league(text, "l.toml")
+
+
+def test_the_cli_says_a_league_file_is_nested_too_deeply(tmp_path: Path) -> None:
+    """``referee tournament`` on it: one line naming the file, exit code 2, no traceback."""
+    league = tmp_path / "deep.toml"
+    league.write_text(DEEP_ARRAYS, encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-m", "referee.cli", "tournament", str(league), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120, cwd=root,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr
+    assert f"error: {league}: nested too deeply" in r.stderr
+
+
+def test_a_configuration_file_nested_10000_deep_is_a_config_error(tmp_path: Path) -> None:
+    from referee.config import ConfigError, load_toml_struct
+
+    path = tmp_path / "rules.toml"
+    path.write_text("[rules]\nx = " + "[" * 10_000 + "]" * 10_000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_toml_struct(path, "rules", dict)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import aiohttp
 import msgspec
 import pytest
+from aiohttp import web
 from helpers_web import LOOPBACK, league_text, serve
 from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
@@ -632,3 +634,182 @@ async def test_the_replay_cache_evicts_by_bytes_and_a_pinned_board_is_one_key(
     assert boards.computed - computed == 1 and BoardKey(cid, rid, True) in boards.values
     await error_of(await small.get(f"/api/competitions/{cid}?run={rid + 1}"), 404)
     assert boards.computed - computed == 1
+
+
+# ----------------------------- clients by network, and a reserve (issue 24, item 7)
+
+
+def test_a_streams_client_is_its_address_and_its_network() -> None:
+    """IPv6 addresses of one /64 are one network (one host or site holds it
+    whole); IPv4-mapped addresses are their IPv4 address; every loopback
+    address is this host; any other IPv4 address is its own network."""
+    from referee.web.live import THIS_HOST, client_of
+
+    a, b = client_of("2001:db8:1:2::1"), client_of("2001:db8:1:2:ffff:ffff:ffff:ffff")
+    assert a.network == b.network == "2001:db8:1:2::/64" and a.address != b.address
+    assert client_of("2001:db8:1:3::1").network == "2001:db8:1:3::/64"
+    assert client_of("2001:DB8:1:2::1%eth0") == a  # the zone and the case say nothing of who
+    assert client_of("::ffff:192.0.2.7") == client_of("192.0.2.7") == ("192.0.2.7", "192.0.2.7")
+    assert client_of("127.0.0.1") == ("127.0.0.1", THIS_HOST)
+    assert client_of("127.3.4.5").network == client_of("::1").network == client_of("::ffff:127.0.0.9").network == THIS_HOST
+    assert client_of("unknown") == ("unknown", "unknown")
+
+
+def test_once_the_server_is_busy_a_client_with_a_stream_gets_no_other() -> None:
+    """The reserve, counted: 40 slots, a quarter kept for networks with no
+    stream. Ten clients asking for 4 each take 32, not 40; the 8 left go to
+    8 new clients, one each; then 503."""
+    from referee.web.live import Hub, client_of
+
+    hub, settings = Hub(), Settings(max_streams=40)
+    got: Counter[str] = Counter()
+    for i in range(10):
+        for _ in range(4):
+            c = client_of(f"203.0.113.{i}")
+            if hub.refusal(c, settings) is None:
+                hub.subscribe(1, c)
+                got[c.address] += 1
+    assert hub.open == 32 and got["203.0.113.0"] == 4 and got["203.0.113.9"] == 1
+    refused = hub.refusal(client_of("203.0.113.9"), settings)
+    assert refused is not None and refused[0] == 429 and "kept for clients with none" in refused[1]
+    for i in range(8):
+        assert hub.refusal(client_of(f"198.51.100.{i}"), settings) is None
+        hub.subscribe(1, client_of(f"198.51.100.{i}"))
+    refused = hub.refusal(client_of("198.51.100.200"), settings)
+    assert refused is not None and refused[0] == 503
+
+
+def test_an_ipv6_network_has_one_share_whatever_addresses_it_takes() -> None:
+    from referee.web.live import Hub, client_of
+
+    hub, settings = Hub(), Settings(max_streams_per_network=32)
+    for i in range(1, 200):  # a new address for each stream: the /64 still counts
+        c = client_of(f"2001:db8::{i:x}")
+        if hub.refusal(c, settings) is None:
+            hub.subscribe(1, c)
+    assert hub.open == 32 and hub.networks == {"2001:db8::/64": 32}
+    refused = hub.refusal(client_of("2001:db8::ffff"), settings)
+    assert refused is not None and refused[0] == 429 and "2001:db8::/64" in refused[1]
+    assert hub.refusal(client_of("2001:db8:0:1::1"), settings) is None  # the next /64 is another network
+
+
+async def _open_from(session: aiohttp.ClientSession, url: str, headers: dict[str, str] | None = None) -> Any:
+    r = await session.get(url, headers=headers or {})
+    if r.status == 200:
+        await read_events(r, lambda d: True)
+    else:
+        await r.read()
+    return r
+
+
+async def test_250_loopback_addresses_cannot_take_every_slot(db_path: Path) -> None:
+    """Attack: 250 loopback addresses x 4 streams took all 1,000 slots (the
+    cap counted exact addresses), and the next viewer got 503. Now 127/8 is
+    one network (this host): they get 32, and a new client (here through
+    the trusted proxy on 127.0.0.1, which forwards its address) gets one."""
+    db = ServiceDB(db_path)
+    try:
+        cid = db.add_competition("class", league_text()).id
+    finally:
+        db.close()
+    app = make_app(db_path, Settings(poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK,
+                                     trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),)))
+    runner, base = await serve(app)
+    url = f"{base}/api/competitions/{cid}/events"
+    hub = app[HUB]
+    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=(f"127.0.0.{i}", 0), limit=0))
+                for i in range(2, 252)]
+    newcomer = aiohttp.ClientSession()
+    opened: list[Any] = []
+    try:
+        for batch in range(0, len(sessions), 25):
+            opened += await asyncio.gather(*(_open_from(s, url) for s in sessions[batch:batch + 25]
+                                             for _ in range(4)))
+        statuses = Counter(r.status for r in opened)
+        r = await _open_from(newcomer, url, {"X-Forwarded-For": "203.0.113.7"})
+        assert r.status == 200, (r.status, await r.text(), hub.open, statuses)
+        assert hub.clients["203.0.113.7"] == 1
+        r.close()
+        assert statuses[200] <= 32 and statuses[429] >= 1000 - 32, statuses
+        assert len(hub.clients) >= 8  # many addresses, one network
+        refused = next(r for r in opened if r.status == 429)
+        assert "this host (loopback)" in await refused.text()
+    finally:
+        for r in opened:
+            r.close()
+        for s in [*sessions, newcomer]:
+            await s.close()
+        await runner.cleanup()
+
+
+async def test_a_new_client_gets_a_stream_when_the_others_hold_several(
+    service: Service, admin_token: str
+) -> None:
+    """Attack, through a trusted proxy (every client its own IPv4 address):
+    10 clients x 4 streams took all of 40 slots; now 32, and 8 newcomers get one each."""
+    client = await service(max_streams=40, trusted_proxies=(ipaddress.ip_network("127.0.0.0/8"),))
+    hub = client.server.app[HUB]
+    cid = await new_competition(client, admin_token)
+    opened = [await _stream(client, cid, f"203.0.113.{i}") for i in range(10) for _ in range(4)]
+    assert Counter(r.status for r in opened) == {200: 32, 429: 8}
+    refused = next(r for r in opened if r.status == 429)
+    assert "kept for clients with none" in (await refused.json())["error"]
+    newcomers = [await _stream(client, cid, f"198.51.100.{i}") for i in range(9)]
+    assert [r.status for r in newcomers] == [200] * 8 + [503]
+    for r in opened + newcomers:
+        r.close()
+    await until(lambda: hub.open == 0, what="every slot freed")
+
+
+def _has_ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+async def test_ipv6_clients_of_one_64_share_its_streams_over_http(db_path: Path) -> None:
+    """A proxy forwards IPv6 clients of one /64, a new address for each
+    stream: they share the network's 32 (and ::1, where available, is this
+    host like 127.0.0.1)."""
+    db = ServiceDB(db_path)
+    try:
+        cid = db.add_competition("class", league_text()).id
+    finally:
+        db.close()
+    app = make_app(db_path, Settings(poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK,
+                                     trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),)))
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
+    await runner.setup()
+    v6 = _has_ipv6_loopback()
+    ports = {}
+    for host in ["127.0.0.1", "::1"] if v6 else ["127.0.0.1"]:
+        site = web.TCPSite(runner, host, 0)
+        await site.start()
+        ports[host] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = ports["127.0.0.1"]
+    hub = app[HUB]
+    opened: list[Any] = []
+    try:
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{port}/api/competitions/{cid}/events"
+            for i in range(1, 41):
+                opened.append(await _open_from(session, url, {"X-Forwarded-For": f"2001:db8:5:6::{i:x}"}))
+            assert Counter(r.status for r in opened) == {200: 32, 429: 8}
+            assert hub.networks["2001:db8:5:6::/64"] == 32
+            assert "2001:db8:5:6::/64" in await opened[-1].text()
+            other = await _open_from(session, url, {"X-Forwarded-For": "2001:db8:5:7::1"})
+            assert other.status == 200
+            opened.append(other)
+            if v6:
+                ours = await _open_from(session, f"http://[::1]:{ports['::1']}/api/competitions/{cid}/events")
+                assert ours.status == 200 and hub.clients["::1"] == 1 and hub.networks["this host (loopback)"] == 1
+                opened.append(ours)
+    finally:
+        for r in opened:
+            r.close()
+        await runner.cleanup()

@@ -12,7 +12,7 @@ from ...bots.netpolicy import within
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
 from ..state import DB, SETTINGS
-from ..validation import path_int
+from ..validation import path_int, query_id
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
@@ -64,12 +64,9 @@ async def shown_run(request: web.Request, comp: Competition) -> tuple[Run | None
     """The run a page shows: the one asked for with ``?run=`` (pinned: True),
     else the latest."""
     db = request.app[DB]
-    want = request.query.get("run")
+    want = query_id(request, "run")  # 404 unless an id
     if want is not None:
-        try:
-            run = await db.call(ServiceDB.run, int(want))
-        except ValueError:
-            run = None
+        run = await db.call(ServiceDB.run, want)
         if run is None or run.competition_id != comp.id:
             fail(404, f"no run {want} in competition {comp.id}")
         return run, True

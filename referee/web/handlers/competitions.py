@@ -11,7 +11,7 @@ from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, latest_board, rendered
 from ..db import Competition, ServiceDB
 from ..errors import fail
-from ..runs import check_league_text
+from ..runs import StartError, check_league_text, pin_house_urls
 from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
 from ..state import DB, SETTINGS
 from ...tournament.league import LeagueError
@@ -98,6 +98,11 @@ async def create_competition(request: web.Request, name: str, league_text: str) 
                 fail(422, f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
                           "may not open sockets on the server (referee serve --allow-house-commands allows it)",
                      "league")
+    settings = request.app[SETTINGS]
+    try:  # a house URL bot is where a team's URL may be: refused now, not at the first run
+        await pin_house_urls(league, settings.bot_policy, anywhere=settings.house_urls_anywhere)
+    except StartError as e:
+        fail(422, f"'league': {e.message}", "league")
     return await db.call(ServiceDB.add_competition, name, league_text)
 
 

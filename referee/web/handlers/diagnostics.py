@@ -18,6 +18,7 @@ from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
 from ..state import DB
+from ..validation import query_id
 from .common import competition_of, json_response, team_of
 
 
@@ -33,15 +34,12 @@ def bot_logs(out_dir: Path, name: str) -> list[Path]:
 
 async def _run_for(request: web.Request, comp: Competition) -> Run | None:
     db = request.app[DB]
-    want = request.query.get("run")
+    want = query_id(request, "run")  # 404 unless an id
     if want is None:
         return await db.call(ServiceDB.latest_run, comp.id)
-    try:
-        run = await db.call(ServiceDB.run, int(want))
-    except (ValueError, OverflowError):
-        run = None
+    run = await db.call(ServiceDB.run, want)
     if run is None or run.competition_id != comp.id:
-        fail(404, f"no run {want[:20]} in competition {comp.id}")
+        fail(404, f"no run {want} in competition {comp.id}")
     return run
 
 

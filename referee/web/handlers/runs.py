@@ -13,7 +13,7 @@ from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
 from ..ladders import executor_of
-from ..runs import RunThread, StartError, games_list, prepare_run
+from ..runs import RunThread, StartError, games_list, pin_house_text, prepare_run
 from ..schemas import StartRun
 from ..state import DB, RUNS, SETTINGS
 from ..validation import has_body, path_int, read_body
@@ -37,9 +37,15 @@ async def start_run(request: web.Request) -> web.Response:
                   "(a run by hand is for a competition in setup)")
     app = request.app
     db = app[DB]
+    settings = app[SETTINGS]
+    try:  # its house URL bots admitted and pinned as teams' URLs are (a resume plays the pins it had)
+        house = {} if body.resume else await pin_house_text(comp.league_toml, settings.bot_policy,
+                                                             anywhere=settings.house_urls_anywhere)
+    except StartError as e:
+        fail(e.status, f"cannot start: {e.message}")
     try:
-        run, league = await db.call(prepare_run, comp.id, resume=body.resume,
-                                    policy=app[SETTINGS].bot_policy)
+        run, league = await db.call(prepare_run, comp.id, resume=body.resume, policy=settings.bot_policy,
+                                    house=house)
     except StartError as e:
         fail(e.status, e.message)
     thread = RunThread(db.path, run, league, resume=body.resume, executor=executor_of(app))
