@@ -51,16 +51,30 @@ from referee import engine_status
                                 "default: a local one.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: worker actors per run.")
+@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds a connection has to send its request line and headers (then 408, closed).")
+@click.option("--body-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="A request body must arrive at --min-body-rate over each stretch of this many seconds "
+                   "(else the connection is cut).")
+@click.option("--min-body-rate", default="1k", show_default=True, metavar="SIZE",
+              help="Bytes a second a request body must arrive at, at least (with k/m/g).")
+@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds an idle kept-alive connection stays open.")
+@click.option("--max-conns-per-client", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Connections open at once from one client address (IPv6: one /64; trusted proxies exempt).")
+@click.option("--max-connections", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Connections open at once in all; 0: the open-file limit less 512 kept for the service "
+                   "(and for connections being accepted).")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool, max_upload: str,
-          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int) -> None:
+          live_rate: str, secure_cookies: bool, executor: str, address: str | None, workers: int,
+          header_timeout: float, body_timeout: float, min_body_rate: str, idle_timeout: float,
+          max_conns_per_client: int, max_connections: int) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
     printed, once: only its hash is stored.
     """
-    from aiohttp import web
-
     from ..bots.container import parse_size
     from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
@@ -86,6 +100,18 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--live-rate") from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
+    # Slow clients (issue 24, item 5): timeouts and connection caps, more files, a log without floods.
+    from . import server
+
+    try:
+        body_rate = parse_size(min_body_rate)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--min-body-rate") from None
+    files_before, files = server.raise_file_limit()
+    limits = server.Limits(header_timeout_s=header_timeout, body_timeout_s=body_timeout, min_body_rate=body_rate,
+                           idle_timeout_s=idle_timeout, max_per_client=max_conns_per_client,
+                           max_connections=max_connections or server.default_max_connections(files),
+                           trusted_proxies=proxies)
 
     if executor == "ray":
         from ..tournament.executors import ExecutorError
@@ -109,7 +135,10 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      trusted_proxies=proxies, live_bytes_per_s=live_bytes))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
-    web.run_app(app, host=host, port=port, print=None, access_log=None)
+    raised = f" (raised from {files_before})" if files > files_before else ""
+    click.echo(f"open files: at most {files}{raised}; connections: at most {limits.max_connections} in all, "
+               f"{limits.max_per_client} per client", err=True)
+    server.run(app, host=host, port=port, limits=limits, repeat=server.setup_logging())
 
 
 @click.command()
