@@ -139,7 +139,7 @@ class GuardedHandler(RequestHandler):
     accounting: when it waits for a request, since when its headers are
     arriving, how fast its body arrives."""
 
-    __slots__ = ("_guard", "client", "host", "admitted", "cut", "waiting_since", "head_since",
+    __slots__ = ("_guard", "client", "host", "admitted", "cut", "waiting_since", "head_since", "request",
                  "received", "window_start", "window_received")
 
     def __init__(self, manager: GuardedServer, *, loop: asyncio.AbstractEventLoop, **kwargs: Any) -> None:
@@ -155,6 +155,8 @@ class GuardedHandler(RequestHandler):
         #: Loop time the request line and headers it waits for began (None: idle).
         self.head_since: float | None = None
         #: Bytes received while a request is handled, and at the start of the body's window.
+        #: The request taken up, until its answer is sent.
+        self.request: web.BaseRequest | None = None
         self.received = 0
         self.window_start = 0.0
         self.window_received = 0
@@ -185,8 +187,9 @@ class GuardedHandler(RequestHandler):
         self.received += len(data)
         super().data_received(data)
 
-    def began(self) -> None:
+    def began(self, request: web.BaseRequest) -> None:
         """A request is taken up (its request line and headers are in): its body is timed now."""
+        self.request = request
         self._guard.busy(self)
         self.head_since = None
         self.window_start, self.window_received = self._loop.time(), self.received
@@ -196,6 +199,7 @@ class GuardedHandler(RequestHandler):
         try:
             return await super().finish_response(request, resp, start_time)
         finally:
+            self.request = None
             if self.admitted and self.transport is not None:
                 self._guard.wait(self, self._loop.time())
 
@@ -207,8 +211,7 @@ class GuardedHandler(RequestHandler):
         return self.waiting_since is not None and not self._messages
 
     def body_pending(self) -> bool:
-        request = self._current_request
-        return request is not None and not request.content.is_eof()
+        return self.request is not None and not self.request.content.is_eof()
 
     def reading_paused(self) -> bool:
         return self._reading_paused
@@ -216,7 +219,7 @@ class GuardedHandler(RequestHandler):
     def close_for(self, reason: str, answer: bytes | None = None) -> None:
         """Close the connection: the guard's reason (an answer sent first when given)."""
         self.cut = reason
-        request = self._current_request
+        request = self.request
         if request is not None:
             # What its handler reads next fails as a client gone does (not "Connection closed." as a bug would).
             request.content.set_exception(ConnectionResetError(f"the server closed the connection: {reason}"))
@@ -428,9 +431,10 @@ class GuardedServer(Server):
 
         def factory(message: Any, payload: Any, protocol: RequestHandler, writer: Any, task: Any) -> web.BaseRequest:
             # Each request the connection takes up, as it takes it up: it is handled now.
+            request = plain(message, payload, protocol, writer, task)
             if isinstance(protocol, GuardedHandler):
-                protocol.began()
-            return plain(message, payload, protocol, writer, task)
+                protocol.began(request)
+            return request
 
         self.request_factory = factory
 
