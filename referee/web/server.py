@@ -190,6 +190,9 @@ class GuardedHandler(RequestHandler):
     def began(self, request: web.BaseRequest) -> None:
         """A request is taken up (its request line and headers are in): its body is timed now."""
         self.request = request
+        if self.cut is not None:
+            # Closed by the guard with this request already in: its handler's reads fail as a client gone.
+            request.content.set_exception(ConnectionResetError(f"the server closed the connection: {self.cut}"))
         self._guard.busy(self)
         self.head_since = None
         self.window_start, self.window_received = self._loop.time(), self.received
@@ -270,7 +273,7 @@ class Guard:
                                    "(close some, or wait for them to finish)", retry_after=10)
                 self._evict(victim)
         if len(self.open) >= self.max_connections:
-            victim = next(iter(self.waiting), None) or self._slowest_body()
+            victim = self._oldest_waiting(self.waiting) or self._slowest_body()
             if victim is None:
                 self.counts["refused-server"] += 1
                 log.warning("refused a connection from %s: the server has %d open, its limit",
@@ -286,6 +289,10 @@ class Guard:
         return None
 
     def _oldest_waiting(self, conns: dict[GuardedHandler, None]) -> GuardedHandler | None:
+        """Of `conns`, the one waiting for a request the longest (not one whose
+        request is in, about to be taken up)."""
+        if conns is self.waiting:  # in the order they began to wait
+            return next((c for c in conns if c.waiting_for_headers()), None)
         best: GuardedHandler | None = None
         for c in conns:
             if c.waiting_for_headers() and c.waiting_since is not None and (
@@ -297,12 +304,14 @@ class Guard:
         """The connection whose body arrives the slowest, under the rate
         required, at the last look (:meth:`check`)."""
         now = asyncio.get_running_loop().time()
-        if not self._slow and now - self._ranked_at >= 0.05:
+        for _ in range(2):
+            while self._slow:
+                conn = self._slow.pop()
+                if conn.admitted and conn.waiting_since is None and conn.body_pending():
+                    return conn
+            if now - self._ranked_at < 0.05:
+                break
             self._slow = self._rank_slow(now)
-        while self._slow:
-            conn = self._slow.pop()
-            if conn.admitted and conn.waiting_since is None and conn.body_pending():
-                return conn
         return None
 
     def _rank_slow(self, now: float) -> list[GuardedHandler]:

@@ -124,13 +124,15 @@ async def wait_until_up(port: int, proc: subprocess.Popen[bytes], log: Path) -> 
     raise AssertionError("referee serve did not answer GET / within 60 s")
 
 
-async def slow_login(port: int, source: str, body_first: bool, ended: list[str]) -> None:
+async def slow_login(port: int, source: str, body_first: bool, connected: list[str], ended: list[str]) -> None:
     """One attacker: ``POST /login`` a byte a second, until the server closes the connection."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     except OSError as e:
         ended.append(f"connect: {e}")
         return
+    finally:
+        connected.append(source)
     message = LOGIN_HEAD + b"token=" + b"t" * 94
     if body_first:
         writer.write(LOGIN_HEAD)
@@ -158,10 +160,15 @@ async def test_slow_clients_do_not_take_the_service_down(
     attack: list[asyncio.Task[None]] = []
     try:
         await wait_until_up(service.port, service.proc, service.log)
+        connected: list[str] = []
         ended: list[str] = []
-        attack = [asyncio.create_task(slow_login(service.port, f"127.0.0.{2 + i % addresses}", body_first, ended))
+        attack = [asyncio.create_task(slow_login(service.port, f"127.0.0.{2 + i % addresses}", body_first,
+                                                 connected, ended))
                   for i in range(ATTACKERS)]
-        await asyncio.sleep(1.5)  # every attacker has connected and sent a byte or two
+        async with asyncio.timeout(30):
+            while len(connected) < ATTACKERS:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # every attacker has connected and sent a byte or two
         fds_under_attack = service.fds()
         try:
             line, took = await get_root(service.port, 2.0)
