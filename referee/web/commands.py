@@ -103,11 +103,27 @@ class Size(_IntParam):
 @click.option("--runtime", metavar="NAME",
               help="Run every team's container (admission checks, runs, the ladder) under this runtime of "
                    "the Docker daemon, over the league files' [containers] runtime: runsc for gVisor.")
+@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds a connection has to send its request line and headers (then 408, closed).")
+@click.option("--body-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="A request body must arrive at --min-body-rate over each stretch of this many seconds "
+                   "(else the connection is cut).")
+@click.option("--min-body-rate", default="1k", show_default=True, type=Size(1),
+              help="Bytes a second a request body must arrive at, at least (with k/m/g).")
+@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds an idle kept-alive connection stays open.")
+@click.option("--max-conns-per-client", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Connections open at once from one client address (IPv6: one /64; trusted proxies exempt).")
+@click.option("--max-connections", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Connections open at once in all; 0: the open-file limit less 512 kept for the service "
+                   "(and for connections being accepted).")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
           house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
           address: str | None, workers: int, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
-          team_image_quota: int, check_budget: float, runtime: str | None) -> None:
+          team_image_quota: int, check_budget: float, runtime: str | None, header_timeout: float,
+          body_timeout: float, min_body_rate: int, idle_timeout: float, max_conns_per_client: int,
+          max_connections: int) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -115,8 +131,6 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     """
     if runtime is not None:
         use_runtime(runtime)
-    from aiohttp import web
-
     from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
     from .db import ServiceDB
@@ -131,6 +145,14 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--trusted-proxies") from None
     policy = AddressPolicy.for_service(networks, listen=[(host, port)])
+    # Slow clients (issue 24, item 5): timeouts and connection caps, more files, a log without floods.
+    from . import server
+
+    files_before, files = server.raise_file_limit()
+    limits = server.Limits(header_timeout_s=header_timeout, body_timeout_s=body_timeout, min_body_rate=min_body_rate,
+                           idle_timeout_s=idle_timeout, max_per_client=max_conns_per_client,
+                           max_connections=max_connections or server.default_max_connections(files),
+                           trusted_proxies=proxies)
 
     if executor == "ray":
         from ..tournament.executors import ExecutorError
@@ -145,10 +167,12 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         token = db.ensure_admin_token(reset=reset_admin_token)
         # This install's id on the Docker daemon (kept in the database): in its image tags,
         # container names and labels; `referee cleanup --db DB` removes only its containers.
-        from ..bots.instance import use
+        from ..bots.instance import current, use
         from .admissions import service_instance
 
+        outer = current()
         instance = use(service_instance(db))
+        click.get_current_context().call_on_close(lambda: use(outer))  # a command run in a test's process
     finally:
         db.close()
     if token is not None:
@@ -165,7 +189,10 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
-    web.run_app(app, host=host, port=port, print=None, access_log=None)
+    raised = f" (raised from {files_before})" if files > files_before else ""
+    click.echo(f"open files: at most {files}{raised}; connections: at most {limits.max_connections} in all, "
+               f"{limits.max_per_client} per client", err=True)
+    server.run(app, host=host, port=port, limits=limits, repeat=server.setup_logging())
 
 
 @click.command()
@@ -180,16 +207,17 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
     latest bots; a server over the same database shows it live."""
     if runtime is not None:
         use_runtime(runtime)
-    from ..bots.instance import use
+    from ..bots.instance import current, use
     from .admissions import retag_pinned, service_instance
     from .db import ServiceDB
     from .runs import StartError, play_run, prepare_run
+    from .validation import parse_id
 
     db = ServiceDB(db_path)
     try:
-        from .validation import parse_id
-
+        outer = current()
         instance = use(service_instance(db))  # the service's instance: its names, labels, pins
+        click.get_current_context().call_on_close(lambda: use(outer))
         retag_pinned(instance, db.pinned_images())
         cid = parse_id(competition)  # a name may be all digits too; an id past SQLite's range is none
         comp = db.competition(cid) if cid is not None else None

@@ -67,6 +67,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         e.content_type = "text/html"
         raise
     except Exception as e:  # noqa: BLE001
+        if isinstance(e, ConnectionResetError) and (request.transport is None or request.transport.is_closing()):
+            raise  # the client is gone (or was cut off, referee.web.server): no one to answer, nothing to log
         log.exception("unhandled error on %s", request.path)
         if api:
             raise http_error(500, f"internal error: {type(e).__name__}") from None

@@ -591,14 +591,14 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: An
 def test_serve_takes_max_image_unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``referee serve --max-image-unpacked SIZE`` (default 2g) reaches the
     admission pipeline's setting."""
-    import aiohttp.web
     from click.testing import CliRunner
 
     from referee.web import app as app_module
+    from referee.web import server
     from referee.web.commands import serve
 
     made: list[Any] = []
-    monkeypatch.setattr(aiohttp.web, "run_app", lambda app, **kw: None)
+    monkeypatch.setattr(server, "run", lambda app, **kw: None)
     monkeypatch.setattr(app_module, "make_app", lambda db, settings: made.append(settings))
     db = str(tmp_path / "s.db")
     assert CliRunner().invoke(serve, ["--db", db, "--port", "0"]).exit_code == 0

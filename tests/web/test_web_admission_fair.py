@@ -380,14 +380,14 @@ async def test_admission_games_seat_the_leagues_table_and_rotate_secret_deals(tm
 
 
 def test_serve_takes_the_check_budget(db_path: Any, monkeypatch: Any) -> None:
-    import aiohttp.web
     from click.testing import CliRunner
 
+    from referee.web import server
     from referee.web.commands import serve
     from referee.web.state import SETTINGS
 
     apps: list[Any] = []
-    monkeypatch.setattr(aiohttp.web, "run_app", lambda app, **kw: apps.append(app))
+    monkeypatch.setattr(server, "run", lambda app, **kw: apps.append(app))
     for args, budget in (([], 120.0), (["--check-budget", "42"], 42.0)):
         r = CliRunner().invoke(serve, ["--db", str(db_path), "--port", "0", *args])
         assert r.exit_code == 0, r.output

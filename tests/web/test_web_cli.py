@@ -18,10 +18,10 @@ from referee.web.commands import replay, serve, start
 
 
 def test_serve_prints_the_admin_token_once(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import aiohttp.web
+    from referee.web import server
 
     started: list[dict[str, Any]] = []
-    monkeypatch.setattr(aiohttp.web, "run_app", lambda app, **kw: started.append(kw))
+    monkeypatch.setattr(server, "run", lambda app, **kw: started.append(kw))
     r = CliRunner().invoke(serve, ["--db", str(db_path), "--port", "0"])
     assert r.exit_code == 0, r.output
     m = re.search(r"admin token \(shown once, keep it\): (\S+)", r.output)
