@@ -25,14 +25,14 @@ else:
 
 
 class Size(_IntParam):
-    """A size option: bytes, or with k/m/g (``"64m"``), at least `minimum`;
-    the value is the count of bytes."""
+    """A size option: bytes, or with k/m/g (``"64m"``), at least `minimum`
+    (`shown`: how the message says it); the value is the count of bytes."""
 
     name = "SIZE"
 
-    def __init__(self, minimum: int = 0, what: str = "") -> None:
+    def __init__(self, minimum: int = 0, shown: str = "") -> None:
         self.minimum = minimum
-        self.what = what
+        self.shown = shown or f"{minimum} bytes"
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
@@ -44,7 +44,7 @@ class Size(_IntParam):
         except ValueError as e:
             self.fail(str(e), param, ctx)
         if size < self.minimum:
-            self.fail(f"at least {self.minimum} bytes{self.what}, got {value!r}", param, ctx)
+            self.fail(f"at least {self.shown}, got {value!r}", param, ctx)
         return size
 
 
@@ -74,10 +74,10 @@ class Size(_IntParam):
                    "network). Off: they are under the teams' address policy (--bot-networks).")
 @click.option("--max-upload", default="1g", show_default=True, type=Size(1),
               help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
-@click.option("--max-build-growth", default="64m", show_default=True, type=Size(1024**2, " (1m)"),
+@click.option("--max-build-growth", default="64m", show_default=True, type=Size(1024**2, "1m"),
               help="The most a source bot's build may add to its base image (its files and their "
                    "compiled form), with k/m/g; a bigger one is refused.")
-@click.option("--max-image-unpacked", default="2g", show_default=True, type=Size(1024**2, " (1m)"),
+@click.option("--max-image-unpacked", default="2g", show_default=True, type=Size(1024**2, "1m"),
               help="The most a docker save upload's layers may unpack to, all together (with k/m/g): "
                    "counted before the Docker daemon sees the archive; a bigger one is refused.")
 @click.option("--min-free-disk", default="1g", show_default=True, type=Size(),
@@ -86,7 +86,7 @@ class Size(_IntParam):
 @click.option("--team-image-quota", default="2g", show_default=True, type=Size(),
               help="What a team's images, waiting uploads and the upload in flight may weigh in all "
                    "(with k/m/g; 0: no quota); superseded versions nothing needs are pruned.")
-@click.option("--live-rate", default="4m", show_default=True, type=Size(1024, " (1k) a second"),
+@click.option("--live-rate", default="4m", show_default=True, type=Size(1024, "1k a second"),
               help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
                    "viewers, each is updated less often (at most once a second).")
 @click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
