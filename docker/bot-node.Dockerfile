@@ -5,7 +5,7 @@
 # (run from the repository root). The bot has no dependencies; it listens on
 # the unix socket the referee mounts (/run/bot/bot.sock) and needs no network.
 # On a machine without a registry, `python -m referee.bots.baseimage --bot node`
-# builds it FROM referee-node-base:local (the machine's own node binary).
+# builds it FROM referee-node-base:<instance> (the machine's own node binary).
 ARG BASE=node:20-slim
 FROM ${BASE}
 

@@ -17,8 +17,9 @@
 # - the secret, when the league gives one, arrives as BOT_SECRET.
 #
 # BASE is a public image on a normal machine; on a machine without a registry,
-# `python -m referee.bots.baseimage` makes referee-base:local (the machine's own
-# Python with aiohttp and msgspec, no shell) and builds with BASE=referee-base:local.
+# `python -m referee.bots.baseimage` makes referee-base:<instance> (the machine's own
+# Python with aiohttp and msgspec, no shell; <instance> is u0 for root, or
+# $REFEREE_INSTANCE) and builds with BASE=<its id>.
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
@@ -27,7 +28,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     BOT_UNIX=/run/bot/bot.sock
 
-# The SDK's two dependencies (already in referee-base:local; exec form: that
+# The SDK's two dependencies (already in referee-base:<instance>; exec form: that
 # image has no /bin/sh).
 RUN ["python", "-c", "import importlib.util as u, subprocess, sys; missing = [m for m in ('aiohttp', 'msgspec') if u.find_spec(m) is None]; missing and subprocess.check_call([sys.executable, '-m', 'pip', 'install', '--no-cache-dir', 'aiohttp>=3.9', 'msgspec>=0.18'])"]
 
