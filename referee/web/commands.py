@@ -19,6 +19,8 @@ from referee import engine_status
 
 
 if TYPE_CHECKING:  # generic in click 8.2 and newer only
+    from .db import ServiceDB
+
     _IntParam = click.ParamType[int]
 else:
     _IntParam = click.ParamType
@@ -162,7 +164,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
             start_ray(address)
         except ExecutorError as e:
             raise click.ClickException(str(e)) from None
-    db = ServiceDB(db_path)
+    db = open_service_db(db_path)
     try:
         token = db.ensure_admin_token(reset=reset_admin_token)
         # This install's id on the Docker daemon (kept in the database): in its image tags,
@@ -213,7 +215,7 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
     from .runs import StartError, play_run, prepare_run
     from .validation import parse_id
 
-    db = ServiceDB(db_path)
+    db = open_service_db(db_path)
     try:
         outer = current()
         instance = use(service_instance(db))  # the service's instance: its names, labels, pins
@@ -269,6 +271,17 @@ def replay(game: Path, html_out: Path | None) -> None:
     if html_out is not None:
         html_out.write_text(standalone_html(data, title=f"replay {game.name}"), encoding="utf-8")
         click.echo(f"viewer written to {html_out}")
+
+
+def open_service_db(db_path: Path) -> ServiceDB:
+    """The service database, upgraded to this code's schema; a database
+    written by a newer referee stops the command with the reason."""
+    from .db import SchemaError, ServiceDB
+
+    try:
+        return ServiceDB(db_path)
+    except SchemaError as e:
+        raise click.ClickException(str(e)) from None
 
 
 def use_runtime(runtime: str) -> None:

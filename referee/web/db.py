@@ -122,6 +122,26 @@ MIGRATIONS = {
     },
 }
 
+#: The schema's numbered upgrade steps (``PRAGMA user_version``): step N
+#: takes a database at version N - 1 to N, in one transaction, after the
+#: idempotent base (:data:`SCHEMA` and :data:`MIGRATIONS`, which a newer
+#: table or column may still join as before). Step 1 is the schema as it was
+#: when versions began (nothing to do: the base made it). A step is added at
+#: the end, never changed once released; a database whose version is past
+#: the last step was written by a newer referee and is refused.
+STEPS: tuple[tuple[str, ...], ...] = (
+    (),                                                        # 1: the schema of release 90465a8 and after
+    ("ALTER TABLE competitions ADD COLUMN deadlines TEXT",),   # 2: freeze_at/final_at set on the admin page
+)
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(STEPS)
+
+
+class SchemaError(RuntimeError):
+    """A database this code cannot use (written by a newer referee)."""
+
+
 #: A competition's life (issue 15): "setup" (the admin starts runs by hand),
 #: "open" (the ladder plays all the time; new versions enter at once),
 #: "frozen" (submissions closed, the ladder stopped), "final" (the final
@@ -250,9 +270,36 @@ class ServiceDB:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
+        self._check_version()
         self.db.executescript(SCHEMA)
         self._migrate()
+        self._upgrade()
         self._private()
+
+    def version(self) -> int:
+        """The schema version of the database (``PRAGMA user_version``)."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _check_version(self) -> None:
+        found = self.version()
+        if found > SCHEMA_VERSION:
+            self.db.close()
+            raise SchemaError(
+                f"{self.path}: the database is at schema version {found}, written by a newer referee; this one "
+                f"knows versions up to {SCHEMA_VERSION}: run the newer referee, or restore a backup made by "
+                "this version (referee restore)")
+
+    def _upgrade(self) -> None:
+        """Apply the numbered steps the database lacks, each in its own
+        transaction with its version (a crash between two leaves a database
+        at the earlier one, whole)."""
+        while (at := self.version()) < SCHEMA_VERSION:
+            with self.transaction() as db:
+                if int(db.execute("PRAGMA user_version").fetchone()[0]) != at:
+                    continue  # another connection upgraded it meanwhile
+                for statement in STEPS[at]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {at + 1}")
 
     def _migrate(self) -> None:
         for table, columns in MIGRATIONS.items():
