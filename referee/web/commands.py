@@ -273,6 +273,41 @@ def replay(game: Path, html_out: Path | None) -> None:
         click.echo(f"viewer written to {html_out}")
 
 
+@click.command("backup")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The service database (the one referee serve --db uses).")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+def backup_command(db_path: Path, out: Path) -> None:
+    """Copy the service database and its data folder into the new folder
+    OUT, consistently, while the service runs (SQLite's online backup for
+    every database, each copy checked); OUT/manifest.json lists every file
+    with its size and SHA-256."""
+    from .backup import BackupError, backup
+
+    try:
+        backup(db_path, out, say=click.echo)
+    except BackupError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command("restore")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the service database goes (its data folder beside it).")
+@click.option("--force", is_flag=True, help="Replace the database and data folder that are there.")
+def restore_command(folder: Path, db_path: Path, force: bool) -> None:
+    """Restore the backup FOLDER (made by referee backup) as the service
+    database --db and its data folder, after checking every file against
+    its manifest; a database that is there is replaced only with --force
+    (stop the service first)."""
+    from .backup import BackupError, restore
+
+    try:
+        restore(folder, db_path, force=force, say=click.echo)
+    except BackupError as e:
+        raise click.ClickException(str(e)) from None
+
+
 def open_service_db(db_path: Path) -> ServiceDB:
     """The service database, upgraded to this code's schema; a database
     written by a newer referee stops the command with the reason."""
@@ -300,4 +335,4 @@ def use_runtime(runtime: str) -> None:
     click.echo(f"team containers run under the runtime {runtime.strip()!r}", err=True)
 
 
-COMMANDS = (serve, start, replay)
+COMMANDS = (serve, start, replay, backup_command, restore_command)
