@@ -404,6 +404,24 @@ class ServiceDB:
             " frozen_at = CASE WHEN ? = 'open' THEN NULL ELSE COALESCE(?, frozen_at) END WHERE id = ?",
             (phase, concurrency, phase, frozen, cid))
 
+    def deadlines(self, cid: int) -> tuple[float | None, float | None] | None:
+        """The (freeze_at, final_at) set on the admin page (Unix times, None:
+        no such deadline); None: none set there, the league file's apply."""
+        row = self.db.execute("SELECT deadlines FROM competitions WHERE id = ?", (cid,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        both = msgspec.json.decode(str(row[0]), type=tuple[float | None, float | None])
+        return both
+
+    def set_deadlines(self, cid: int, times: tuple[float | None, float | None] | None) -> None:
+        """Set the competition's deadlines (None: back to the league file's)."""
+        value = None if times is None else msgspec.json.encode(times).decode()
+        self.db.execute("UPDATE competitions SET deadlines = ? WHERE id = ?", (value, cid))
+
+    def set_frozen_at(self, cid: int, when: float) -> None:
+        """Submissions closed at `when` (a deadline applied after it passed)."""
+        self.db.execute("UPDATE competitions SET frozen_at = ? WHERE id = ?", (when, cid))
+
     def competitions_in(self, phase: str) -> list[Competition]:
         ids = [int(r[0]) for r in self.db.execute("SELECT id FROM competitions WHERE phase = ? ORDER BY id",
                                                   (phase,))]
