@@ -116,6 +116,7 @@ def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: Non
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BackupError(f"{out}: exists and is not an empty folder: name a new folder for the backup")
     out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)  # the teams' secrets and the token hashes are in it: the service's user only
     data = data_dir_of(db_path)
     files: list[FileEntry] = []
 
