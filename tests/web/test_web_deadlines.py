@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helpers_web import LOOPBACK
 from test_web_api import auth, error_of
 
 from referee.web import ServiceDB, Settings, make_app
 from referee.web.deadlines import remaining
-
-from helpers_web import LOOPBACK  # noqa: E402
 
 Service = Any
 
@@ -148,7 +147,8 @@ async def test_times_without_a_zone_are_refused_naming_the_field(
     line = text.splitlines().index("freeze_at = 2030-06-01T17:00:00") + 1
     assert f"league:{line}: [competition] 'freeze_at': 2030-06-01T17:00:00 has no time zone" in err["error"]
     r = await client.post("/api/competitions", json={"name": "bad", "league": league(
-        houses(bot_urls), freeze_at="2030-06-01T17:00:00Z", final_at="2030-06-01T16:00:00Z")}, headers=auth(admin_token))
+        houses(bot_urls), freeze_at="2030-06-01T17:00:00Z", final_at="2030-06-01T16:00:00Z")},
+        headers=auth(admin_token))
     assert "'final_at'" in (await error_of(r, 422))["error"]
 
     cid = await create(client, admin_token, league(houses(bot_urls)))

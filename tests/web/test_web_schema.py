@@ -21,6 +21,8 @@ from referee.web.db import SCHEMA_VERSION, STEPS, SchemaError
 FIXTURE = Path(__file__).parent / "fixtures" / "prev-90465a8"
 #: Where fixtures/make_prev.py made it (the runs' folders are recorded there).
 MADE_AT = "/tmp/referee-prev-fixture"
+#: Team ada's token in it (printed by make_prev.py; only its hash is stored).
+ADA_TOKEN = "dEvRw4JzPpm1IrWFrbY5NW1c84RaRaT97FfU_-GpyXc"
 
 
 def previous_release(tmp_path: Path) -> Path:
@@ -66,8 +68,17 @@ async def test_the_previous_releases_database_is_upgraded_and_serves(tmp_path: P
     assert page.status == 200 and "ada" in await page.text()
     r = await client.get(f"/api/competitions/{comp.id}/runs")
     assert [x["status"] for x in await r.json()] == ["finished"]
-    admin = await client.get("/api/competitions", headers={"Authorization": f"Bearer {token}"})
-    assert admin.status == 200
+    admin = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/api/competitions", headers=admin)).status == 200
+    # the team's token of the previous release still signs it in; its submission is there
+    r = await client.get(f"/api/competitions/{comp.id}/teams/1/submissions",
+                         headers={"Authorization": f"Bearer {ADA_TOKEN}"})
+    assert r.status == 200, await r.text()
+    assert [s["status"] for s in (await r.json())] == ["accepted"]
+    # what step 2 added works on it: deadlines set by the admin
+    r = await client.put(f"/api/competitions/{comp.id}/deadlines", json={"freeze_at": "2030-06-01T17:00:00+02:00"},
+                         headers=admin)
+    assert r.status == 200 and (await r.json())["freeze_at"] == "2030-06-01T15:00:00Z"
     # opened again: nothing left to do, the version stays
     again = ServiceDB(path)
     assert again.version() == SCHEMA_VERSION
