@@ -4,7 +4,10 @@
 - ``referee start --db PATH COMPETITION [--resume]``: play a competition's
   run from the command line (the served pages follow it live);
 - ``referee replay GAME [--html OUT]``: a replay file as the viewer, in one
-  self-contained HTML file.
+  self-contained HTML file;
+- ``referee backup --db PATH OUT``, ``referee restore OUT --db PATH
+  [--force]``: a consistent copy of the service while it runs, and back
+  (:mod:`referee.web.backup`).
 """
 
 from __future__ import annotations
