@@ -12,6 +12,7 @@ unknown fields for forward compatibility of bots.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 import tomllib
@@ -111,8 +112,21 @@ class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     catch_up: int = 100
 
 
+class CompetitionTimes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The classroom service's deadlines (``[competition]``; ignored by
+    ``referee tournament``): ISO 8601 times with a zone, as TOML times
+    (``freeze_at = 2026-06-01T17:00:00+02:00``) or strings. At `freeze_at`
+    an open competition freezes by itself; at `final_at` a frozen one (an
+    open one freezes first) starts its final."""
+
+    freeze_at: datetime.datetime | None = None
+    final_at: datetime.datetime | None = None
+
+
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tournament: Tournament = msgspec.field(default_factory=Tournament)
+    #: The classroom service's deadlines (ignored by ``referee tournament``).
+    competition: CompetitionTimes = msgspec.field(default_factory=CompetitionTimes)
     #: The classroom service's ladder (ignored by ``referee tournament``).
     ladder: Ladder = msgspec.field(default_factory=Ladder)
     #: When an adaptive league stops (the confidence is the standings', for
@@ -246,6 +260,15 @@ def check_league(
              f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}")
     if ladder.catch_up < 0:
         fail(("ladder",), "catch_up", f"must be 0 or more, got {ladder.catch_up}")
+    deadlines = league.competition
+    for key in ("freeze_at", "final_at"):
+        when = getattr(deadlines, key)
+        if when is not None and when.tzinfo is None:
+            fail(("competition",), key, f"{when.isoformat()} has no time zone: write it with its offset or Z "
+                                        f"(e.g. {when.isoformat()}+02:00, {when.isoformat()}Z for UTC)")
+    if deadlines.freeze_at is not None and deadlines.final_at is not None and deadlines.final_at < deadlines.freeze_at:
+        fail(("competition",), "final_at", f"{deadlines.final_at.isoformat()} is before freeze_at "
+                                           f"({deadlines.freeze_at.isoformat()}): the final starts once frozen")
     stop = league.stop
     if not 0.5 < stop.confidence < 1:
         fail(("stop",), "confidence", f"must be between 0.5 and 1 (both excluded), got {stop.confidence}")

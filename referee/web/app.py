@@ -25,6 +25,7 @@ from .admissions import default_policy, pipeline_ctx
 from .boardcache import BOARDS, RENDERED, BoardCache
 from .data import CACHES, LRU, Caches
 from .db import AsyncServiceDB, ServiceDB
+from .deadlines import deadlines_ctx, watch_deadlines_ctx
 from .ladders import LADDERS, ladders_ctx
 from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
@@ -87,7 +88,9 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app.cleanup_ctx.append(_db_ctx)
     app.cleanup_ctx.append(pipeline_ctx)
     app.cleanup_ctx.append(_runs_ctx)
+    app.cleanup_ctx.append(deadlines_ctx)  # deadlines passed while it was down: applied before the ladders play
     app.cleanup_ctx.append(ladders_ctx)
+    app.cleanup_ctx.append(watch_deadlines_ctx)
     app.cleanup_ctx.append(_live_ctx)
     app.on_shutdown.append(_end_streams)
     app.on_response_prepare.append(on_response_prepare)

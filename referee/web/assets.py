@@ -62,6 +62,31 @@ svg.sigma { vertical-align:middle; }
 JS = r"""
 (function () {
   "use strict";
+  // ------------------------------------------------ deadlines: the countdown (server-rendered, ticking here)
+  var clocks = document.querySelectorAll("[data-countdown]");
+  if (clocks.length) {
+    var left = function (s) {
+      s = Math.max(0, Math.floor(s));
+      var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+      var two = function (n) { return (n < 10 ? "0" : "") + n; };
+      if (d) { return d + " d " + h + " h"; }
+      if (h) { return h + " h " + two(m) + " min"; }
+      if (m) { return m + " min " + two(s % 60) + " s"; }
+      return s + " s";
+    };
+    var tick = function () {
+      Array.prototype.forEach.call(clocks, function (el) {
+        var rest = Number(el.getAttribute("data-countdown")) - Date.now() / 1000;
+        var text = el.querySelector(".countdown-text");
+        if (text) {
+          text.textContent = rest > 0 ? el.getAttribute("data-label") + " in " + left(rest) : el.getAttribute("data-done");
+        }
+        el.setAttribute("data-left", String(Math.max(0, Math.floor(rest))));
+      });
+    };
+    tick();
+    window.setInterval(tick, 1000);
+  }
   // ------------------------------------------------ leaderboard: live updates (SSE)
   var live = document.querySelector("[data-live]");
   if (live && window.EventSource) {

@@ -4,7 +4,10 @@
 - ``referee start --db PATH COMPETITION [--resume]``: play a competition's
   run from the command line (the served pages follow it live);
 - ``referee replay GAME [--html OUT]``: a replay file as the viewer, in one
-  self-contained HTML file.
+  self-contained HTML file;
+- ``referee backup --db PATH OUT``, ``referee restore OUT --db PATH
+  [--force]``: a consistent copy of the service while it runs, and back
+  (:mod:`referee.web.backup`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from referee import engine_status
 
 
 if TYPE_CHECKING:  # generic in click 8.2 and newer only
+    from .db import ServiceDB
+
     _IntParam = click.ParamType[int]
 else:
     _IntParam = click.ParamType
@@ -162,7 +167,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
             start_ray(address)
         except ExecutorError as e:
             raise click.ClickException(str(e)) from None
-    db = ServiceDB(db_path)
+    db = open_service_db(db_path)
     try:
         token = db.ensure_admin_token(reset=reset_admin_token)
         # This install's id on the Docker daemon (kept in the database): in its image tags,
@@ -213,7 +218,7 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
     from .runs import StartError, play_run, prepare_run
     from .validation import parse_id
 
-    db = ServiceDB(db_path)
+    db = open_service_db(db_path)
     try:
         outer = current()
         instance = use(service_instance(db))  # the service's instance: its names, labels, pins
@@ -271,6 +276,52 @@ def replay(game: Path, html_out: Path | None) -> None:
         click.echo(f"viewer written to {html_out}")
 
 
+@click.command("backup")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The service database (the one referee serve --db uses).")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+def backup_command(db_path: Path, out: Path) -> None:
+    """Copy the service database and its data folder into the new folder
+    OUT, consistently, while the service runs (SQLite's online backup for
+    every database, each copy checked); OUT/manifest.json lists every file
+    with its size and SHA-256."""
+    from .backup import BackupError, backup
+
+    try:
+        backup(db_path, out, say=click.echo)
+    except BackupError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command("restore")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the service database goes (its data folder beside it).")
+@click.option("--force", is_flag=True, help="Replace the database and data folder that are there.")
+def restore_command(folder: Path, db_path: Path, force: bool) -> None:
+    """Restore the backup FOLDER (made by referee backup) as the service
+    database --db and its data folder, after checking every file against
+    its manifest; a database that is there is replaced only with --force
+    (stop the service first)."""
+    from .backup import BackupError, restore
+
+    try:
+        restore(folder, db_path, force=force, say=click.echo)
+    except BackupError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def open_service_db(db_path: Path) -> ServiceDB:
+    """The service database, upgraded to this code's schema; a database
+    written by a newer referee stops the command with the reason."""
+    from .db import SchemaError, ServiceDB
+
+    try:
+        return ServiceDB(db_path)
+    except SchemaError as e:
+        raise click.ClickException(str(e)) from None
+
+
 def use_runtime(runtime: str) -> None:
     """``--runtime``: every container of this process runs under `runtime`
     (:func:`~referee.bots.container.set_runtime`), checked against the
@@ -287,4 +338,4 @@ def use_runtime(runtime: str) -> None:
     click.echo(f"team containers run under the runtime {runtime.strip()!r}", err=True)
 
 
-COMMANDS = (serve, start, replay)
+COMMANDS = (serve, start, replay, backup_command, restore_command)

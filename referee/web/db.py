@@ -122,6 +122,26 @@ MIGRATIONS = {
     },
 }
 
+#: The schema's numbered upgrade steps (``PRAGMA user_version``): step N
+#: takes a database at version N - 1 to N, in one transaction, after the
+#: idempotent base (:data:`SCHEMA` and :data:`MIGRATIONS`, which a newer
+#: table or column may still join as before). Step 1 is the schema as it was
+#: when versions began (nothing to do: the base made it). A step is added at
+#: the end, never changed once released; a database whose version is past
+#: the last step was written by a newer referee and is refused.
+STEPS: tuple[tuple[str, ...], ...] = (
+    (),                                                        # 1: the schema of release 90465a8 and after
+    ("ALTER TABLE competitions ADD COLUMN deadlines TEXT",),   # 2: freeze_at/final_at set on the admin page
+)
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(STEPS)
+
+
+class SchemaError(RuntimeError):
+    """A database this code cannot use (written by a newer referee)."""
+
+
 #: A competition's life (issue 15): "setup" (the admin starts runs by hand),
 #: "open" (the ladder plays all the time; new versions enter at once),
 #: "frozen" (submissions closed, the ladder stopped), "final" (the final
@@ -250,9 +270,36 @@ class ServiceDB:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
+        self._check_version()
         self.db.executescript(SCHEMA)
         self._migrate()
+        self._upgrade()
         self._private()
+
+    def version(self) -> int:
+        """The schema version of the database (``PRAGMA user_version``)."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _check_version(self) -> None:
+        found = self.version()
+        if found > SCHEMA_VERSION:
+            self.db.close()
+            raise SchemaError(
+                f"{self.path}: the database is at schema version {found}, written by a newer referee; this one "
+                f"knows versions up to {SCHEMA_VERSION}: run the newer referee, or restore a backup made by "
+                "this version (referee restore)")
+
+    def _upgrade(self) -> None:
+        """Apply the numbered steps the database lacks, each in its own
+        transaction with its version (a crash between two leaves a database
+        at the earlier one, whole)."""
+        while (at := self.version()) < SCHEMA_VERSION:
+            with self.transaction() as db:
+                if int(db.execute("PRAGMA user_version").fetchone()[0]) != at:
+                    continue  # another connection upgraded it meanwhile
+                for statement in STEPS[at]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {at + 1}")
 
     def _migrate(self) -> None:
         for table, columns in MIGRATIONS.items():
@@ -356,6 +403,24 @@ class ServiceDB:
             "UPDATE competitions SET phase = ?, ladder_concurrency = COALESCE(?, ladder_concurrency),"
             " frozen_at = CASE WHEN ? = 'open' THEN NULL ELSE COALESCE(?, frozen_at) END WHERE id = ?",
             (phase, concurrency, phase, frozen, cid))
+
+    def deadlines(self, cid: int) -> tuple[float | None, float | None] | None:
+        """The (freeze_at, final_at) set on the admin page (Unix times, None:
+        no such deadline); None: none set there, the league file's apply."""
+        row = self.db.execute("SELECT deadlines FROM competitions WHERE id = ?", (cid,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        both = msgspec.json.decode(str(row[0]), type=tuple[float | None, float | None])
+        return both
+
+    def set_deadlines(self, cid: int, times: tuple[float | None, float | None] | None) -> None:
+        """Set the competition's deadlines (None: back to the league file's)."""
+        value = None if times is None else msgspec.json.encode(times).decode()
+        self.db.execute("UPDATE competitions SET deadlines = ? WHERE id = ?", (value, cid))
+
+    def set_frozen_at(self, cid: int, when: float) -> None:
+        """Submissions closed at `when` (a deadline applied after it passed)."""
+        self.db.execute("UPDATE competitions SET frozen_at = ? WHERE id = ?", (when, cid))
 
     def competitions_in(self, phase: str) -> list[Competition]:
         ids = [int(r[0]) for r in self.db.execute("SELECT id FROM competitions WHERE phase = ? ORDER BY id",

@@ -17,6 +17,7 @@ from ...tournament.ladder import ladder_entries
 from ..boardcache import forget
 from ..data import submission_info
 from ..db import Competition, Run, ServiceDB
+from ..deadlines import page_context
 from ..errors import fail, message_of
 from ..sessions import (
     ADMIN_COOKIE,
@@ -149,6 +150,7 @@ async def competition_page(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     db = request.app[DB]
     final = await db.call(ServiceDB.latest_run_of, comp.id, "final")
+    await page_context(request, comp)  # the deadlines form
     return _competition_page(request, who, comp, await db.call(_teams_view, comp.id), final=final)
 
 

@@ -10,6 +10,7 @@ from .. import data, pages
 from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, latest_board, rendered
 from ..db import Competition, ServiceDB
+from ..deadlines import page_context
 from ..errors import fail
 from ..runs import StartError, check_league_text, pin_house_urls
 from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
@@ -44,6 +45,7 @@ async def leaderboard_page(request: web.Request) -> web.Response:
     board = await shown_board(request, comp)
     # its live part rendered once per board, shared with the live streams and /live
     live_part = pages.rendered(live_html(request, board))
+    await page_context(request, comp)  # the deadlines' countdown
     return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part})
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import msgspec
 from aiohttp import web
 
-from .. import ladders
+from .. import deadlines, ladders
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
@@ -37,6 +38,9 @@ async def _change(request: web.Request, comp: Competition, action: str, concurre
     """Do `action` ("open", "freeze" or "final"): the run it started or stopped."""
     try:
         if action == "open":
+            why = deadlines.passed_for_open(await request.app[DB].call(deadlines.deadlines_of, comp))
+            if why is not None:
+                fail(409, f"competition {comp.id} cannot open: {why}")
             return (await ladders.open_competition(request.app, comp, concurrency)).id
         if action == "freeze":
             thread = request.app[ladders.LADDERS].get(comp.id)
@@ -119,4 +123,67 @@ async def admin_action(request: web.Request) -> web.Response:
         except ValueError:
             fail(422, f"'concurrency': a whole number, got {raw!r}", "concurrency")
     await _change(request, comp, action, _check_concurrency(concurrency))
+    raise web.HTTPSeeOther(f"/admin/c/{comp.id}")
+
+
+# ------------------------------------------------------------ deadlines (issue 25, item 5)
+
+
+class SetDeadlines(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: ISO 8601 times with their zone; null or absent: no such deadline.
+    freeze_at: str | None = None
+    final_at: str | None = None
+
+
+def _deadlines_json(d: deadlines.Deadlines) -> dict[str, object]:
+    return {"freeze_at": deadlines.iso_z(d.freeze_at), "final_at": deadlines.iso_z(d.final_at), "source": d.source}
+
+
+async def _set_deadlines(request: web.Request, comp: Competition, freeze_at: str | None, final_at: str | None,
+                         reset: bool = False) -> deadlines.Deadlines:
+    db = request.app[DB]
+    if reset:
+        await db.call(ServiceDB.set_deadlines, comp.id, None)
+    else:
+        times = []
+        for field, text in (("freeze_at", freeze_at), ("final_at", final_at)):
+            try:
+                times.append(deadlines.parse_time(text or "", field))
+            except ValueError as e:
+                fail(422, str(e), field)
+        freeze, final = times
+        if freeze is not None and final is not None and final < freeze:
+            fail(422, f"'final_at': {final_at} is before freeze_at ({freeze_at}): the final starts once frozen",
+                 "final_at")
+        await db.call(ServiceDB.set_deadlines, comp.id, (freeze, final))
+    forget(request.app, comp.id)
+    return await db.call(deadlines.deadlines_of, comp)
+
+
+async def get_deadlines(request: web.Request) -> web.Response:
+    """``GET /api/competitions/{cid}/deadlines``: the deadlines in force and where they come from."""
+    comp = await competition_of(request)
+    return json_response(_deadlines_json(await request.app[DB].call(deadlines.deadlines_of, comp)))
+
+
+async def put_deadlines(request: web.Request) -> web.Response:
+    """``PUT /api/competitions/{cid}/deadlines`` (``{"freeze_at": ISO, "final_at": ISO}``, either null):
+    they replace the league file's; ``DELETE``: the league file's again."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    if request.method == "DELETE":
+        return json_response(_deadlines_json(await _set_deadlines(request, comp, None, None, reset=True)))
+    body = await read_body(request, SetDeadlines)
+    return json_response(_deadlines_json(await _set_deadlines(request, comp, body.freeze_at, body.final_at)))
+
+
+async def admin_deadlines(request: web.Request) -> web.Response:
+    """The admin page's deadlines form: ``POST /admin/c/{cid}/deadlines``."""
+    same_origin(request)
+    who = await require_signed_in(request)
+    comp = await competition_of(request)
+    form = await request.post()
+    check_csrf(who.csrf, str(form.get("csrf", "")))
+    await _set_deadlines(request, comp, str(form.get("freeze_at", "")), str(form.get("final_at", "")),
+                         reset="reset" in form)
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}")

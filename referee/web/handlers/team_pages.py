@@ -16,6 +16,7 @@ from .. import pages
 from ..admissions import team_dir
 from ..data import submission_detail, submission_info, team_standings
 from ..db import Competition, ServiceDB, Team
+from ..deadlines import page_context
 from ..errors import fail
 from ..runs import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
@@ -86,6 +87,7 @@ async def team_page(request: web.Request) -> web.Response:
     comp = view["competition"]
     assert isinstance(comp, Competition)
     run, versions = await team_standings(request.app, comp, who.team)
+    await page_context(request, comp)  # the deadlines' countdown
     return pages.render(request, "team.html", {
         "team": who.team, "csrf": who.session.csrf, "uploads": containers_enabled(),
         "max_upload_mb": request.app[SETTINGS].max_upload // 2**20, "run": run, "versions": versions, **view})
