@@ -28,7 +28,6 @@ from typing import Final
 
 import msgspec
 from aiohttp import web
-from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from protocol.messages import DECK_PRESETS
@@ -98,22 +97,16 @@ def competition_settings(league: League) -> list[Setting]:
     ]
 
 
-@functools.cache
-def _markdown() -> MarkdownIt:
-    # commonmark with tables; html=False: raw HTML in the text is escaped.
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
-
-
 def render_markdown(text: str) -> str:
     """`text` as HTML: raw HTML in it escaped, unsafe links (``javascript:``...) left as text."""
-    return str(_markdown().render(text))
+    return str(pages.markdown(text))
 
 
 @functools.cache
-def doc_html(name: str) -> str:
-    """``docs/<name>.md`` as HTML (read and rendered once)."""
+def doc_html(name: str) -> Markup:
+    """``docs/<name>.md`` as HTML (read and rendered once, by :func:`pages.markdown`)."""
     filename, _ = DOCS[name]
-    return render_markdown((DOCS_DIR / filename).read_text(encoding="utf-8"))
+    return pages.markdown((DOCS_DIR / filename).read_text(encoding="utf-8"))
 
 
 async def _league_of(comp: Competition) -> League | None:
@@ -127,7 +120,7 @@ async def doc_page(request: web.Request) -> web.Response:
     """``/rules``, ``/protocol``."""
     name = request.path.strip("/")
     _, title = DOCS[name]
-    body = Markup(await asyncio.to_thread(doc_html, name))
+    body = await asyncio.to_thread(doc_html, name)
     return pages.render(request, "docs.html", {"title": title, "body": body, "comp": None, "settings": []})
 
 
@@ -135,7 +128,7 @@ async def competition_rules_page(request: web.Request) -> web.Response:
     """``/c/{cid}/rules``: the competition's settings, then the rules."""
     comp = await competition_of(request)
     league = await _league_of(comp)
-    body = Markup(await asyncio.to_thread(doc_html, "rules"))
+    body = await asyncio.to_thread(doc_html, "rules")
     return pages.render(request, "docs.html", {
         "title": f"{comp.name}: rules", "body": body, "comp": comp,
         "settings": competition_settings(league) if league is not None else []})
