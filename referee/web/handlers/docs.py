@@ -109,6 +109,14 @@ def doc_html(name: str) -> Markup:
     return pages.markdown((DOCS_DIR / filename).read_text(encoding="utf-8"))
 
 
+async def _doc(name: str) -> Markup:
+    try:
+        return await asyncio.to_thread(doc_html, name)
+    except FileNotFoundError:  # an install without the repository's docs/ (pip install of a wheel)
+        fail(404, f"docs/{DOCS[name][0]} is not installed with this copy of the referee: it is in the "
+                  "repository's docs/ folder (run the service from a checkout, or pip install -e)")
+
+
 async def _league_of(comp: Competition) -> League | None:
     try:
         return await asyncio.to_thread(check_league_text, comp.league_toml)
@@ -120,7 +128,7 @@ async def doc_page(request: web.Request) -> web.Response:
     """``/rules``, ``/protocol``."""
     name = request.path.strip("/")
     _, title = DOCS[name]
-    body = await asyncio.to_thread(doc_html, name)
+    body = await _doc(name)
     return pages.render(request, "docs.html", {"title": title, "body": body, "comp": None, "settings": []})
 
 
@@ -128,7 +136,7 @@ async def competition_rules_page(request: web.Request) -> web.Response:
     """``/c/{cid}/rules``: the competition's settings, then the rules."""
     comp = await competition_of(request)
     league = await _league_of(comp)
-    body = await asyncio.to_thread(doc_html, "rules")
+    body = await _doc("rules")
     return pages.render(request, "docs.html", {
         "title": f"{comp.name}: rules", "body": body, "comp": comp,
         "settings": competition_settings(league) if league is not None else []})
@@ -167,6 +175,9 @@ async def kit_download(request: web.Request) -> web.Response:
     kit = request.match_info["kit"]
     if kit not in KITS:
         fail(404, f"no starter kit {kit[:40]!r}: there are {', '.join(KITS)}")
+    if not (KITS_DIR / kit).is_dir():
+        fail(404, f"the starter kits are not installed with this copy of the referee: they are in the "
+                  "repository's starter_kits/ folder (run the service from a checkout, or pip install -e)")
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     data = await asyncio.to_thread(kit_zip, kit, settings_markdown(comp, await _league_of(comp)))
