@@ -99,3 +99,38 @@ async def test_readme_commands_build_images_that_answer_the_protocol(docker_clie
         assert names == {"my-bot:1": "my-bot", "tactician-bot:1": "tactician", "my-node-bot:1": "node-greedy"}
     finally:
         _remove_made(docker_client)
+
+
+async def test_the_authors_one_line_change_keeps_the_sdk(docker_client: Any, tmp_path: Path, out: Path) -> None:
+    """The template's advice for one's own bot: change the one COPY line of
+    the bot's files; the image still has the SDK the bot imports."""
+    import docker.errors
+
+    from referee.bots.baseimage import build_base_image
+
+    repo = repository_copy(tmp_path / "repo")
+    template = (repo / "docker" / "bot-python.Dockerfile").read_text()
+    line = "COPY starter_kits/python/ bot/\n"
+    assert template.count(line) == 1, "the template's line for the bot's own files has moved: fix its comments too"
+    (repo / "docker" / "own.Dockerfile").write_text(template.replace(line, "COPY mybot/ bot/\n"))
+    (repo / "mybot").mkdir()
+    kit = (repo / "starter_kits" / "python" / "bot.py").read_text()
+    (repo / "mybot" / "bot.py").write_text(kit.replace('name="my-bot"', 'name="own-bot"'))
+    (repo / "mybot" / "helper.py").write_text("WHO = 'a module of its own folder'\n")
+    (repo / "mybot" / "bot.py").write_text((repo / "mybot" / "bot.py").read_text().replace(
+        "from sample_bots.sdk import run_bot\n", "from sample_bots.sdk import run_bot\nfrom helper import WHO\n"))
+    base = build_base_image(docker_client)
+    tag = f"referee-test-own-bot:{os.getpid()}"
+    try:
+        done = subprocess.run(["docker", "build", "-q", "-f", "docker/own.Dockerfile", "--build-arg", f"BASE={base}",
+                               "-t", tag, "."], cwd=repo, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        bot = ContainerBot(tag, out_dir=out, name="own")
+        info = await bot.launch()
+        await bot.stop()
+        assert info.name == "own-bot"
+    finally:
+        try:
+            docker_client.images.remove(tag)
+        except docker.errors.ImageNotFound:
+            pass
