@@ -1,52 +1,61 @@
 # A Python bot as a container image: the template for bot authors.
 #
-#   docker build -f docker/bot-python.Dockerfile --build-arg BOT=greedy -t my-bot:1 .
+# From the repository root, on a machine without a registry (README, "Building an image"):
 #
-# (run from the repository root). For your own bot, replace the COPY of the
-# sample bots by your code and the CMD by your program, for example
-#   COPY mybot.py ./
-#   CMD ["python", "mybot.py"]
+#   BASE=$(python -m referee.bots.baseimage --print-base python)
+#   docker build -f docker/bot-python.Dockerfile --build-arg BASE=$BASE -t my-bot:1 .
 #
-# What the referee expects of the image (see docker/README-section.md):
+# BASE is the base image this project makes from the machine's own Python
+# (aiohttp and msgspec in it, no shell; its tag is referee-base:<instance>).
+# On a machine with a registry, the default python:3.11-slim works too.
+#
+# Your own bot: change ONE line, the COPY of "your bot's files" below, to the
+# folder holding your bot.py (e.g. COPY mybot/ bot/). The SDK lines stay, so
+# `from sample_bots.sdk import run_bot` and `from protocol import ...` still
+# work. --build-arg BOT=greedy (random, tactician, searcher) runs a sample bot
+# instead.
+#
+# What the referee expects of the image:
 # - it serves the bot protocol over HTTP on the unix socket named by the
 #   environment variable BOT_UNIX (always /run/bot/bot.sock; the referee mounts
-#   /run/bot from the host). The SDK (sample_bots/sdk.py) listens there by itself
-#   when BOT_UNIX is set; otherwise pass --unix /run/bot/bot.sock;
+#   /run/bot from the host). The SDK listens there by itself when BOT_UNIX is
+#   set;
 # - it needs no network (it has none), no writable root filesystem (only /tmp,
 #   a small tmpfs) and no capabilities;
 # - the secret, when the league gives one, arrives as BOT_SECRET.
-#
-# BASE is a public image on a normal machine; on a machine without a registry,
-# `python -m referee.bots.baseimage` makes referee-base:<instance> (the machine's own
-# Python with aiohttp and msgspec, no shell; <instance> is u0 for root, or
-# $REFEREE_INSTANCE) and builds with BASE=<its id>.
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
 WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    PYTHONPATH=/app \
     BOT_UNIX=/run/bot/bot.sock
 
-# The SDK's two dependencies (already in referee-base:<instance>; exec form: that
-# image has no /bin/sh).
+# The SDK's two dependencies (already in the project's base image; exec form:
+# that image has no /bin/sh).
 RUN ["python", "-c", "import importlib.util as u, subprocess, sys; missing = [m for m in ('aiohttp', 'msgspec') if u.find_spec(m) is None]; missing and subprocess.check_call([sys.executable, '-m', 'pip', 'install', '--no-cache-dir', 'aiohttp>=3.9', 'msgspec>=0.18'])"]
 
-# The SDK and the sample bots; referee/game is the rules engine the searcher uses.
+# The SDK (protocol/ and sample_bots/sdk.py, with the sample bots) and the
+# rules engine the searcher uses: keep these four lines.
 COPY protocol/ protocol/
 COPY sample_bots/ sample_bots/
 COPY referee/__init__.py referee/
 COPY referee/game/ referee/game/
 
-# Compiled once here: the root filesystem is read-only when the referee runs it.
-RUN ["python", "-m", "compileall", "-q", "protocol", "sample_bots", "referee"]
+# Your bot's files: the folder with its bot.py (the one line to change).
+COPY starter_kits/python/ bot/
 
-# Which sample bot this image runs: greedy, random, tactician or searcher.
-ARG BOT=greedy
-ENV BOT_MODULE=sample_bots.${BOT}
-LABEL org.opencontainers.image.title="3UP 3DOWN bot: sample_bots.${BOT}"
+# Compiled once here: the root filesystem is read-only when the referee runs it.
+RUN ["python", "-m", "compileall", "-q", "protocol", "sample_bots", "referee", "bot"]
+
+# Empty: your bot/bot.py; or a sample bot: greedy, random, tactician or searcher.
+# (BOT_MODULE: that sample bot's module, for images built FROM this one.)
+ARG BOT=
+ENV BOT=${BOT} BOT_MODULE=sample_bots.${BOT}
+LABEL org.opencontainers.image.title="3UP 3DOWN bot ${BOT}"
 
 # Run as an unprivileged user on a normal base image; the referee may set its own.
 USER 65534:65534
-# `python -m $BOT_MODULE` without a shell; it listens on $BOT_UNIX.
-CMD ["python", "-c", "import os, runpy; runpy.run_module(os.environ['BOT_MODULE'], run_name='__main__', alter_sys=True)"]
+# No shell: bot/bot.py (its folder first on sys.path), or `python -m sample_bots.$BOT`.
+CMD ["python", "-c", "import os, runpy, sys; bot = os.environ.get('BOT'); sys.path.insert(0, '/app/bot'); runpy.run_module('sample_bots.' + bot, run_name='__main__', alter_sys=True) if bot else runpy.run_path('/app/bot/bot.py', run_name='__main__')"]

@@ -495,7 +495,8 @@ def build_bot_image(bot: str, client: DockerClient | None = None, *,
         return tag
     base_id = build_base_image(client, log=log, instance=inst) if base is None else \
         str(client.images.get(base).id)
-    build_image(client, tag, (DOCKER_DIR / "bot-python.Dockerfile").read_text(), dict(sdk_files()),
+    files = {**sdk_files(), **_tree(ROOT / "starter_kits" / "python", "starter_kits/python")}  # the template's bot/
+    build_image(client, tag, (DOCKER_DIR / "bot-python.Dockerfile").read_text(), files,
                 buildargs={"BASE": base_id, "BOT": bot}, base_id=base_id, force=force, log=log, instance=inst)
     return tag
 
@@ -516,8 +517,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="a sample bot to build (repeatable; default: every Python sample bot)")
     parser.add_argument("--base-only", action="store_true", help="build only the base image")
     parser.add_argument("--force", action="store_true", help="build even when an up-to-date image exists")
+    parser.add_argument("--print-base", choices=["python", "node"],
+                        help="build (or reuse) only that base image and print its tag alone, for "
+                             "`docker build --build-arg BASE=$(...)`; progress goes to stderr")
     args = parser.parse_args(argv)
     client = _client(None)
+    if args.print_base:
+        def progress(line: str) -> None:
+            print(line, file=sys.stderr)
+
+        build = build_base_image if args.print_base == "python" else build_node_base_image
+        build(client, force=args.force, log=progress)
+        print(current().base_tag if args.print_base == "python" else current().node_base_tag)
+        return 0
     build_base_image(client, force=args.force, log=print)
     print(current().base_tag)
     if not args.base_only:

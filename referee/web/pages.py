@@ -139,3 +139,18 @@ def standings_table(cid: int, standings: Sequence[Standing], run_id: int | None)
     """The leaderboard's standings table alone."""
     macros = environment().get_template("macros.html").module
     return str(macros.standings_table(cid, standings, run_id))  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _markdown_it() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark with tables; html=False: raw HTML in the text is escaped, and
+    # its link validation leaves javascript:, vbscript:, data: (but images) as text.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+
+
+def markdown(text: str) -> Markup:
+    """Markdown (the project's docs, ``/rules`` and ``/protocol``) as HTML:
+    no raw HTML, no unsafe link, no inline script or style."""
+    return Markup(_markdown_it().render(text))

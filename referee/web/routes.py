@@ -6,6 +6,7 @@ from aiohttp import web
 
 from . import live
 from .handlers import admin_pages, bots, competitions, diagnostics, phases, runs, static, team_pages, teams
+from .handlers import docs
 
 
 def setup_routes(app: web.Application) -> None:
@@ -33,6 +34,11 @@ def setup_routes(app: web.Application) -> None:
     r.add_post("/team/submit", team_pages.submit)
     r.add_get("/team/submissions/{sid}", team_pages.submission_page)
     r.add_get("/team/diagnostics", diagnostics.diagnostics_page)
+    # The rules, the protocol, a competition's settings; the starter kits (issue 26)
+    r.add_get("/rules", docs.doc_page)
+    r.add_get("/protocol", docs.doc_page)
+    r.add_get("/c/{cid}/rules", docs.competition_rules_page)
+    r.add_get("/team/kit/{kit}.zip", docs.kit_download)
     r.add_get("/static/style.css", static.stylesheet)
     r.add_get("/static/app.js", static.script)
     # API

@@ -1,0 +1,63 @@
+"""The starter kits, downloaded from the team page and uploaded unchanged
+through the service's upload API, are built, pass the admission check and
+are accepted (issue 26, item 2). Real Docker; the Node kit only where
+``node`` is on the machine (the Node base image is made from it)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+
+from containers_helpers import remove_instance_images  # noqa: E402
+from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+
+from referee.bots.netpolicy import AddressPolicy  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
+from referee.web.admissions import PIPELINE  # noqa: E402
+from referee.web.db import ServiceDB  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
+                 docker_client: Any) -> AsyncIterator[Any]:
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    token = db.ensure_admin_token()
+    db.close()
+    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
+    c.admin = token
+    yield c
+    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
+
+
+KITS = ["python", pytest.param("node", marks=pytest.mark.skipif(shutil.which("node") is None,
+                                                                 reason="no node on this machine"))]
+
+
+@pytest.mark.parametrize("kit", KITS)
+async def test_the_starter_kit_uploaded_unchanged_is_accepted(client: Any, kit: str) -> None:
+    cid = await new_competition(client, client.admin)
+    tid, token = await new_team(client, client.admin, cid, f"kit {kit}")
+    origin = {"Origin": str(client.make_url("")).rstrip("/")}
+    r = await client.post("/login", data={"token": token}, headers=origin, allow_redirects=False)
+    assert r.status == 303, await r.text()
+    r = await client.get(f"/team/kit/{kit}.zip")  # what the team page's link gives
+    assert r.status == 200, await r.text()
+    archive = await r.read()
+    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=archive,
+                          headers={**auth(token), "X-Note": "the starter kit, unchanged"})
+    assert r.status == 201, await r.text()
+    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    assert done["submission"]["status"] == "accepted", done
+    assert all(line["ok"] for line in done["report"]["lines"]), done["report"]
+    own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
+    assert own["playing"]["id"] == done["submission"]["id"]
