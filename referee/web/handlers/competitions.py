@@ -11,6 +11,7 @@ from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, latest_board, rendered
 from ..db import Competition, ServiceDB
 from ..errors import fail
+from ..paging import page_of, query_page
 from ..runs import StartError, check_league_text, pin_house_urls
 from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
 from ..state import DB, SETTINGS
@@ -44,7 +45,8 @@ async def leaderboard_page(request: web.Request) -> web.Response:
     board = await shown_board(request, comp)
     # its live part rendered once per board, shared with the live streams and /live
     live_part = pages.rendered(live_html(request, board))
-    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part})
+    runs = page_of(query_page(request), len(board.runs))  # the list of runs, newest first
+    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part, "runs": runs})
 
 
 async def live_fragment(request: web.Request) -> web.Response:
