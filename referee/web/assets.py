@@ -16,7 +16,7 @@ body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sa
 header.top { background:#1d2330; color:#fff; padding:10px 20px; display:flex; gap:18px; align-items:baseline; }
 header.top a { color:#fff; text-decoration:none; }
 header.top .brand { font-weight:700; font-size:16px; }
-main { max-width:1150px; margin:0 auto; padding:16px 20px 40px; }
+main { max-width:1240px; margin:0 auto; padding:16px 20px 40px; }
 h1 { font-size:22px; margin:8px 0 12px; } h2 { font-size:17px; margin:22px 0 8px; }
 a { color:var(--accent); }
 .muted { color:var(--muted); }
