@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from pathlib import Path
 from typing import Any
 
 from test_web_api import auth, error_of, new_team, settled, submit
 from test_web_ladder import competition, until
+
+from referee.web import ServiceDB
 
 Service = Any
 
@@ -99,3 +103,26 @@ async def test_versions_are_per_team_and_the_final_csv_says_whose_bot_each_row_i
     assert [r["bot"] for r in teams_only] == [r["bot"] for r in rows if r["bot"] != "house"]
     assert [r["rank"] for r in teams_only] == [r["rank"] for r in rows if r["bot"] != "house"]
     assert "house" in (await error_of(await client.get(url, params={"house": "no"}), 400))["error"]
+
+
+async def test_the_leaderboards_list_of_runs_is_paged_newest_first(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    client = await service()
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    db = ServiceDB(db_path)
+    try:
+        for _ in range(45):
+            run = db.begin_run(cid, out_dir="", league_json="{}", total_games=0)
+            assert not isinstance(run, str)
+            db.end_run(run.id, "failed", "made by the test")
+    finally:
+        db.close()
+    html = await (await client.get(f"/c/{cid}")).text()
+    shown = [int(n) for n in re.findall(r'>run (\d+)</a>', html.split('id="runs"', 1)[1].split("</p>", 1)[0])]
+    assert shown == list(range(45, 25, -1))
+    assert "page 1 of 3 (45 in all)" in html and '<a href="?page=2" rel="next"' in html
+    html = await (await client.get(f"/c/{cid}", params={"page": "3"})).text()
+    shown = [int(n) for n in re.findall(r'>run (\d+)</a>', html.split('id="runs"', 1)[1].split("</p>", 1)[0])]
+    assert shown == list(range(5, 0, -1)) and '<a href="?page=2" rel="prev"' in html
+    r = await client.get(f"/c/{cid}", params={"page": "0"})
+    assert r.status == 400 and "is not a page" in await r.text()

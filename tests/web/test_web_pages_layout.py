@@ -5,7 +5,8 @@
   of long lines and a report of very long tokens, the team, admin,
   leaderboard, bot and replay pages;
 - a favicon at ``/favicon.ico``, linked from every page;
-- long lists a page at a time, newest first (a team's 60 submissions);
+- long lists a page at a time, newest first (a team's 60 submissions, a
+  bot's games);
 - one numbering: a team's second submission reads "v2" on its team page,
   its submission page, the admin page, the ladder and the bot page, whatever
   other teams submitted in between (its service-wide id is 4).
@@ -137,7 +138,7 @@ def test_pages_fit_the_window_number_versions_per_team_and_page_long_lists(
         try:
             # the ladder plays: ada's v2 is in it as "ada v2"
             api(base, "POST", f"/api/competitions/{cid}/open", site["admin"])
-            until(base, cid, lambda d: d["games"] >= 4)
+            data = until(base, cid, lambda d: sum(s["games"] for s in d["standings"] if s["bot"] == "ada v2") >= 25)
 
             # ---- ada's pages: v2 everywhere, the service's id only in the URL
             ada = new_page()
@@ -189,6 +190,17 @@ def test_pages_fit_the_window_number_versions_per_team_and_page_long_lists(
             board.goto(f"{base}/c/{cid}/runs/{data['run']['id']}/games/0")
             expect(board.locator("main")).to_be_visible()
             fits(board, "the replay page")
+            # the bot's games, 20 a page, newest first (the finished ladder's: a list that grows no more)
+            board.goto(f"{base}/c/{cid}/bots/ada%20v2")
+            games = board.locator("table.games tr td:first-child")
+            expect(games).to_have_count(20)
+            newest = [int(t) for t in games.all_inner_texts()]
+            assert newest == sorted(newest, reverse=True), newest
+            expect(board.locator("#games-pages")).to_contain_text("page 1 of")
+            board.click("#games-pages a.older")
+            expect(board).to_have_url(re.compile(r"/bots/ada%20v2\?page=2$"))
+            older = [int(t) for t in games.all_inner_texts()]
+            assert older and max(older) < min(newest), (older, newest)
 
             # ---- cy's 60 submissions, 20 a page, newest first
             cy = new_page()
