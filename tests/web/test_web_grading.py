@@ -104,6 +104,13 @@ async def test_versions_are_per_team_and_the_final_csv_says_whose_bot_each_row_i
     assert [r["rank"] for r in teams_only] == [r["rank"] for r in rows if r["bot"] != "house"]
     assert "house" in (await error_of(await client.get(url, params={"house": "no"}), 400))["error"]
 
+    # the admin page links both
+    r = await client.post("/admin/login", data={"token": admin_token}, allow_redirects=False,
+                          headers={"Origin": f"http://{client.host}:{client.port}"})
+    assert r.status == 303
+    html = await (await client.get(f"/admin/c/{cid}")).text()
+    assert f'href="{url}" id="final-csv"' in html and f'href="{url}?house=0" id="final-csv-teams"' in html
+
 
 async def test_the_leaderboards_list_of_runs_is_paged_newest_first(
         service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
