@@ -133,3 +133,28 @@ async def test_the_leaderboards_list_of_runs_is_paged_newest_first(
     assert shown == list(range(5, 0, -1)) and '<a href="?page=2" rel="prev"' in html
     r = await client.get(f"/c/{cid}", params={"page": "0"})
     assert r.status == 400 and "is not a page" in await r.text()
+
+
+async def test_a_superseded_submission_keeps_its_number_and_the_next_one_takes_the_next(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    """Numbers are given when a submission is made and never change: a
+    superseded one (replaced before its check) is "v1 superseded", the one
+    that replaced it "v2", and the ladder names it "di v2" as the pages do."""
+    client = await service()
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    tid, token = await new_team(client, admin_token, cid, "di")
+    db = ServiceDB(db_path)
+    try:
+        sub = db.add_submission(tid, kind="url", url=bot_urls["random"], image=None, secret=None, note="",
+                                status="superseded")
+        assert sub is not None
+    finally:
+        db.close()
+    accepted = await submit(client, cid, tid, token, {"url": bot_urls["greedy"]})
+    assert accepted["submission"]["status"] == "accepted" and accepted["submission"]["version"] == 2
+    listed = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/submissions", headers=auth(token))).json()
+    assert [(s["version"], s["status"]) for s in listed] == [(2, "accepted"), (1, "superseded")]
+    r = await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token))
+    assert r.status == 202, await r.text()
+    data = await until(client, cid, lambda d: d["games"] >= 2)
+    assert {s["bot"] for s in data["standings"]} == {"house", "di v2"}
