@@ -16,7 +16,7 @@ body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sa
 header.top { background:#1d2330; color:#fff; padding:10px 20px; display:flex; gap:18px; align-items:baseline; }
 header.top a { color:#fff; text-decoration:none; }
 header.top .brand { font-weight:700; font-size:16px; }
-main { max-width:1150px; margin:0 auto; padding:16px 20px 40px; }
+main { max-width:1240px; margin:0 auto; padding:16px 20px 40px; }
 h1 { font-size:22px; margin:8px 0 12px; } h2 { font-size:17px; margin:22px 0 8px; }
 a { color:var(--accent); }
 .muted { color:var(--muted); }
@@ -25,6 +25,16 @@ table.grid th, table.grid td { padding:6px 8px; border-bottom:1px solid var(--li
                                white-space:nowrap; }
 table.grid th { background:#eef1f5; font-weight:600; }
 table.grid td.l, table.grid th.l { text-align:left; }
+/* nothing runs wider than the window (issue 25): long lines wrap or scroll inside their box */
+pre { max-width:100%; overflow-x:auto; white-space:pre-wrap; overflow-wrap:anywhere; }
+code { overflow-wrap:anywhere; }
+.scroll { max-width:100%; overflow-x:auto; }
+table.grid td.why, table.grid td.what, table.grid.wrap td { white-space:normal; overflow-wrap:anywhere; }
+table.grid td pre { margin:0; }
+main { overflow-x:auto; }
+header.top { flex-wrap:wrap; }
+p, li, td { overflow-wrap:anywhere; }
+.pager { margin:8px 0; }
 .status { display:inline-block; padding:1px 8px; border-radius:10px; background:#e4e7ec; font-size:12px; }
 .status.running { background:#fff1c2; } .status.finished { background:#d1f4dc; }
 .status.failed, .status.interrupted { background:#fde2e1; }
@@ -280,3 +290,43 @@ JS = r"""
   render();
 })();
 """
+
+
+# ---------------------------------------------------------------- favicon
+
+#: The pages' icon: three cards, up and down (served at ``/favicon.svg``).
+FAVICON_SVG = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">
+<rect width="16" height="16" rx="3" fill="#1d2330"/>
+<rect x="2" y="3" width="3.5" height="10" rx="1" fill="#fff"/>
+<rect x="6.25" y="3" width="3.5" height="10" rx="1" fill="#9db4ea"/>
+<rect x="10.5" y="3" width="3.5" height="10" rx="1" fill="#d92d20"/>
+</svg>
+"""
+
+
+def _favicon_ico() -> bytes:
+    """The same icon as a 16×16 ICO (what ``/favicon.ico`` answers): drawn
+    here, so the service needs no binary file and no other origin."""
+    import struct
+
+    size = 16
+    colours = [(0x1d, 0x23, 0x30), (0xff, 0xff, 0xff), (0x9d, 0xb4, 0xea), (0xd9, 0x2d, 0x20)]
+
+    def pixel(x: int, y: int) -> tuple[int, int, int, int]:
+        if 3 <= y < 13:
+            for i, x0 in enumerate((2, 6, 10)):
+                if x0 <= x < x0 + 4:
+                    r, g, b = colours[i + 1]
+                    return b, g, r, 255
+        r, g, b = colours[0]
+        return b, g, r, 255
+
+    rows = [bytes(c for x in range(size) for c in pixel(x, y)) for y in reversed(range(size))]  # bottom-up
+    xor = b"".join(rows)
+    mask = bytes(4 * size)  # 1 bit a pixel, rows padded to 4 bytes: all opaque
+    header = struct.pack("<IiiHHIIiiII", 40, size, 2 * size, 1, 32, 0, len(xor) + len(mask), 0, 0, 0, 0)
+    image = header + xor + mask
+    return struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(image), 22) + image
+
+
+FAVICON_ICO = _favicon_ico()

@@ -24,6 +24,7 @@ from ..tournament.ladder import ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from .db import Competition, Run, ServiceDB, Submission, Team
+from . import grading
 from .errors import fail
 from .runs import (
     RunRatings,
@@ -147,16 +148,22 @@ def run_info(run: Run, *, private: bool = False) -> RunInfo:
                    started_at=run.started_at, finished_at=run.finished_at, kind=run.kind, seed=seed)
 
 
-def submission_info(sub: Submission | None) -> SubmissionInfo | None:
+def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo | None:
+    """`version`: its :meth:`~referee.web.db.ServiceDB.submission_number` (see :func:`numbered`)."""
     if sub is None:
         return None
     return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
                           note=sub.note, created_at=sub.created_at, status=sub.status, reason=sub.reason,
-                          image_id=sub.image_id, address=sub.address)
+                          image_id=sub.image_id, address=sub.address, version=version)
 
 
-def submission_detail(sub: Submission) -> SubmissionDetail:
-    info = submission_info(sub)
+def numbered(db: ServiceDB, sub: Submission | None) -> SubmissionInfo | None:
+    """:func:`submission_info` with its version: the team's "v2" (in the database's thread)."""
+    return None if sub is None else submission_info(sub, db.submission_number(sub.id))
+
+
+def submission_detail(sub: Submission, version: int = 0) -> SubmissionDetail:
+    info = submission_info(sub, version)
     assert info is not None
     report = msgspec.json.decode(sub.report, type=AdmissionReport) if sub.report else None
     return SubmissionDetail(submission=info, report=report, log=sub.log)
@@ -265,9 +272,19 @@ async def team_standings(app: web.Application, comp: Competition, team: Team) ->
 # -------------------------------------------------------------------- bot
 
 
-def _team_and_bot(db: ServiceDB, cid: int, name: str) -> tuple[Team | None, Submission | None]:
+def _team_and_bot(db: ServiceDB, cid: int, name: str, run: Run | None,
+                  bot_name: str) -> tuple[Team | None, Submission | None, int]:
+    """The team, and the version of its bot that played as `bot_name` in
+    `run` (with its number; without a run: the version in play)."""
     team = db.team_named(cid, name)
-    return team, db.playing_submission(team.id) if team else None
+    if team is None:
+        return None, None, 0
+    if run is not None:
+        found = grading.whose(db, run, bot_name).get(bot_name)
+        if found is not None and found.sub is not None:
+            return team, found.sub, found.version or 0
+    sub = db.playing_submission(team.id)
+    return team, sub, db.submission_number(sub.id) if sub else 0
 
 
 async def bot(app: web.Application, comp: Competition, run: Run | None, name: str) -> BotData:
@@ -279,13 +296,13 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
         entry = next((e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None)
         in_league = entry is not None and entry.status != "unreachable"
         team_name = entry.team if entry is not None and entry.team is not None else name
-    team, sub = await app[DB].call(_team_and_bot, comp.id, team_name)
+    team, sub, version = await app[DB].call(_team_and_bot, comp.id, team_name, run, name)
     house = house_of(comp)
     if not in_league and team is None and name not in house:
         fail(404, f"no bot {name!r} in competition {comp.id}")
     data = BotData(
         name=name, team=team is not None, house=name in house,
-        submission=None if sub is None else SubmissionBrief(kind=sub.kind, created_at=sub.created_at),
+        submission=None if sub is None else SubmissionBrief(kind=sub.kind, created_at=sub.created_at, version=version),
         submitted_at=sub.created_at if sub else None, run=run.id if run else None, in_run=in_league,
         standing=None, history=[], games=[],
     )

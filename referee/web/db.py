@@ -604,18 +604,34 @@ class ServiceDB:
         ).fetchone())
 
     def submission_number(self, sid: int) -> int:
-        """A submission's number among its team's (1 for the first): its version."""
+        """A submission's number among its team's (1 for the first): its
+        version, "v2" on the pages and "team v2" in the ladder. Every
+        submission takes the next number when it is made (a superseded or
+        refused one too) and keeps it: a version's name never changes, and a
+        running ladder's entries keep theirs."""
         row = self.db.execute(
             "SELECT COUNT(*) FROM submissions WHERE team_id = (SELECT team_id FROM submissions WHERE id = ?)"
             " AND id <= ?", (sid, sid)).fetchone()
         return int(row[0])
 
-    def submissions(self, tid: int, limit: int = 50) -> list[Submission]:
-        """The team's submissions, newest first."""
+    def submissions(self, tid: int, limit: int = 50, offset: int = 0) -> list[Submission]:
+        """The team's submissions, newest first (`offset` of them skipped)."""
         rows = self.db.execute(
-            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT ?", (tid, limit)
-        ).fetchall()
+            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT ? OFFSET ?",
+            (tid, limit, offset)).fetchall()
         return [s for s in map(_submission, rows) if s is not None]
+
+    def numbered_submissions(self, tid: int, limit: int = 50, offset: int = 0) -> list[tuple[Submission, int]]:
+        """:meth:`submissions` with each one's :meth:`submission_number`."""
+        rows = self.db.execute(
+            f"SELECT {_SUB_COLUMNS}, ROW_NUMBER() OVER (ORDER BY id) FROM submissions WHERE team_id = ?"
+            " ORDER BY id DESC LIMIT ? OFFSET ?", (tid, limit, offset)).fetchall()
+        out = []
+        for row in rows:
+            sub = _submission(row[:-1])
+            if sub is not None:
+                out.append((sub, int(row[-1])))
+        return out
 
     def pending_submissions(self) -> list[Submission]:
         """Submissions still to check, oldest first (after a restart: all of

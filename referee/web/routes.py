@@ -41,6 +41,8 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/team/kit/{kit}.zip", docs.kit_download)
     r.add_get("/static/style.css", static.stylesheet)
     r.add_get("/static/app.js", static.script)
+    r.add_get("/favicon.ico", static.favicon_ico)
+    r.add_get("/favicon.svg", static.favicon_svg)
     # API
     r.add_get("/api/competitions", competitions.list_competitions)
     r.add_post("/api/competitions", competitions.new_competition)

@@ -149,6 +149,8 @@ class RatingPoint(msgspec.Struct, kw_only=True):
 class SubmissionBrief(msgspec.Struct, kw_only=True):
     kind: str
     created_at: float
+    #: Its team's number for it ("v2"; 0: not known).
+    version: int = 0
 
 
 class BotData(msgspec.Struct, kw_only=True):
@@ -186,6 +188,11 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     image_id: str | None = None
     #: The address a URL bot was pinned to at admission.
     address: str | None = None
+    #: Its number among its team's submissions (1 for the first): the pages
+    #: say "v2", the ladder names it "team v2"; `id` is the service-wide id
+    #: (in URLs). Every submission takes the next number when it is made,
+    #: a superseded or refused one too, and keeps it.
+    version: int = 0
 
 
 class SubmissionDetail(msgspec.Struct, kw_only=True):
@@ -232,6 +239,8 @@ class Submitted(msgspec.Struct, kw_only=True):
     note: str
     created_at: float
     status: str = "queued"
+    #: Its number among the team's submissions: see :attr:`SubmissionInfo.version`.
+    version: int = 0
 
 
 class OwnBot(msgspec.Struct, kw_only=True):

@@ -222,7 +222,7 @@ async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
     detail = await settled(client, cid, tid, token, 1)
     assert detail["submission"]["status"] == "accepted"
     page = await (await client.get("/team")).text()
-    assert "accepted" in page and "Submission #1" in page
+    assert "accepted" in page and "Version v1" in page
     report = await (await client.get("/team/submissions/1")).text()
     assert "PASS" in report and "validation games" in report
     # sign out: the session is gone

@@ -130,7 +130,8 @@ def sign_in(page: Any, base: str, token: str, team: str) -> None:
 
 def newest_id(page: Any) -> int:
     """The id of the newest submission in the table (its first row)."""
-    return int(page.locator("#submissions tr[class^='status-'] td a").first.inner_text())
+    href = page.locator("#submissions tr[class^='status-'] td a").first.get_attribute("href")
+    return int(href.rsplit("/", 1)[1])
 
 
 def submit_form(page: Any, *, kind: str, note: str, file: Path | None = None, url: str | None = None) -> int:
@@ -159,7 +160,7 @@ def settle(page: Any, sid: int, timeout_s: float = SETTLE_S) -> list[str]:
     accepted or refused: the statuses seen, in order."""
     from playwright.sync_api import Error
 
-    status = page.locator(f"#submissions tr:has(td a:text-is('{sid}')) .status")
+    status = page.locator(f"#submissions tr:has(td a[href='/team/submissions/{sid}']) .status")
     seen: list[str] = WATCHED.setdefault(sid, [])
     deadline = time.monotonic() + timeout_s
     while True:
@@ -178,9 +179,9 @@ def settle(page: Any, sid: int, timeout_s: float = SETTLE_S) -> list[str]:
 def open_submission(page: Any, base: str, sid: int) -> None:
     from playwright.sync_api import expect
 
-    page.click(f"#submissions a:text-is('{sid}')")
+    page.click(f"#submissions a[href='/team/submissions/{sid}']")
     expect(page).to_have_url(f"{base}/team/submissions/{sid}")
-    expect(page.locator("h1")).to_contain_text(f"Submission #{sid}")
+    expect(page.locator("h1")).to_contain_text(re.compile(r"^Version v\d+: "))  # the team's own numbering
 
 
 def back_to_team(page: Any, base: str) -> None:
@@ -267,12 +268,12 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             # 2. A Python source bot, uploaded through the form: built, checked, accepted.
             source = make_zip(tmp / "bot.zip", python_bot_files("ada-zipped"))
             first = submit_form(page, kind="source", file=source, note="v1 source")
-            row = page.locator(f"#submissions tr:has(td a:text-is('{first}'))")
+            row = page.locator(f"#submissions tr:has(td a[href='/team/submissions/{first}'])")
             expect(row.locator("td.l").first).to_contain_text("source — v1 source")
             seen = settle(page, first)
             assert seen[0] in PENDING and seen[-1] == "accepted", seen
             assert page.locator("meta[http-equiv=refresh]").count() == 0  # nothing pending: no more reloads
-            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            expect(page.locator("#playing")).to_contain_text("Version v1 (source)")
             timings["source accepted"] = time.monotonic() - t0
             page.screenshot(path=str(SCREENS / "team-accepted.png"), full_page=True)
             open_submission(page, base, first)
@@ -290,9 +291,9 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             second = submit_form(page, kind="source", file=crash, note="v2 crashes")
             seen = settle(page, second)
             assert seen[-1] == "refused", seen
-            row = page.locator(f"#submissions tr:has(td a:text-is('{second}'))")
+            row = page.locator(f"#submissions tr:has(td a[href='/team/submissions/{second}'])")
             expect(row.locator("td").nth(3)).to_contain_text("start:")
-            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            expect(page.locator("#playing")).to_contain_text("Version v1 (source)")
             open_submission(page, base, second)
             expect(page.locator("h1 .status")).to_have_text("refused")
             expect(page.locator("#reason")).to_contain_text("Refused: start:")
@@ -308,9 +309,9 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             third = submit_form(page, kind="url", url=site["illegal_url"], note="v3 illegal")
             seen = settle(page, third)
             assert seen[-1] == "refused", seen
-            row = page.locator(f"#submissions tr:has(td a:text-is('{third}'))")
+            row = page.locator(f"#submissions tr:has(td a[href='/team/submissions/{third}'])")
             expect(row.locator("td").nth(3)).to_contain_text("illegal")
-            expect(page.locator("#playing")).to_contain_text(f"Submission #{first} (source)")
+            expect(page.locator("#playing")).to_contain_text("Version v1 (source)")
             open_submission(page, base, third)
             expect(page.locator("#reason")).to_contain_text("illegal")
             expect(page.locator("#report tr.fail", has_text="illegal").first).to_contain_text("FAIL")
@@ -322,14 +323,14 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             if isinstance(archive, str):
                 warnings.warn(f"step 5 (docker save of the Node sample) skipped: {archive}", stacklevel=1)
                 print(f"\nSKIP step 5: {archive}")
-                in_play = first
+                in_play, in_play_v = first, 1
             else:
                 fourth = submit_form(page, kind="archive", file=archive, note="v4 node image")
                 seen = settle(page, fourth)
                 assert seen[-1] == "accepted", (seen, page.locator(
-                    f"#submissions tr:has(td a:text-is('{fourth}'))").inner_text())
-                expect(page.locator("#playing")).to_contain_text(f"Submission #{fourth} (archive)")
-                in_play = fourth
+                    f"#submissions tr:has(td a[href='/team/submissions/{fourth}'])").inner_text())
+                expect(page.locator("#playing")).to_contain_text("Version v4 (archive)")
+                in_play, in_play_v = fourth, 4
                 timings["node archive accepted"] = time.monotonic() - t0
             statuses = page.locator("#submissions tr[class^='status-'] .status").all_inner_texts()
             assert statuses == (["refused", "refused", "accepted"] if in_play == first
@@ -371,7 +372,7 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             # ada, signed in on a browser of its own, sees its run but none of bea's faults.
             ada = new_page()
             sign_in(ada, base, site["ada"], "ada")
-            expect(ada.locator("#playing")).to_contain_text(f"Submission #{in_play}")
+            expect(ada.locator("#playing")).to_contain_text(f"Version v{in_play_v} ")
             ada.goto(f"{base}/team/diagnostics")
             expect(ada.locator("h1")).to_have_text(f"Your bot in run {rid}")
             assert ada.locator("#games tr").count() > 1  # ada played in the run

@@ -15,7 +15,7 @@ from aiohttp import web
 from .. import pages
 from ...tournament.ladder import ladder_entries
 from ..boardcache import forget
-from ..data import submission_info
+from ..data import numbered
 from ..db import Competition, Run, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail, message_of
@@ -121,7 +121,7 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
     for t in db.teams(cid):
         latest = db.latest_submission(t.id)
         playing = db.playing_submission(t.id)
-        out.append({"team": t, "latest": submission_info(latest), "playing": submission_info(playing),
+        out.append({"team": t, "latest": numbered(db, latest), "playing": numbered(db, playing),
                     "count": db.count_submissions(t.id), "entry": entries.get(t.name)})
     return out
 

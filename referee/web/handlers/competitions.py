@@ -12,6 +12,7 @@ from ..boardcache import BOARDS, BoardKey, latest_board, rendered
 from ..db import Competition, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail
+from ..paging import page_of, query_page
 from ..runs import StartError, check_league_text, pin_house_urls
 from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
 from ..state import DB, SETTINGS
@@ -46,7 +47,8 @@ async def leaderboard_page(request: web.Request) -> web.Response:
     # its live part rendered once per board, shared with the live streams and /live
     live_part = pages.rendered(live_html(request, board))
     await page_context(request, comp)  # the deadlines' countdown
-    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part})
+    runs = page_of(query_page(request), len(board.runs))  # the list of runs, newest first
+    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part, "runs": runs})
 
 
 async def live_fragment(request: web.Request) -> web.Response:

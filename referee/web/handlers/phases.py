@@ -4,13 +4,10 @@ page's buttons, one check each (:mod:`referee.web.ladders`)."""
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 import msgspec
 from aiohttp import web
 
-from .. import deadlines, ladders
+from .. import deadlines, grading, ladders
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
@@ -91,17 +88,21 @@ async def start_final(request: web.Request) -> web.Response:
 
 async def standings_csv(request: web.Request) -> web.Response:
     """A finished run's standings as CSV (the final's, for grading): rank,
-    bot, rating, the rank's 95% interval and whether it is settled."""
+    whose bot (team id, team, version, submission, house), rating, the
+    rank's 95% interval and whether it is settled (:mod:`..grading`);
+    ``?house=0`` leaves the house bots out."""
     comp = await competition_of(request)
     run = await run_of(request, comp)
     if run.status != "finished":
         fail(409, f"run {run.id} is {run.status}: its standings are final once it is finished")
-    path = Path(run.out_dir) / "standings.csv"
-    if not await asyncio.to_thread(path.exists):
+    house = request.query.get("house", "1")
+    if house not in ("0", "1"):
+        fail(400, f"?house={house[:20]!r}: give 0 (leave the house bots out) or 1 (the default: keep them)")
+    text = await request.app[DB].call(grading.standings_csv, run, house == "1")
+    if text is None:
         fail(404, f"run {run.id} wrote no standings")
-    body = await asyncio.to_thread(path.read_bytes)
     name = f"{comp.name}-{run.kind}-{run.id}.csv".replace("/", "-").replace('"', "")
-    return web.Response(body=body, content_type="text/csv", charset="utf-8",
+    return web.Response(text=text, content_type="text/csv", charset="utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..assets import CSS, JS
+from ..assets import CSS, FAVICON_ICO, FAVICON_SVG, JS
 
 
 async def stylesheet(request: web.Request) -> web.Response:
@@ -13,3 +13,13 @@ async def stylesheet(request: web.Request) -> web.Response:
 
 async def script(request: web.Request) -> web.Response:
     return web.Response(text=JS, content_type="application/javascript")
+
+
+async def favicon_ico(request: web.Request) -> web.Response:
+    return web.Response(body=FAVICON_ICO, content_type="image/x-icon",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
+async def favicon_svg(request: web.Request) -> web.Response:
+    return web.Response(text=FAVICON_SVG, content_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})

@@ -14,10 +14,11 @@ from aiohttp import BodyPartReader, web
 
 from .. import pages
 from ..admissions import team_dir
-from ..data import submission_detail, submission_info, team_standings
+from ..data import numbered, submission_detail, submission_info, team_standings
 from ..db import Competition, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail
+from ..paging import page_of, query_page
 from ..runs import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
 from ..state import DB, SETTINGS
@@ -73,17 +74,19 @@ async def logout(request: web.Request) -> web.StreamResponse:
     raise response
 
 
-def _team_view(db: ServiceDB, team: Team) -> dict[str, object]:
+def _team_view(db: ServiceDB, team: Team, number: int) -> dict[str, object]:
+    """The team's page `number` of its submissions (newest first: :mod:`..paging`)."""
     comp = db.competition(team.competition_id)
-    subs = db.submissions(team.id)
+    page = page_of(number, db.count_submissions(team.id))
+    subs = db.numbered_submissions(team.id, page.size, page.offset)
     playing = db.playing_submission(team.id)
-    return {"competition": comp, "submissions": [submission_info(s) for s in subs],
-            "playing": submission_info(playing), "pending": any(s.pending for s in subs)}
+    return {"competition": comp, "submissions": [submission_info(s, v) for s, v in subs], "page": page,
+            "playing": numbered(db, playing), "pending": any(s.pending for s, _ in subs)}
 
 
 async def team_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
-    view = await request.app[DB].call(_team_view, who.team)
+    view = await request.app[DB].call(_team_view, who.team, query_page(request))
     comp = view["competition"]
     assert isinstance(comp, Competition)
     run, versions = await team_standings(request.app, comp, who.team)
@@ -108,7 +111,8 @@ async def team_live(request: web.Request) -> web.Response:
 async def submission_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
     sub = await own_submission(request, who.team)
-    return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub),
+    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub, version),
                                                      "pending": sub.pending})
 
 

@@ -10,7 +10,7 @@ from ...tournament.league import LeagueError
 from ..admissions import PIPELINE, team_dir
 from ..auth import require_admin, require_team
 from ..boardcache import forget
-from ..data import submission_detail, submission_info
+from ..data import numbered, submission_detail, submission_info
 from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
 from ..runs import containers_enabled, house_bots
@@ -25,7 +25,7 @@ from .common import competition_of, json_response, team_of
 def _teams_with_bots(db: ServiceDB, cid: int) -> list[TeamInfo]:
     return [
         TeamInfo(id=t.id, name=t.name, created_at=t.created_at, submissions=db.count_submissions(t.id),
-                 bot=submission_info(db.latest_submission(t.id)))
+                 bot=numbered(db, db.latest_submission(t.id)))
         for t in db.teams(cid)
     ]
 
@@ -91,13 +91,13 @@ async def make_submission(request: web.Request, team: Team, *, kind: str, url: s
     return sub
 
 
-def _submitted(team: Team, sub: Submission) -> Submitted:
-    info = submission_info(sub)
+def _submitted(team: Team, sub: Submission, version: int) -> Submitted:
+    info = submission_info(sub, version)
     assert info is not None
     return Submitted(team=team.id, bot=team.name, id=info.id, kind=info.kind, url=info.url, image=info.image,
                      has_secret=info.has_secret, status=sub.status,
                      note="queued for its admission check: once accepted, the next run plays it",
-                     created_at=info.created_at)
+                     created_at=info.created_at, version=version)
 
 
 async def submit_bot(request: web.Request) -> web.Response:
@@ -111,7 +111,8 @@ async def submit_bot(request: web.Request) -> web.Response:
         fail(403, "bots are submitted with the team's own token, not the admin token")
     sub = await make_submission(request, team, kind=kind, url=url, image=image, secret=body.secret,
                                 note=body.note)
-    return json_response(_submitted(team, sub), 201)
+    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    return json_response(_submitted(team, sub, version), 201)
 
 
 UPLOAD_KINDS = {"archive": ".tar", "source": ".archive"}
@@ -147,13 +148,14 @@ async def upload_bot(request: web.Request) -> web.Response:
                                     slot=guard.slot)
     finally:
         await guard.release()
-    return json_response(_submitted(team, sub), 201)
+    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    return json_response(_submitted(team, sub, version), 201)
 
 
 def _own_bot(db: ServiceDB, team: Team) -> OwnBot:
     return OwnBot(team=team.id, name=team.name, submissions=db.count_submissions(team.id),
-                  bot=submission_info(db.latest_submission(team.id)),
-                  playing=submission_info(db.playing_submission(team.id)))
+                  bot=numbered(db, db.latest_submission(team.id)),
+                  playing=numbered(db, db.playing_submission(team.id)))
 
 
 async def own_bot(request: web.Request) -> web.Response:
@@ -168,8 +170,8 @@ async def list_submissions(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await require_team(request, team)
-    subs = await request.app[DB].call(ServiceDB.submissions, team.id)
-    return json_response([submission_info(s) for s in subs])
+    subs = await request.app[DB].call(ServiceDB.numbered_submissions, team.id)
+    return json_response([submission_info(s, v) for s, v in subs])
 
 
 async def own_submission(request: web.Request, team: Team) -> Submission:
@@ -184,4 +186,6 @@ async def get_submission(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await require_team(request, team)
-    return json_response(submission_detail(await own_submission(request, team)))
+    sub = await own_submission(request, team)
+    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    return json_response(submission_detail(sub, version))
