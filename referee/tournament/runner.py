@@ -463,6 +463,19 @@ DETERMINISTIC_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", 
                         *SETTLED_FIELDS)
 
 
+def csv_cell(row: dict[str, Any], key: str, *, first: bool, last: bool) -> object:
+    """A standings.csv cell of `row` (a Standing as builtins): faults summed,
+    None empty, and the first row's ``separated_above`` and the last row's
+    ``separated_below`` empty: there is no bot there to be separated from
+    (the Struct keeps True there by convention, for the pages' reading)."""
+    if (key == "separated_above" and first) or (key == "separated_below" and last):
+        return ""
+    value = row[key]
+    if key == "faults":
+        return sum(value.values())
+    return "" if value is None else value
+
+
 def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
     """standings.json (deterministic), latency.json (measured, varies from
     run to run), standings.csv (both), head_to_head.json."""
@@ -480,11 +493,8 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
         w = csv.writer(f)
         columns = STANDINGS_FIELDS + (("points",) if series else ())
         w.writerow(columns)
-        for r in rows:
-            w.writerow([
-                sum(r["faults"].values()) if k == "faults" else ("" if r[k] is None else r[k])
-                for k in columns
-            ])
+        for i, r in enumerate(rows):
+            w.writerow([csv_cell(r, k, first=i == 0, last=i == len(rows) - 1) for k in columns])
     (out / "head_to_head.json").write_text(
         json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n"
     )

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import csv
 import io
+
+import msgspec
 from pathlib import Path
 
 from ..tournament.ladder import ladder_entries
 from ..bots.factory import BotSpec
 from ..tournament.ratings import Standing
-from ..tournament.runner import STANDINGS_FIELDS, load_standings
+from ..tournament.runner import STANDINGS_FIELDS, csv_cell, load_standings
 from .db import Run, ServiceDB, Submission, Team
 from .runs import decode_league, team_entry
 
@@ -77,12 +79,7 @@ def _cell(s: Standing, key: str, who: Who | None, first: bool, last: bool) -> ob
         if key == "version":
             return "" if who.version is None else f"v{who.version}"
         return "" if who.sub is None else who.sub.id
-    if (key == "separated_above" and first) or (key == "separated_below" and last):
-        return ""
-    value = getattr(s, key)
-    if key == "faults":
-        return sum(value.values())
-    return "" if value is None else value
+    return csv_cell(msgspec.structs.asdict(s), key, first=first, last=last)
 
 
 def standings_csv(db: ServiceDB, run: Run, house: bool = True) -> str | None:

@@ -3,6 +3,7 @@ standings independent of concurrency, crash-safe resume, misbehaving bots."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -91,6 +92,9 @@ def test_standings_do_not_depend_on_concurrency(tmp_path: Path) -> None:
         assert abs(r["score"] - (r["mu"] - 3 * r["sigma"])) < 1e-3
     csv_lines = (outs[0] / "standings.csv").read_text().splitlines()
     assert csv_lines[0].startswith("rank,bot,mu,sigma,score") and len(csv_lines) == 4
+    table = list(csv.DictReader(csv_lines))  # no bot above the first, none below the last (issue 25)
+    assert table[0]["separated_above"] == "" and table[-1]["separated_below"] == ""
+    assert table[0]["separated_below"] in ("True", "False") and table[-1]["separated_above"] in ("True", "False")
     db = sqlite3.connect(outs[0] / "tournament.sqlite")
     assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 12
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
