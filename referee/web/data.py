@@ -152,7 +152,7 @@ def submission_info(sub: Submission | None) -> SubmissionInfo | None:
         return None
     return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
                           note=sub.note, created_at=sub.created_at, status=sub.status, reason=sub.reason,
-                          image_id=sub.image_id, address=sub.address)
+                          image_id=sub.image_id, address=sub.address, retry_at=sub.retry_at)
 
 
 def submission_detail(sub: Submission) -> SubmissionDetail:

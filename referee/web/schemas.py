@@ -186,6 +186,9 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     image_id: str | None = None
     #: The address a URL bot was pinned to at admission.
     address: str | None = None
+    #: waiting (issue 25): the service could not check it, nothing is wrong
+    #: with the bot (``reason`` says what failed); it is tried again then (a Unix time).
+    retry_at: float | None = None
 
 
 class SubmissionDetail(msgspec.Struct, kw_only=True):
