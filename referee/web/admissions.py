@@ -332,17 +332,20 @@ class Pipeline:
     async def _wait(self, tid: int, sid: int, fault: ServiceFault) -> None:
         """A service fault: the submission waits, tried again after its back-off; the service is degraded."""
         settings = self.app[SETTINGS]
+        newer = self._waiting.get(tid)
+        if newer is not None and newer != sid:  # the team uploaded again meanwhile: that one goes on
+            self._attempts.pop(sid, None)
+            await self._supersede(sid, newer)
+            return
         attempt = self._attempts[sid] = self._attempts.get(sid, 0) + 1
         retry_at = time.time() + backoff(attempt, settings.fault_retry_s, settings.fault_retry_max_s)
         log.warning("submission %s waits (try %d): %s", sid, attempt, fault.cause)
-        await self.app[DB].call(ServiceDB.update_submission, sid, status="waiting",
-                                reason=team_reason(fault.cause, retry_at), retry_at=retry_at)
-        if self._waiting.get(tid) is None:
-            self._retry[tid] = (sid, retry_at)
+        self._retry[tid] = (sid, retry_at)  # first: tried again even when the database cannot say so
         self._docker_fault = fault.docker
         self._next_probe = time.time() + settings.fault_retry_s
-        self.health.fault(fault.cause, min(at for _, at in self._retry.values()) if self._retry else retry_at,
-                          len(self._retry))
+        self.health.fault(fault.cause, min(at for _, at in self._retry.values()), len(self._retry))
+        await self.app[DB].call(ServiceDB.update_submission, sid, status="waiting",
+                                reason=team_reason(fault.summary, retry_at), retry_at=retry_at)
 
     async def _retrier(self) -> None:
         """Take the waiting submissions again when their time comes, or all at

@@ -38,9 +38,15 @@ class ServiceFault(Exception):
 
     def __init__(self, cause: str, *, docker: bool = False) -> None:
         super().__init__(cause)
+        #: What failed, exactly (for the admin: it may name the server's paths).
         self.cause = cause
         #: Whether it is Docker that failed (then a ping says when it is back).
         self.docker = docker
+
+    @property
+    def summary(self) -> str:
+        """What failed, in a few words (for the team): the cause up to its first colon."""
+        return self.cause.split(":", 1)[0]
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -88,13 +94,22 @@ def classify(exc: BaseException) -> ServiceFault | None:
 _TEAM_WORDS = ("Python could not compile", "node --check found")
 
 
+#: Refusals of the daemon's about what the service itself sent it (its own
+#: Dockerfile and build context; a look at the image it made): the daemon's.
+_DAEMON_WORDS = ("the Docker daemon refused the build:", "the server could not measure the built image")
+
+
 def refusal_is_service(reason: str | None) -> ServiceFault | None:
     """A refusal the build module returned that is the server's (the
     daemon's disk full while it built or loaded): a service fault, else None.
     (Docker gone meanwhile is found by a ping: :func:`docker_ok`.)"""
     text = reason or ""
-    if "no space left on device" in text.lower() and not text.startswith(_TEAM_WORDS):
+    if text.startswith(_TEAM_WORDS):
+        return None
+    if "no space left on device" in text.lower():
         return ServiceFault(f"the server's disk is full: {_first_line(text)}")
+    if text.startswith(_DAEMON_WORDS):  # the service's own Dockerfile, or its own look at the image
+        return ServiceFault(f"the Docker daemon failed: {_first_line(text)}", docker=True)
     return None
 
 
@@ -172,7 +187,8 @@ HEALTH: web.AppKey[Health] = web.AppKey("health", Health)
 async def banner_context(request: web.Request) -> dict[str, Any]:
     """A template context processor: the banner on the admin pages while the service is degraded."""
     health = request.app.get(HEALTH)
-    shown = health is not None and request.path.startswith("/admin")
+    # the admin's pages (a page under /admin is rendered only for the signed-in admin), not the form
+    shown = request.path.startswith("/admin") and request.path != "/admin/login"
     return {"service_banner": health.banner() if health is not None and shown else None}
 
 

@@ -83,6 +83,7 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     assert sub["reason"].startswith("nothing is wrong with your bot: the server could not check it (Docker is "
                                     "not reachable"), sub
     assert "it will be retried at" in sub["reason"] and sub["retry_at"] > time.time() - 5
+    assert str(dead) not in sub["reason"], "the team is told what failed, not the server's paths"
     # it stays waiting over several tries (back-off 0.5, 1, 2, 2 s), never refused
     await asyncio.sleep(3)
     again = (await status_of(client, cid, tid, token, sid))["submission"]
@@ -91,6 +92,7 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     # the admin's banner, with the exact cause
     admin_page = await (await client.get("/admin")).text()
     assert 'id="service-banner"' in admin_page and "Docker is not reachable" in admin_page
+    assert str(dead) in admin_page, "the admin sees the exact cause"
     assert "1 submission(s) wait" in admin_page
 
     # Docker back: the submission goes on by itself and is accepted; the banner goes
