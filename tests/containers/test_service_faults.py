@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
@@ -51,6 +52,31 @@ async def status_of(client: Any, cid: int, tid: int, token: str, sid: int) -> di
     return dict(await r.json())
 
 
+async def sick_daemon(path: Path) -> web.AppRunner:
+    """A Docker daemon on a unix socket that answers its ping and version, and fails everything else with 500."""
+
+    async def ping(request: web.Request) -> web.Response:
+        return web.Response(text="OK")
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response({"ApiVersion": "1.41", "Version": "20.10.0", "MinAPIVersion": "1.12"})
+
+    async def fail(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"message": "sick daemon: out of inodes"}, status=500)
+
+    app = web.Application(client_max_size=1 << 30)
+    app.router.add_get("/_ping", ping)
+    app.router.add_get("/v{v}/_ping", ping)
+    app.router.add_get("/version", version)
+    app.router.add_get("/v{v}/version", version)
+    app.router.add_route("*", "/{tail:.*}", fail)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.UnixSite(runner, str(path)).start()
+    return runner
+
+
 async def until(client: Any, cid: int, tid: int, token: str, sid: int, status: str,
                 timeout: float = 60) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
@@ -71,13 +97,30 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     assert r.status == 303
     assert "service-banner" not in await (await client.get("/admin")).text()
 
-    dead = tmp_path / "nothing.sock"
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{dead}")
+    # a daemon that answers, but fails (its 5xx): the upload waits, with the daemon's words
+    sick = await sick_daemon(tmp_path / "sick.sock")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'sick.sock'}")
     zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
     r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
                           headers=auth(token))
     assert r.status == 201, await r.text()
+    first = (await r.json())["id"]
+    sub = (await until(client, cid, tid, token, first, "waiting"))["submission"]
+    assert sub["reason"].startswith("nothing is wrong with your bot: the server could not check it (the "
+                                    "Docker daemon failed (500)); it will be retried at"), sub
+    admin_page = await (await client.get("/admin")).text()
+    assert "the Docker daemon failed (500): sick daemon: out of inodes" in admin_page
+    await sick.cleanup()
+
+    # no daemon at all: it waits, and a newer upload replaces the waiting one (the team's one place)
+    dead = tmp_path / "nothing.sock"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{dead}")
+    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
+                          headers=auth(token))
+    assert r.status == 201, await r.text()
     sid = (await r.json())["id"]
+    replaced = (await until(client, cid, tid, token, first, "superseded"))["submission"]
+    assert replaced["reason"] == f"replaced by #{sid} before its check", replaced
     detail = await until(client, cid, tid, token, sid, "waiting")
     sub = detail["submission"]
     assert sub["reason"].startswith("nothing is wrong with your bot: the server could not check it (Docker is "
@@ -94,6 +137,7 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     assert 'id="service-banner"' in admin_page and "Docker is not reachable" in admin_page
     assert str(dead) in admin_page, "the admin sees the exact cause"
     assert "1 submission(s) wait" in admin_page
+    assert "sick daemon" not in admin_page, "the banner says the latest cause"
 
     # Docker back: the submission goes on by itself and is accepted; the banner goes
     monkeypatch.delenv("DOCKER_HOST")
