@@ -332,6 +332,10 @@ class Pipeline:
     async def _wait(self, tid: int, sid: int, fault: ServiceFault) -> None:
         """A service fault: the submission waits, tried again after its back-off; the service is degraded."""
         settings = self.app[SETTINGS]
+        now = await self.app[DB].call(ServiceDB.submission, sid)
+        if now is None or not now.pending:  # it was over (say accepted) when the fault came: it stays so
+            log.error("submission %s: a service fault after it was %s: %s", sid, now and now.status, fault.cause)
+            return
         newer = self._waiting.get(tid)
         if newer is not None and newer != sid:  # the team uploaded again meanwhile: that one goes on
             self._attempts.pop(sid, None)
@@ -347,6 +351,14 @@ class Pipeline:
         await self.app[DB].call(ServiceDB.update_submission, sid, status="waiting",
                                 reason=team_reason(fault.summary, retry_at), retry_at=retry_at)
 
+    def _recovered(self) -> None:
+        """The service works again: the banner goes; after Docker's fault every waiting submission goes on now."""
+        if self.health.degraded is None:
+            return
+        self.health.recovered()
+        if self._docker_fault:
+            self._retry = {tid: (sid, 0.0) for tid, (sid, _) in self._retry.items()}
+
     async def _retrier(self) -> None:
         """Take the waiting submissions again when their time comes, or all at
         once when Docker, which had failed, answers a ping again."""
@@ -359,7 +371,7 @@ class Pipeline:
                 self._next_probe = now + settings.fault_retry_s
                 if await asyncio.to_thread(docker_ok) is None:
                     log.warning("Docker answers again: %d waiting submission(s) go on", len(self._retry))
-                    self.health.recovered()
+                    self._recovered()
                     due = list(self._retry)
             if not due:
                 continue
@@ -430,7 +442,7 @@ class Pipeline:
                 # recorded first, the upload deleted after: a stop in between resumes with the image
                 await db.call(ServiceDB.update_submission, sid, image_id=image_id, log=build_log, upload=None)
                 self._unlink(sub.upload)
-            self.health.recovered()  # Docker made an image: it is there
+            self._recovered()  # Docker made an image: it is there
             spec = BotSpec(name=team.name, image=image_id, secret=sub.secret,
                            limits=league.containers)
         # 2. the admission check, its games seated and named as the competition's are, in its budget
