@@ -554,13 +554,13 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
     from ..bots.container import DockerUnavailable, _docker_module, cleanup_containers, docker_client
 
     removed: list[str] = []
-    named = {s.upload for s in db.pending_submissions() if s.upload}
+    named = {Path(s.upload).resolve() for s in db.pending_submissions() if s.upload}
     for folder in (db.data_dir / "teams").glob("*/uploads"):
         for entry in folder.iterdir():
             if entry.name.startswith("referee-build-") and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(str(entry))
-            elif entry.name.startswith("upload-") and entry.is_file() and str(entry) not in named:
+            elif entry.name.startswith("upload-") and entry.is_file() and entry.resolve() not in named:
                 with contextlib.suppress(OSError):
                     entry.unlink()
                     removed.append(str(entry))
