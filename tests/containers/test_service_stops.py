@@ -153,6 +153,8 @@ def test_a_submission_stopped_while_building_and_while_checking_resumes_and_leav
     finally:
         svc.stop(how)
     assert [p for p in tmp_path.rglob("upload-*") if p.is_file()], "the upload survived the stop"
+    if how == "kill -9":  # nothing of the build's clean-up ran: its temporary folder is left, for the sweep
+        assert list(tmp_path.rglob("referee-build-*")), "a kill -9 mid-build leaves its build folder"
 
     svc = Service(tmp_path, site["db"])
     try:
@@ -162,6 +164,9 @@ def test_a_submission_stopped_while_building_and_while_checking_resumes_and_leav
         assert status(svc, cid, tid, token, sid)["status"] == "checking"
     finally:
         svc.stop(how)
+    if how == "kill -9":  # the check's container outlives its referee: the sweep's
+        left = docker_client.containers.list(all=True, filters={"label": f"{INSTANCE_LABEL}={site['instance']}"})
+        assert left, "a kill -9 mid-check leaves the bot's container"
 
     svc = Service(tmp_path, site["db"])
     try:
