@@ -28,6 +28,17 @@ turn, one check per team at a time, over the workers; each check has a total
 time budget (``Settings.check_budget_s``, ``referee serve --check-budget``),
 over which the bot is refused with its figures. After a restart the queue is
 rebuilt the same way from the database.
+
+A service fault is never a team's refusal (issue 25): when the service
+itself could not check a bot (:mod:`referee.web.health` tells which faults
+are the service's) the submission **waits** (``waiting``, the cause and the
+next try kept), is tried again with capped back-off, and goes on by itself
+once Docker answers again. And every stop is survived: the upload stays
+until its image is made and recorded (a ``checking`` submission resumes with
+that image), so a SIGINT, SIGTERM or kill -9 at any stage resumes it at the
+next start, where :func:`sweep` first removes what a killed process left:
+this instance's images of submissions that no longer need them, its
+containers whose referee is gone, and its temporary build folders.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -49,6 +62,7 @@ from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
 from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
 from .db import ServiceDB, Submission, Team
+from .health import HEALTH, Health, ServiceFault, backoff, classify, docker_ok, refusal_is_service, team_reason
 from .ladders import submission_accepted
 from .runs import check_league_text, house_bots
 from .state import DB, SETTINGS
@@ -166,6 +180,13 @@ class Pipeline:
         self._outer: Instance | None = None
         #: Submissions finished by this process (tests wait on it).
         self.done = asyncio.Condition()
+        #: Waiting submissions (a service fault): by team, (submission, when it is tried again).
+        self._retry: dict[int, tuple[int, float]] = {}
+        #: Tries so far of each submission that met a service fault (the back-off).
+        self._attempts: dict[int, int] = {}
+        #: The last service fault was Docker's: a ping says when it is back.
+        self._docker_fault = False
+        self._next_probe = 0.0
 
     async def start(self) -> None:
         db = self.app[DB]
@@ -173,6 +194,10 @@ class Pipeline:
         self.instance = use(await db.call(service_instance))
         await asyncio.to_thread(retag_pinned, self.instance, await db.call(ServiceDB.pinned_images))
         await at_start(self.app)  # issue 24: no upload in flight; prune the images nothing needs
+        try:  # issue 25: what a killed process left behind
+            await db.call(sweep, self.instance)
+        except Exception:  # noqa: BLE001 - housekeeping: it never stops the service
+            log.exception("sweeping the orphans of instance %s", self.instance.id)
         # After a restart: every submission not finished, oldest first; each team keeps its newest in
         # the place of its oldest (the others are superseded as they would have been).
         pending = await db.call(ServiceDB.pending_submissions)
@@ -185,7 +210,8 @@ class Pipeline:
         for tid, sid in newest.items():
             self._waiting[tid] = sid
             self._queued.add(sid)
-        self._tasks = [asyncio.create_task(self._intake(), name="admission-intake")]
+        self._tasks = [asyncio.create_task(self._intake(), name="admission-intake"),
+                       asyncio.create_task(self._retrier(), name="admission-retry")]
         self._tasks += [asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)]
 
     async def stop(self) -> None:
@@ -238,6 +264,8 @@ class Pipeline:
             self._queued.discard(sid)
             return
         replaced = self._waiting.get(sub.team_id)
+        if replaced is None and sub.team_id in self._retry and self._retry[sub.team_id][0] != sid:
+            replaced = self._retry.pop(sub.team_id)[0]  # a newer upload replaces a waiting one too
         self._waiting[sub.team_id] = sid  # no await since the look-up: no worker took `replaced` meanwhile
         async with self._ready:
             self._ready.notify_all()
@@ -277,12 +305,18 @@ class Pipeline:
             tid, sid = await self._take()
             try:
                 await self.process(sid)
+                self._attempts.pop(sid, None)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - one submission must never stop the pipeline
-                log.exception("submission %s", sid)
-                await self._finish(sid, "refused", reason=f"the check could not run: {type(e).__name__}",
-                                   report=None)
+                fault = classify(e)
+                assert fault is not None
+                if not isinstance(e, ServiceFault):
+                    log.exception("submission %s: a service fault", sid)
+                try:
+                    await self._wait(tid, sid, fault)
+                except Exception:  # noqa: BLE001 - the database itself failed: tried again at the next start
+                    log.exception("submission %s: could not record its wait", sid)
             finally:
                 self._queued.discard(sid)
                 self._running.discard(tid)
@@ -290,6 +324,62 @@ class Pipeline:
                     self._ready.notify_all()
                 async with self.done:
                     self.done.notify_all()
+
+    @property
+    def health(self) -> Health:
+        return self.app[HEALTH]
+
+    async def _wait(self, tid: int, sid: int, fault: ServiceFault) -> None:
+        """A service fault: the submission waits, tried again after its back-off; the service is degraded."""
+        settings = self.app[SETTINGS]
+        now = await self.app[DB].call(ServiceDB.submission, sid)
+        if now is None or not now.pending:  # it was over (say accepted) when the fault came: it stays so
+            log.error("submission %s: a service fault after it was %s: %s", sid, now and now.status, fault.cause)
+            return
+        newer = self._waiting.get(tid)
+        if newer is not None and newer != sid:  # the team uploaded again meanwhile: that one goes on
+            self._attempts.pop(sid, None)
+            await self._supersede(sid, newer)
+            return
+        attempt = self._attempts[sid] = self._attempts.get(sid, 0) + 1
+        retry_at = time.time() + backoff(attempt, settings.fault_retry_s, settings.fault_retry_max_s)
+        log.warning("submission %s waits (try %d): %s", sid, attempt, fault.cause)
+        self._retry[tid] = (sid, retry_at)  # first: tried again even when the database cannot say so
+        self._docker_fault = fault.docker
+        self._next_probe = time.time() + settings.fault_retry_s
+        self.health.fault(fault.cause, min(at for _, at in self._retry.values()), len(self._retry))
+        await self.app[DB].call(ServiceDB.update_submission, sid, status="waiting",
+                                reason=team_reason(fault.summary, retry_at), retry_at=retry_at)
+
+    def _recovered(self) -> None:
+        """The service works again: the banner goes; after Docker's fault every waiting submission goes on now."""
+        if self.health.degraded is None:
+            return
+        self.health.recovered()
+        if self._docker_fault:
+            self._retry = {tid: (sid, 0.0) for tid, (sid, _) in self._retry.items()}
+
+    async def _retrier(self) -> None:
+        """Take the waiting submissions again when their time comes, or all at
+        once when Docker, which had failed, answers a ping again."""
+        settings = self.app[SETTINGS]
+        while True:
+            await asyncio.sleep(max(0.05, min(1.0, settings.fault_retry_s / 2)))
+            now = time.time()
+            due = [tid for tid, (_, at) in self._retry.items() if at <= now]
+            if self.health.degraded is not None and self._docker_fault and now >= self._next_probe:
+                self._next_probe = now + settings.fault_retry_s
+                if await asyncio.to_thread(docker_ok) is None:
+                    log.warning("Docker answers again: %d waiting submission(s) go on", len(self._retry))
+                    self._recovered()
+                    due = list(self._retry)
+            if not due:
+                continue
+            for tid in due:
+                sid, _ = self._retry.pop(tid)
+                self._waiting.setdefault(tid, sid)
+            async with self._ready:
+                self._ready.notify_all()
 
     async def _finish(self, sid: int, status: str, *, reason: str | None, report: str | None,
                       **fields: str | None) -> None:
@@ -313,7 +403,7 @@ class Pipeline:
                                report=None)
             return
         folder = team_dir(db.data_dir, team.id)
-        await db.call(ServiceDB.update_submission, sid, status="building")
+        await db.call(ServiceDB.update_submission, sid, status="building", reason=None, retry_at=None)
         # 1. make it runnable
         spec: BotSpec
         if sub.kind == "url":
@@ -327,12 +417,32 @@ class Pipeline:
             await db.call(ServiceDB.update_submission, sid, address=pinned.address)
             spec = BotSpec(name=team.name, url=pinned.url, address=pinned.address, secret=sub.secret)
         else:
-            made = await asyncio.to_thread(self._make_image, sub, team.id, settings.build_timeout_s)
-            image_id, build_log, why = made
-            if image_id is None:
-                await self._finish(sid, "refused", reason=why, report=None, log=build_log, upload=None)
-                return
-            await db.call(ServiceDB.update_submission, sid, image_id=image_id, log=build_log, upload=None)
+            reused: str | None = None
+            image_id: str
+            if sub.image_id is not None and sub.kind in ("archive", "source"):
+                # made and recorded before a stop: the check goes on with it (its upload is gone)
+                reused = await asyncio.to_thread(self._image_exists, sub.image_id)
+            if reused is not None:
+                image_id = reused
+                log.info("submission %s: resumed with its image %s", sid, image_id)
+            else:
+                made = await asyncio.to_thread(self._make_image, sub, team.id, settings.build_timeout_s)
+                made_id, build_log, why = made
+                if made_id is None:
+                    fault = refusal_is_service(why)
+                    if fault is None and sub.kind != "image":
+                        cause = await asyncio.to_thread(docker_ok)  # Docker gone while it worked
+                        fault = ServiceFault(cause, docker=True) if cause is not None else None
+                    if fault is not None:
+                        raise fault  # the upload stays: it waits, tried again
+                    await self._finish(sid, "refused", reason=why, report=None, log=build_log, upload=None)
+                    self._unlink(sub.upload)
+                    return
+                image_id = made_id
+                # recorded first, the upload deleted after: a stop in between resumes with the image
+                await db.call(ServiceDB.update_submission, sid, image_id=image_id, log=build_log, upload=None)
+                self._unlink(sub.upload)
+            self._recovered()  # Docker made an image: it is there
             spec = BotSpec(name=team.name, image=image_id, secret=sub.secret,
                            limits=league.containers)
         # 2. the admission check, its games seated and named as the competition's are, in its budget
@@ -353,6 +463,10 @@ class Pipeline:
                                       "organiser")
             return
         text = msgspec.json.encode(report).decode()
+        if not report.ok and spec.image is not None:
+            cause = await asyncio.to_thread(docker_ok)  # the bot failed, or Docker went away under it?
+            if cause is not None:
+                raise ServiceFault(cause, docker=True)
         # 3. accepted or refused
         if report.ok:
             await self._finish(sid, "accepted", reason=None, report=text)
@@ -369,6 +483,26 @@ class Pipeline:
             await self._finish(sid, "refused", reason=report.reason, report=text)
 
     @staticmethod
+    def _unlink(path: str | None) -> None:
+        if path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    @staticmethod
+    def _image_exists(image_id: str) -> str | None:
+        """The image's id when the daemon has it (blocking); None when it is gone."""
+        from ..bots.container import DockerUnavailable, _docker_module, docker_client
+
+        try:
+            client = docker_client()
+        except DockerUnavailable as e:
+            raise ServiceFault(f"Docker is not reachable: {e}", docker=True) from None
+        try:
+            return str(client.images.get(image_id).id)
+        except _docker_module().errors.ImageNotFound:
+            return None
+
+    @staticmethod
     def _remove_image(tag: str, image_id: str) -> None:
         from ..bots import builds
 
@@ -378,39 +512,86 @@ class Pipeline:
     def _make_image(self, sub: Submission, tid: int, timeout_s: float) -> tuple[str | None, str, str | None]:
         """(image id, log, why refused) for an upload or a named image (blocking)."""
         from ..bots import builds
-        from ..bots.container import DockerUnavailable, docker_client
+        from ..bots.container import DockerUnavailable, _docker_module, docker_client
 
         try:
             client = docker_client()
         except DockerUnavailable as e:
-            return None, "", f"containers are not available on this server: {e}"
+            raise ServiceFault(f"Docker is not reachable: {e}", docker=True) from None
+        errors = _docker_module().errors
         if sub.kind == "image":
             assert sub.image is not None
             try:
                 return str(client.images.get(sub.image).id), "", None
-            except Exception as e:  # noqa: BLE001 - docker's errors
+            except (errors.ImageNotFound, errors.NotFound) as e:
                 return None, "", f"no image {sub.image!r} on this server: {e}"
         if sub.upload is None or not Path(sub.upload).is_file():
             return None, "", "the uploaded file is gone (the server lost it): upload it again"
         labels = {"referee.team": str(tid), "referee.submission": str(sub.id), INSTANCE_LABEL: self.instance.id}
         tag = image_tag(tid, sub.id, self.instance)
         path = Path(sub.upload)
-        try:
-            if sub.kind == "archive":
-                result = builds.load_image_archive(path, tag=tag, labels=labels, client=client,
-                                                   timeout_s=timeout_s,
-                                                   max_unpacked=self.app[SETTINGS].max_image_unpacked)
-            else:
-                result = builds.build_source(path, tag=tag, labels=labels, client=client,
-                                             timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
-                                             max_growth_bytes=self.app[SETTINGS].max_build_growth)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        # the upload stays until its image is recorded (issue 25): a stop here resumes from step 1
+        if sub.kind == "archive":
+            result = builds.load_image_archive(path, tag=tag, labels=labels, client=client,
+                                               timeout_s=timeout_s,
+                                               max_unpacked=self.app[SETTINGS].max_image_unpacked)
+        else:
+            result = builds.build_source(path, tag=tag, labels=labels, client=client,
+                                         timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
+                                         max_growth_bytes=self.app[SETTINGS].max_build_growth)
         return (result.image_id if result.ok else None), result.log, result.reason
 
 
+def sweep(db: ServiceDB, inst: Instance) -> list[str]:
+    """What a process of this instance killed mid-way left (blocking; at the
+    start, before the pipeline takes anything): its images of submissions
+    that do not need them (an image labelled for a submission refused,
+    superseded or gone, or not the image its submission recorded: a kill
+    mid-build), its containers whose referee process is gone, its temporary
+    build folders and the uploads no submission names. Only this instance's:
+    every image and container is matched by its ``referee.instance`` label.
+    What it removed."""
+    from ..bots.container import DockerUnavailable, _docker_module, cleanup_containers, docker_client
+
+    removed: list[str] = []
+    named = {Path(s.upload).resolve() for s in db.pending_submissions() if s.upload}
+    for folder in (db.data_dir / "teams").glob("*/uploads"):
+        for entry in folder.iterdir():
+            if entry.name.startswith("referee-build-") and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(str(entry))
+            elif entry.name.startswith("upload-") and entry.is_file() and entry.resolve() not in named:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    removed.append(str(entry))
+    try:
+        client = docker_client()
+    except DockerUnavailable:
+        return removed
+    errors = _docker_module().errors
+    removed += [f"container {n}" for n in cleanup_containers(orphans_only=True, client=client, instance=inst)]
+    for image in client.images.list(all=True, filters={"label": [inst.label_filter, "referee.submission"]}):
+        labels = image.labels or {}
+        if labels.get(INSTANCE_LABEL) != inst.id or not labels.get("referee.submission", "").isdigit():
+            continue
+        sub = db.submission(int(labels["referee.submission"]))
+        if (sub is not None and sub.status not in ("refused", "superseded") and sub.image_id == image.id
+                and str(sub.team_id) == labels.get("referee.team")):
+            continue
+        for tag in image.tags:
+            if inst.owns_tag(tag):
+                with contextlib.suppress(errors.APIError):
+                    client.images.remove(tag, force=False, noprune=False)
+        with contextlib.suppress(errors.APIError):
+            client.images.remove(image.id, force=False, noprune=False)
+            removed.append(f"image {image.id}")
+    if removed:
+        log.warning("instance %s: removed what a stopped process left: %s", inst.id, ", ".join(removed))
+    return removed
+
+
 async def pipeline_ctx(app: web.Application) -> AsyncIterator[None]:
+    app[HEALTH] = Health()
     pipeline = Pipeline(app, app[SETTINGS].admission_workers)
     app[PIPELINE] = pipeline
     await pipeline.start()

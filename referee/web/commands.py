@@ -122,13 +122,17 @@ class Size(_IntParam):
 @click.option("--max-connections", default=0, show_default=True, type=click.IntRange(min=0),
               help="Connections open at once in all; 0: the open-file limit less 512 kept for the service "
                    "(and for connections being accepted).")
+@click.option("--fault-retry", default=10.0, show_default=True, type=click.FloatRange(min=0.1), metavar="SECONDS",
+              help="A submission the service itself could not check (Docker unreachable, the disk full) waits "
+                   "this long before it is tried again, doubled each time up to 600 s; Docker is pinged as "
+                   "often, and once it answers every waiting submission goes on.")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
           house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
           address: str | None, workers: int, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
           team_image_quota: int, check_budget: float, runtime: str | None, header_timeout: float,
           body_timeout: float, min_body_rate: int, idle_timeout: float, max_conns_per_client: int,
-          max_connections: int) -> None:
+          max_connections: int, fault_retry: float = 10.0) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -191,7 +195,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      trusted_proxies=proxies, live_bytes_per_s=live_rate,
                                      max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
                                      min_free_disk=min_free_disk, team_image_quota=team_image_quota,
-                                     check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere))
+                                     check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere,
+                                     fault_retry_s=fault_retry))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     raised = f" (raised from {files_before})" if files > files_before else ""

@@ -154,7 +154,7 @@ def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo 
         return None
     return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
                           note=sub.note, created_at=sub.created_at, status=sub.status, reason=sub.reason,
-                          image_id=sub.image_id, address=sub.address, version=version)
+                          image_id=sub.image_id, address=sub.address, version=version, retry_at=sub.retry_at)
 
 
 def numbered(db: ServiceDB, sub: Submission | None) -> SubmissionInfo | None:

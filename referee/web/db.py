@@ -110,6 +110,8 @@ MIGRATIONS = {
         "address": "TEXT",
         "upload": "TEXT",
         "updated_at": "REAL",
+        # issue 25: a service fault's submission waits until then (status 'waiting')
+        "retry_at": "REAL",
     },
     "runs": {
         "secrets_from": "TEXT",
@@ -155,8 +157,11 @@ RUN_KINDS = ("run", "ladder", "final")
 #: A submission's life: queued, then building (an upload made into an
 #: image), checking (the admission check), then accepted or refused; or
 #: superseded: replaced by the team's newer one before its check began.
-STATUSES = ("queued", "building", "checking", "accepted", "refused", "superseded")
-PENDING = ("queued", "building", "checking")
+#: Or waiting (issue 25): the service itself could not check it (Docker
+#: unreachable, the disk full, ...); nothing is wrong with the bot: it is
+#: retried at ``retry_at`` (``reason`` says why, for the team and the admin).
+STATUSES = ("queued", "building", "checking", "accepted", "refused", "superseded", "waiting")
+PENDING = ("queued", "building", "checking", "waiting")
 
 #: How long a signed-in team's session lasts.
 SESSION_S = 12 * 3600.0
@@ -220,6 +225,8 @@ class Submission(msgspec.Struct, kw_only=True):
     #: The uploaded file waiting to be built.
     upload: str | None = None
     updated_at: float | None = None
+    #: When a waiting submission is tried again (issue 25; None otherwise).
+    retry_at: float | None = None
 
     @property
     def pending(self) -> bool:
@@ -227,7 +234,7 @@ class Submission(msgspec.Struct, kw_only=True):
 
 
 _SUB_COLUMNS = ("id, team_id, kind, url, image, secret, note, created_at, status, reason, report, log,"
-                " image_id, address, upload, updated_at")
+                " image_id, address, upload, updated_at, retry_at")
 _SUB_NAMES = _SUB_COLUMNS.replace(" ", "").split(",")
 
 
@@ -519,9 +526,9 @@ class ServiceDB:
         return _submission(self.db.execute(f"SELECT {_SUB_COLUMNS} FROM submissions WHERE id = ?",
                                            (sid,)).fetchone())
 
-    def update_submission(self, sid: int, /, **fields: str | None) -> None:
-        """Set some of status, reason, report, log, image_id, address, upload."""
-        allowed = {"status", "reason", "report", "log", "image_id", "address", "upload"}
+    def update_submission(self, sid: int, /, **fields: str | float | None) -> None:
+        """Set some of status, reason, report, log, image_id, address, upload, retry_at."""
+        allowed = {"status", "reason", "report", "log", "image_id", "address", "upload", "retry_at"}
         unknown = set(fields) - allowed
         assert not unknown, unknown
         assert fields.get("status", "queued") in STATUSES

@@ -104,7 +104,10 @@ def _options() -> dict[str, Any]:
 
 def setup(app: web.Application) -> None:
     """The app's template environment (aiohttp-jinja2)."""
-    env = aiohttp_jinja2.setup(app, default_helpers=False, filters=FILTERS, **_options())
+    from .health import banner_context
+
+    env = aiohttp_jinja2.setup(app, default_helpers=False, filters=FILTERS,
+                               context_processors=[banner_context], **_options())
     env.globals.update(GLOBALS)
 
 

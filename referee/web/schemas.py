@@ -193,6 +193,9 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     #: (in URLs). Every submission takes the next number when it is made,
     #: a superseded or refused one too, and keeps it.
     version: int = 0
+    #: waiting (issue 25): the service could not check it, nothing is wrong
+    #: with the bot (``reason`` says what failed); it is tried again then (a Unix time).
+    retry_at: float | None = None
 
 
 class SubmissionDetail(msgspec.Struct, kw_only=True):

@@ -106,6 +106,13 @@ class Settings(msgspec.Struct, kw_only=True):
     executor_address: str | None = None
     #: With "ray": worker actors per run.
     executor_workers: int = 2
+    #: A submission the service itself could not check (a service fault:
+    #: Docker unreachable, the disk full; issue 25) waits this long before its
+    #: next try, doubled at each try up to ``fault_retry_max_s``
+    #: (``referee serve --fault-retry``); Docker is pinged this often and,
+    #: once it answers, every waiting submission goes on at once.
+    fault_retry_s: float = 10.0
+    fault_retry_max_s: float = 600.0
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
