@@ -172,3 +172,35 @@ async def test_the_adjudicated_share_is_shown_and_explained(
     assert m, text
     assert m.group(1) == m.group(2) and m.group(3) == "100"
     assert "D12" in text
+
+
+def test_a_final_whose_settled_ranks_overlap_says_in_words_what_each_reading_means() -> None:
+    """The case of the issue: ranks 3 and 4 settled apart (p > next clears
+    the league's confidence under the table's rule) while both rank
+    intervals read 3–4. The page names the pair and says what each reading
+    means, so the two statements no longer seem to contradict each other."""
+    from referee.tournament.ratings import Standing
+    from referee.web.pages import environment
+    from referee.web.schemas import Leaderboard, RunInfo
+
+    def row(rank: int, bot: str, low: int, high: int, p: float | None, below: bool) -> Standing:
+        return Standing(bot=bot, mu=30.0 - rank, sigma=1.0, score=27.0 - rank, games=40, wins=10, avg_place=2.5,
+                        faults={}, rank=rank, p_above_next=p, rank_low=low, rank_high=high,
+                        separated_above=True, separated_below=below)
+
+    rows = [row(1, "ada", 1, 1, 0.999, True), row(2, "bo", 2, 2, 0.999, True), row(3, "cy", 3, 4, 0.97, True),
+            row(4, "di", 3, 4, None, True)]
+    board = Leaderboard(id=1, name="class", created_at=0.0, teams=["ada", "bo", "cy", "di"], house_bots=[],
+                        runs=[], run=RunInfo(id=2, status="finished", total_games=80, error=None, started_at=0.0,
+                                             finished_at=1.0, kind="final", seed=9),
+                        pinned=False, games=80, standings=rows, recent_games=[], phase="final", adjudicated=12)
+    html = environment().get_template("live.html").render(board=board)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "Every bot is separated from the one right below it at the league's confidence." in text
+    reading = re.sub(r"<[^>]+>", "", html.split('id="reading"')[1].split("</p>")[0])
+    assert "settled compares a bot with the one right below it only" in reading
+    assert "rank 95% interval is another measure" in reading and "counts every rival" in reading
+    assert "cy (rank 3, 3–4) is settled above di (rank 4, 3–4)" in reading
+    assert "ada (rank 1" not in reading  # only the pairs whose intervals overlap are named
+    adjudicated = re.sub(r"<[^>]+>", "", html.split('id="adjudicated"')[1].split("</p>")[0])
+    assert "12 of the 80 games (15%) were adjudicated: they reached the limit of 1,000 turns" in adjudicated
