@@ -9,6 +9,16 @@ up; the version it replaces retires: it plays no new tables, finishes the
 deals it was dealt into (a duplicate deal's rotations are only fair all
 together) and keeps its history.
 
+It never stalls silently (issue 25). A team's new version that is dropped
+(it stopped answering: its container ran out of memory, say) puts the
+team's previous version back in play, with its rating and games, and the
+record says so (its reason: "back in play: ... was dropped (...)"). While
+fewer players (teams' versions in play and the league's house bots) than a
+table's seats remain, but at least two, built-in house bots fill the empty
+seats (``[ladder] fill = "greedy"``, the default: ``house-greedy-1``...,
+retired again once the players fill the tables). When it still cannot play,
+:attr:`Ladder.waiting` says why and what to do, for the pages.
+
 What survives a restart, in the ladder's ``tournament.sqlite`` beside the
 games: the entries (``ladder_entries``, secrets left out) and every planned
 game (``ladder_plan``, written before any of its games is played). A ladder
