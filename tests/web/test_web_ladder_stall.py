@@ -98,6 +98,9 @@ async def test_with_a_house_bot_or_the_built_in_greedy_bot_the_games_are_played(
     assert data["house_bots"] == ["house-greedy-1"]  # flagged as a house bot
     html = await (await client.get(f"/c/{filled}")).text()
     assert "House bots: house-greedy-1" in html and 'id="waiting"' not in html
+    # flagged in the standings: a house bot, not a team's
+    assert re.search(r'<tr data-bot="house-greedy-1">.*?house-greedy-1</a> <span class="muted house"', html, re.S)
+    assert not re.search(r'<tr data-bot="t0 v1">[^\n]*<span class="muted house"', html)
 
 
 def dying_bot() -> tuple[web.Application, dict[str, bool]]:
