@@ -126,6 +126,9 @@ def test_ladder_keys_are_validated_with_their_line() -> None:
                      bots_to_come=True)
     with pytest.raises(LeagueError, match="catch_ups"):
         parse_league("[ladder]\ncatch_ups = 3\n", "league.toml", bots_to_come=True)
+    with pytest.raises(LeagueError, match=r":5: \[ladder\] 'fill'.*'greedy', 'none'"):
+        parse_league('[tournament]\ntable_size = 4\n\n[ladder]\nfill = "random"\n', "league.toml", bots_to_come=True)
+    assert parse_league("[ladder]\n", "league.toml", bots_to_come=True).ladder.fill == "greedy"
 
 
 # ------------------------------------------------------------------ playing
