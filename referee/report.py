@@ -192,7 +192,8 @@ def format_settled(standings: Sequence[Standing], confidence: float) -> str:
         return "settled: a single bot"
     open_pairs = [(a, b) for a, b in zip(ranked, ranked[1:]) if not a.separated_below]
     if not open_pairs:
-        return f"settled: every rank is separated from the next at {confidence:.0%}"
+        return (f"settled: every bot is separated from the next one at {confidence:.0%} (the 'rank' interval "
+                "counts every rival at once, so it may still overlap a neighbour's)")
     groups: list[list[Standing]] = []
     for a, b in zip(ranked, ranked[1:]):
         if a.separated_below:

@@ -9,6 +9,16 @@ up; the version it replaces retires: it plays no new tables, finishes the
 deals it was dealt into (a duplicate deal's rotations are only fair all
 together) and keeps its history.
 
+It never stalls silently (issue 25). A team's new version that is dropped
+(it stopped answering: its container ran out of memory, say) puts the
+team's previous version back in play, with its rating and games, and the
+record says so (its reason: "back in play: ... was dropped (...)"). While
+fewer players (teams' versions in play and the league's house bots) than a
+table's seats remain, but at least two, built-in house bots fill the empty
+seats (``[ladder] fill = "greedy"``, the default: ``house-greedy-1``...,
+retired again once the players fill the tables). When it still cannot play,
+:attr:`Ladder.waiting` says why and what to do, for the pages.
+
 What survives a restart, in the ladder's ``tournament.sqlite`` beside the
 games: the entries (``ladder_entries``, secrets left out) and every planned
 game (``ladder_plan``, written before any of its games is played). A ladder
@@ -30,6 +40,7 @@ import json
 import math
 import random
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -106,6 +117,24 @@ class Wanted(msgspec.Struct, kw_only=True):
 def entry_name(team: str, version: int) -> str:
     """A team's version as the ladder (and the bots at its tables) name it."""
     return f"{team} v{version}"
+
+
+#: The built-in house bots that fill a ladder's empty seats (``[ladder] fill``):
+#: ``house-greedy-1``, ``house-greedy-2``... (a house bot: no team).
+FILL_PREFIX = "house-"
+FILL_COMMANDS = {"greedy": [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]}
+
+
+def filler_name(fill: str, i: int) -> str:
+    return f"{FILL_PREFIX}{fill}-{i}"
+
+
+def is_filler(entry: Entry) -> bool:
+    """A built-in house bot the ladder seated to fill a table."""
+    command = FILL_COMMANDS.get(entry.name[len(FILL_PREFIX):].rpartition("-")[0]) \
+        if entry.name.startswith(FILL_PREFIX) else None
+    return (command is not None and entry.team is None and entry.submission is None
+            and entry.spec.command is not None and entry.spec.command[1:] == command[1:])
 
 
 # ------------------------------------------------------------- the store
@@ -377,6 +406,9 @@ class Ladder(Tournament):
         self._store: Store | None = None
         #: Set once the ladder plays (its bots started).
         self.started = asyncio.Event()
+        #: Why the ladder plays no game now and what to do, in plain words
+        #: (None while it plays): too few players for a table.
+        self.waiting: str | None = None
 
     # ------------------------------------------------------------ the store
 
@@ -454,39 +486,22 @@ class Ladder(Tournament):
         reached and taken in, and the entry of its team it replaces retires.
         An entry that cannot be reached is recorded as unreachable and leaves
         the previous version in play. A team's entry whose team is not in
-        `wanted` at all retires (withdrawn)."""
+        `wanted` at all retires (withdrawn). A team whose wanted version was
+        dropped gets its previous version back in play (:meth:`_fall_back`)."""
         store = self._store
         assert store is not None
         results: list[EntryResult] = []
         for w in wanted:
             if w.name in self.entries:
-                if self.entries[w.name].status == "active":
+                e = self.entries[w.name]
+                if e.status == "active":
                     results.append(EntryResult(name=w.name, outcome="kept"))
+                elif e.status == "dropped" and e.team is not None:
+                    await self._fall_back(e)
                 continue
             previous = None if w.team is None else next(
                 (e for e in self.entries.values() if e.status == "active" and e.team == w.team), None)
-            entry = self._new_entry(w, previous)
-            spec = entry.spec
-            why = await self._reach(spec)
-            if why is not None:
-                entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
-                self.entries[w.name] = entry
-                _put_entry(store, entry)
-                self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
-                results.append(EntryResult(name=w.name, outcome="unreachable", reason=why))
-                continue
-            self.entries[w.name] = entry
-            self._entries[w.name] = spec
-            self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
-            entry.games0 = self.plan.add(w.name)
-            _put_entry(store, entry)
-            replaced = None
-            if previous is not None:
-                self._retire(previous, "retired", f"replaced by {w.name}")
-                replaced = previous.name
-            store.put_bot(w.name, spec.kind, spec.target, None)
-            self.log(f"ladder: {w.name!r} enters" + (f", {replaced!r} retires" if replaced else ""))
-            results.append(EntryResult(name=w.name, outcome="entered", replaced=replaced))
+            results.append(await self._enter(w, previous))
         teams = {w.team for w in wanted if w.team is not None}
         for e in list(self.entries.values()):
             if e.status == "active" and e.team is not None and e.team not in teams:
@@ -495,6 +510,74 @@ class Ladder(Tournament):
                 self.log(f"ladder: {e.name!r} is withdrawn")
         self._wake.set()
         return results
+
+    async def _enter(self, w: Wanted, previous: Entry | None) -> EntryResult:
+        """Reach a new entry and take it in; `previous` (its team's version in play) retires."""
+        store = self._store
+        assert store is not None
+        entry = self._new_entry(w, previous)
+        spec = entry.spec
+        why = await self._reach(spec)
+        if why is not None:
+            entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
+            self.entries[w.name] = entry
+            _put_entry(store, entry)
+            self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
+            return EntryResult(name=w.name, outcome="unreachable", reason=why)
+        self.entries[w.name] = entry
+        self._entries[w.name] = spec
+        self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
+        entry.games0 = self.plan.add(w.name)
+        _put_entry(store, entry)
+        replaced = None
+        if previous is not None and previous.status == "active":
+            self._retire(previous, "retired", f"replaced by {w.name}")
+            replaced = previous.name
+        store.put_bot(w.name, spec.kind, spec.target, None)
+        self.log(f"ladder: {w.name!r} enters" + (f", {replaced!r} retires" if replaced else ""))
+        return EntryResult(name=w.name, outcome="entered", replaced=replaced)
+
+    async def _reinstate(self, entry: Entry, reason: str) -> str | None:
+        """Put a retired entry back in play with its rating and games; why not, if its bot cannot be reached."""
+        store = self._store
+        assert store is not None
+        if entry.name not in self.bots:
+            spec = self._entries.get(entry.name, entry.spec)
+            why = await self._reach(spec)
+            if why is not None:
+                return why
+        entry.status, entry.reason, entry.ended_at = "active", reason, None
+        self.table.add_bot(entry.name)  # back from retirement, its rating and counts kept
+        self.plan.add(entry.name)
+        _put_entry(store, entry)
+        self._wake.set()
+        return None
+
+    async def _fall_back(self, dropped: Entry) -> Entry | None:
+        """`dropped`'s team's previous version back in play (the newest one
+        replaced by a newer version that can still be reached), so that a
+        team whose new version fails keeps playing; the entry now in play."""
+        team = dropped.team
+        if team is None or self._store is None:
+            return None
+        mine = [e for e in self.entries.values() if e.team == team]
+        if any(e.status == "active" for e in mine):
+            return None
+        for e in sorted(mine, key=lambda x: x.joined_at, reverse=True):
+            if e.status != "retired" or not (e.reason or "").startswith("replaced by"):
+                continue
+            why = await self._reinstate(e, f"back in play: {dropped.name} was dropped ({dropped.reason})")
+            if any(x.status == "active" for x in self.entries.values() if x.team == team and x is not e):
+                # a newer version entered meanwhile: it plays
+                if e.status == "active":
+                    self._retire(e, "retired", "replaced by a newer version")
+                return None
+            if why is None:
+                self.log(f"ladder: {dropped.name!r} was dropped: {e.name!r} is back in play")
+                return e
+            self.log(f"ladder: {e.name!r} cannot be put back in play: {why}")
+        self.log(f"ladder: {dropped.name!r} was dropped and its team has no earlier version to put back in play")
+        return None
 
     def _retire(self, entry: Entry, status: str, reason: str) -> None:
         entry.status, entry.reason, entry.ended_at = status, reason, time.time()
@@ -523,6 +606,70 @@ class Ladder(Tournament):
                 self.table.retire(name)
             if self._store is not None:
                 _put_entry(self._store, entry)
+            if entry.team is not None:
+                task = asyncio.ensure_future(self._fall_back_soon(entry))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            self._wake.set()
+
+    async def _fall_back_soon(self, dropped: Entry) -> None:
+        await self._fall_back(dropped)
+        self._wake.set()
+
+    # ------------------------------------------------------------- filling
+
+    def _players(self) -> list[Entry]:
+        return [e for e in self.entries.values() if e.status == "active" and not is_filler(e)]
+
+    def needed(self) -> int:
+        """The fewest players (teams' versions and house bots in play) the ladder plays with."""
+        k = self.league.tournament.table_size
+        return min(k, 2) if self.league.ladder.fill != "none" else k
+
+    async def _fill(self) -> None:
+        """Seat built-in house bots in the empty seats while fewer players
+        than a table's seats remain (at least :meth:`needed`); retire them
+        once the players fill the tables."""
+        fill = self.league.ladder.fill
+        k = self.league.tournament.table_size
+        players = len(self._players())
+        want = k - players if fill in FILL_COMMANDS and self.needed() <= players < k else 0
+        seated = [e for e in self.entries.values() if is_filler(e) and e.status == "active"]
+        for extra in seated[want:]:
+            self._retire(extra, "retired", f"not needed: {players} players fill the tables of {k}")
+        have = min(len(seated), want)
+        i = 0
+        while have < want and i < k + 8:
+            i += 1
+            name = filler_name(fill, i)
+            e = self.entries.get(name)
+            why: str | None
+            if e is None:
+                if name in self._entries:
+                    continue
+                spec = BotSpec(name=name, command=list(FILL_COMMANDS[fill]))
+                result = await self._enter(Wanted(name=name, spec=spec), None)
+                why = result.reason if result.outcome != "entered" else None
+            elif e.status == "retired" and is_filler(e):
+                why = await self._reinstate(e, f"fills an empty seat: {players} players for tables of {k}")
+            else:
+                continue  # in play already, or a bot of that name that is not a filler
+            if why is None:
+                have += 1
+            else:
+                self.log(f"ladder: the house bot {name!r} cannot fill a seat: {why}")
+
+    def _why_waiting(self) -> str:
+        """Why the ladder plays nothing, and what to do, in plain words."""
+        k = self.league.tournament.table_size
+        players = self._players()
+        need = self.needed()
+        names = ", ".join(e.name for e in players) or "none"
+        fill = "" if self.league.ladder.fill != "none" else (
+            ', or set fill = "greedy" under [ladder] to fill the empty seats with the built-in greedy bot')
+        return (f"The ladder is waiting: it needs at least {need} players to play (tables of {k}) and has "
+                f"{len(players)} ({names}). Add a house bot to the league file{fill}, or wait for more teams' "
+                "bots to be accepted: it starts by itself.")
 
     # ----------------------------------------------------------------- play
 
@@ -587,12 +734,15 @@ class Ladder(Tournament):
         try:
             while not self._stopping and self._failure is None:
                 if not self._queue:
+                    self._wake.clear()
+                    await self._fill()
                     mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
                     block = self.plan.block(mu, self._tables())
                     if not block:
-                        self._wake.clear()
+                        self.waiting = self._why_waiting()
                         await self._wake.wait()
                         continue
+                    self.waiting = None
                     _put_plan(store, block)
                     for g in block:
                         self._owed.update(g.seats)

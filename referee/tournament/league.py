@@ -94,6 +94,8 @@ class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 #: The values of ``[ladder] ratings``.
 LADDER_RATINGS = ("fresh", "inherit")
+#: Who fills a ladder's empty seats (``[ladder] fill``).
+LADDER_FILLS = ("greedy", "none")
 
 
 class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -110,6 +112,11 @@ class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: A new entry is seated first until it has as many games as the
     #: least-played entry, but at most this many games ahead of the others.
     catch_up: int = 100
+    #: Who fills the empty seats when fewer players (teams' versions in
+    #: play and house bots) than a table's seats remain but at least two:
+    #: "greedy", the built-in greedy sample bot (house bots named
+    #: ``house-greedy-1``...), or "none" (the ladder waits for players).
+    fill: str = "greedy"
 
 
 class CompetitionTimes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -260,6 +267,8 @@ def check_league(
              f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}")
     if ladder.catch_up < 0:
         fail(("ladder",), "catch_up", f"must be 0 or more, got {ladder.catch_up}")
+    if ladder.fill not in LADDER_FILLS:
+        fail(("ladder",), "fill", f"expected one of {', '.join(repr(s) for s in LADDER_FILLS)}, got {ladder.fill!r}")
     deadlines = league.competition
     for key in ("freeze_at", "final_at"):
         when = getattr(deadlines, key)

@@ -20,9 +20,10 @@ from aiohttp import web
 from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
-from ..tournament.ladder import ladder_entries
+from ..tournament.ladder import is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
+from ..tournament.store import Store
 from .db import Competition, Run, ServiceDB, Submission, Team
 from . import grading
 from .errors import fail
@@ -47,6 +48,7 @@ from .schemas import (
     SubmissionDetail,
     SubmissionInfo,
 )
+from .ladders import LADDERS
 from .state import DB
 
 K = TypeVar("K")
@@ -234,7 +236,26 @@ async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
     board.standings = snap.standings
     board.retired = snap.retired
     board.recent_games = await asyncio.to_thread(games_list, run.out_dir, None, 12)
+    board.adjudicated = await asyncio.to_thread(count_adjudicated, run.out_dir)
+    league = decode_league(run.league_json)
+    board.turn_limit, board.confidence = league.rules.turn_limit, league.stop.confidence
+    if run.kind == "ladder":
+        thread = app[LADDERS].get(comp.id)
+        if thread is not None and thread.run.id == run.id and thread.alive():
+            board.waiting = thread.ladder.waiting
+        # the built-in house bots that fill empty seats are house bots too
+        entries = await asyncio.to_thread(ladder_entries, run.out_dir)
+        board.house_bots += [e.name for e in entries if is_filler(e) and e.name not in board.house_bots]
     return board
+
+
+def count_adjudicated(out_dir: str) -> int:
+    """The run's games that reached the turn limit and were adjudicated [D12]."""
+    path = Path(out_dir) / "tournament.sqlite"
+    if not path.exists():
+        return 0
+    with Store(path) as store:
+        return int(store.db.execute("SELECT COUNT(*) FROM games WHERE adjudicated != 0").fetchone()[0])
 
 
 # ------------------------------------------------------------------ team

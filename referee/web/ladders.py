@@ -309,6 +309,12 @@ async def open_competition(app: web.Application, comp: Competition, concurrency:
     return run
 
 
+def ladder_waiting(app: web.Application, cid: int) -> str | None:
+    """Why the competition's ladder, playing, plays no game now and what to do (None: it plays)."""
+    thread = app[LADDERS].get(cid)
+    return thread.ladder.waiting if thread is not None and thread.alive() else None
+
+
 async def submission_accepted(app: web.Application, cid: int) -> list[EntryResult]:
     """A team's new version enters the competition's ladder at once (when it plays)."""
     thread = app[LADDERS].get(cid)

@@ -43,6 +43,7 @@ from .db import Competition, Run, ServiceDB
 from .errors import fail
 from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html
+from .ladders import ladder_waiting
 from .runs import count_games
 from .schemas import Leaderboard
 from .state import DB, SETTINGS, STREAM_RETRY_S, Settings
@@ -325,7 +326,9 @@ async def poller(app: web.Application) -> None:
                     continue
                 comp, run, teams = watched
                 games = await asyncio.to_thread(count_games, run.out_dir) if run else 0
-                version = (run.id if run else None, run.status if run else None, games, teams)
+                # a ladder that starts or stops waiting for players changes too (no game may come)
+                version = (run.id if run else None, run.status if run else None, games, teams,
+                           ladder_waiting(app, cid))
                 if hub.versions.get(cid) == version:
                     continue
                 # The first look too: a new stream's first board came from

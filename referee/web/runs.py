@@ -276,6 +276,8 @@ class RunRatings:
                 self.table.add_bot(e.name, mu=e.mu0, sigma=e.sigma0)
             if e.status != "active" and e.name not in self.table.retired:
                 self.table.retire(e.name)
+            elif e.status == "active" and e.name in self.table.retired:
+                self.table.add_bot(e.name)  # back in play (its team's new version was dropped), its rating kept
             self._entries[e.name] = e.status
             changed = True
         return changed

@@ -137,6 +137,14 @@ class Leaderboard(msgspec.Struct, kw_only=True):
     phase: str = "setup"
     #: A ladder's retired and dropped versions, with the history they keep.
     retired: list[Standing] = msgspec.field(default_factory=list)
+    #: Why the ladder plays no game now and what to do, in plain words
+    #: (None while it plays, or when the run is no ladder playing).
+    waiting: str | None = None
+    #: Games of the run adjudicated at the turn limit [D12] (of `games`), and that limit.
+    adjudicated: int = 0
+    turn_limit: int = 1000
+    #: The league's confidence: what "settled" and the rank intervals are at.
+    confidence: float = 0.95
 
 
 class RatingPoint(msgspec.Struct, kw_only=True):

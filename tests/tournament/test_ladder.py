@@ -126,6 +126,9 @@ def test_ladder_keys_are_validated_with_their_line() -> None:
                      bots_to_come=True)
     with pytest.raises(LeagueError, match="catch_ups"):
         parse_league("[ladder]\ncatch_ups = 3\n", "league.toml", bots_to_come=True)
+    with pytest.raises(LeagueError, match=r":5: \[ladder\] 'fill'.*'greedy', 'none'"):
+        parse_league('[tournament]\ntable_size = 4\n\n[ladder]\nfill = "random"\n', "league.toml", bots_to_come=True)
+    assert parse_league("[ladder]\n", "league.toml", bots_to_come=True).ladder.fill == "greedy"
 
 
 # ------------------------------------------------------------------ playing
@@ -149,6 +152,8 @@ async def until(cond: object, timeout: float = 180) -> None:
 
 
 def recorded(out: Path) -> list[tuple[int, list[str]]]:
+    if not (out / "tournament.sqlite").exists():
+        return []
     db = sqlite3.connect(out / "tournament.sqlite")
     import json
 
@@ -302,3 +307,103 @@ async def test_a_ladder_refuses_a_folder_of_another_league(tmp_path: Path) -> No
         other.timeouts = Timeouts(move_ms=900)
         with pytest.raises(LeagueError, match="another league"):
             await Ladder(other, out, wanted=[], log=lambda m: None).run()
+
+
+# ------------------------------------------------- it never stalls silently (issue 25)
+
+
+def wide(fill: str = "greedy") -> League:
+    return League(tournament=TournamentTable(name="ladder", seed=11, table_size=4, concurrency=4),
+                  timeouts=Timeouts(move_ms=2000), ladder=LadderConfig(catch_up=4, fill=fill))
+
+
+async def test_a_dropped_new_version_puts_the_previous_one_back_in_play_and_the_ladder_goes_on(
+        tmp_path: Path) -> None:
+    """Two teams at tables of 2: a's new version stops answering and is
+    dropped. On the old code a's previous version stayed retired and b sat
+    alone: the ladder played nothing for ever."""
+    out = tmp_path / "ladder"
+    async with serve(good_app("a")) as a, serve(good_app("b")) as b, \
+            serve(zoo_app("dies", after=2, name="dies")) as dies:
+        lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b)], log=lambda m: None)
+        task = asyncio.create_task(lad.run())
+        await until(lambda: lad._applied >= 4)
+        results = await lad.reconcile([team("a", 2, dies), team("b", 1, b)])
+        assert results[0].outcome == "entered" and results[0].replaced == "a v1"
+        await until(lambda: lad.entries["a v2"].status == "dropped", timeout=60)
+        await until(lambda: lad.entries["a v1"].status == "active", timeout=30)
+        mark = lad.plan.next_index
+        await until(lambda: lad._applied >= mark + 6, timeout=60)  # it plays on
+        # the service reconciles again with the team's newest (dropped) version: a v1 stays in play
+        await lad.reconcile([team("a", 2, dies), team("b", 1, b)])
+        assert lad.entries["a v1"].status == "active" and lad.waiting is None
+        lad.stop(abandon=True)
+        with pytest.raises(Exception, match="stopped"):
+            await task
+    entries = {e.name: e for e in ladder_entries(out)}
+    assert entries["a v2"].status == "dropped" and "stopped answering" in (entries["a v2"].reason or "")
+    assert entries["a v1"].status == "active"
+    assert entries["a v1"].reason is not None and entries["a v1"].reason.startswith("back in play: a v2 was dropped")
+    later = [seats for i, seats in recorded(out) if i >= mark]
+    assert later and all(set(s) == {"a v1", "b v1"} for s in later)
+    # started again over its folder, a v1 plays on
+    async with serve(good_app("a")) as a, serve(good_app("b")) as b:
+        lad = Ladder(league(), out, wanted=[team("a", 2, "http://127.0.0.1:9"), team("b", 1, b)],
+                     known={"a v1": BotSpec(name="a v1", url=a)}, log=lambda m: None)
+        task = asyncio.create_task(lad.run())
+        before = len(recorded(out))
+        await until(lambda: len(recorded(out)) >= before + 4, timeout=60)
+        lad.stop(abandon=True)
+        with pytest.raises(Exception, match="stopped"):
+            await task
+
+
+async def test_too_few_players_says_why_and_what_to_do(tmp_path: Path) -> None:
+    """3 teams, tables of 4, no house bot and no filling: the ladder says why
+    it plays nothing; a fourth player makes it play."""
+    out = tmp_path / "ladder"
+    async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c, \
+            serve(good_app("d")) as d:
+        three = [team("a", 1, a), team("b", 1, b), team("c", 1, c)]
+        lad = Ladder(wide(fill="none"), out, wanted=three, log=lambda m: None)
+        task = asyncio.create_task(lad.run())
+        await until(lambda: lad.waiting is not None, timeout=30)
+        assert lad.waiting is not None
+        assert "needs at least 4 players to play (tables of 4) and has 3 (a v1, b v1, c v1)" in lad.waiting
+        assert "Add a house bot to the league file" in lad.waiting and 'fill = "greedy"' in lad.waiting
+        assert not recorded(out)
+        await lad.reconcile([*three, Wanted(name="house", spec=BotSpec(name="house", url=d))])
+        await until(lambda: len(recorded(out)) >= 4, timeout=60)
+        assert lad.waiting is None
+        lad.stop(abandon=True)
+        with pytest.raises(Exception, match="stopped"):
+            await task
+
+
+async def test_empty_seats_are_filled_with_the_built_in_greedy_house_bot(tmp_path: Path) -> None:
+    """3 teams, tables of 4, the default fill: a built-in greedy house bot
+    takes the fourth seat; it retires once a fourth team comes; one team
+    alone cannot play, and the ladder says so."""
+    out = tmp_path / "ladder"
+    async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c, \
+            serve(good_app("d")) as d:
+        three = [team("a", 1, a), team("b", 1, b), team("c", 1, c)]
+        lad = Ladder(wide(), out, wanted=three, log=lambda m: None)
+        task = asyncio.create_task(lad.run())
+        await until(lambda: len(recorded(out)) >= 8, timeout=120)
+        assert all(set(s) == {"a v1", "b v1", "c v1", "house-greedy-1"} for _, s in recorded(out))
+        filler = lad.entries["house-greedy-1"]
+        assert filler.team is None and filler.status == "active"
+        await lad.reconcile([*three, team("d", 1, d)])
+        await until(lambda: lad.entries["house-greedy-1"].status == "retired", timeout=120)
+        mark = lad.plan.next_index
+        await until(lambda: lad._applied >= mark + 4, timeout=120)
+        assert all("house-greedy-1" not in s for i, s in recorded(out) if i >= mark)
+        # every team but one gone: one player cannot play, even with fillers
+        await lad.reconcile([team("a", 1, a)])
+        await until(lambda: lad.waiting is not None, timeout=120)
+        assert lad.waiting is not None and "needs at least 2 players" in lad.waiting and "has 1 (a v1)" in lad.waiting
+        lad.stop(abandon=True)
+        with pytest.raises(Exception, match="stopped"):
+            await task
+    assert {e.name: e.status for e in ladder_entries(out)}["house-greedy-1"] == "retired"

@@ -71,4 +71,6 @@ def test_settledness_in_the_table_and_the_summary() -> None:
     # twin-b over last at p = 0.80 (z = 0.84) after 10 games: (1.64/0.84)^2 - 1 = 2.8 times more.
     assert "about 29 more games per bot" in summary
     settled = [rows[0], _standing(2, "b", separated_above=True, separated_below=True)]
-    assert format_settled(settled, 0.9) == "settled: every rank is separated from the next at 90%"
+    assert format_settled(settled, 0.9) == ("settled: every bot is separated from the next one at 90% (the 'rank' "
+                                            "interval counts every rival at once, so it may still overlap a "
+                                            "neighbour's)")

@@ -409,7 +409,12 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             assert sorted(final_bots) == sorted(["house", *playing]), final_bots  # teams by name, not version
             expect(board.locator("#settledness")).to_have_text(re.compile(
                 rf"^(\d+ of the {len(final_bots) - 1} neighbouring pairs are not separated yet|"
-                r"Every rank is separated from its neighbours) at the league's confidence\."))
+                r"Every bot is separated from the one right below it) at the league's confidence\."))
+            # the two readings of how sure the order is, explained in words (issue 25, item 8)
+            expect(board.locator("#reading")).to_contain_text("settled compares a bot with the one right below it")
+            expect(board.locator("#reading")).to_contain_text("counts every rival")
+            expect(board.locator("#adjudicated")).to_contain_text("were adjudicated: they reached the limit of "
+                                                                  "1,000 turns")
             intervals = []
             for k in range(rows.count()):
                 cells = rows.nth(k).locator("td")

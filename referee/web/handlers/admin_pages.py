@@ -19,6 +19,7 @@ from ..data import numbered
 from ..db import Competition, Run, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail, message_of
+from ..ladders import ladder_waiting
 from ..sessions import (
     ADMIN_COOKIE,
     AdminSignedIn,
@@ -116,7 +117,9 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
     """Each team's newest submission, its version in play, and that
     version's standing in the ladder (its newest entry: active, dropped...)."""
     ladder = db.latest_run_of(cid, "ladder")
-    entries = {e.team: e for e in ladder_entries(ladder.out_dir)} if ladder is not None else {}
+    # each team's version in play, else its newest (an earlier version is back in play when a new one is dropped)
+    found = ladder_entries(ladder.out_dir) if ladder is not None else []
+    entries = {e.team: e for e in sorted(found, key=lambda e: e.status == "active")}
     out: list[dict[str, object]] = []
     for t in db.teams(cid):
         latest = db.latest_submission(t.id)
@@ -138,7 +141,8 @@ def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competitio
         csv_href = "data:text/csv;charset=utf-8," + quote(buf.getvalue())
     response = pages.render(request, "admin_competition.html", {
         "csrf": who.csrf, "comp": comp, "teams": teams, "error": error, "names": names,
-        "created": created or [], "csv_href": csv_href, "final": final})
+        "created": created or [], "csv_href": csv_href, "final": final,
+        "waiting": ladder_waiting(request.app, comp.id)})
     response.headers["Cache-Control"] = "no-store"  # tokens may be on it
     if error:
         response.set_status(422)
