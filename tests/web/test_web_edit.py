@@ -266,3 +266,51 @@ async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
     bea_sub = await submit(client, cid, bea, bea_token, {"url": bot_urls["greedy"]})
     r = await client.get(f"{base}/submissions/{bea_sub['submission']['id']}")
     assert r.status == 404
+
+
+# ------------------------------------------------------------------- ladder
+
+
+async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    """The rule stated on the page: an edit is for what starts after it (an
+    open ladder keeps its house bots and timeouts); a withdrawn or renamed
+    team's entry retires at once, its games kept."""
+    from test_web_ladder import LEAGUE, competition, ladder_dir, recorded, until
+
+    client = await service(submissions_per_window=20)
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    teams = {}
+    for name in ("ada", "bo", "cy"):
+        teams[name] = await new_team(client, admin_token, cid, name)
+        await submit(client, cid, *teams[name], {"url": bot_urls["random"]})
+    r = await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token))
+    assert r.status == 202, await r.text()
+    await until(client, cid, lambda d: d["games"] >= 6)
+    # an edit while it plays: a new house bot, a new timeout; the ladder keeps its own
+    edited = LEAGUE.format(house=bot_urls["greedy"]).replace("move_ms = 2000", "move_ms = 1500") + (
+        f'\n[[bots]]\nname = "house-2"\nurl = "{bot_urls["greedy"]}"\n')
+    r = await client.put(f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token))
+    assert r.status == 201, await r.text()
+    # withdraw bo, rename cy: their entries retire now; the new house bot never enters this ladder
+    bo, bo_token = teams["bo"]
+    assert (await client.post(f"/api/competitions/{cid}/teams/{bo}/withdraw", headers=auth(admin_token))).status == 200
+    cy, _ = teams["cy"]
+    r = await client.patch(f"/api/competitions/{cid}/teams/{cy}", json={"name": "cyd"}, headers=auth(admin_token))
+    assert r.status == 200
+    data = await until(client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "ada v1", "cyd v1"})
+    retired = {s["bot"]: s for s in data["retired"]}
+    assert retired["bo v1"]["games"] > 0 and retired["cy v1"]["games"] > 0
+    mark = max(i for i, _, _ in recorded(ladder_dir(db_path, cid)))
+    await until(client, cid, lambda d: d["games"] >= mark + 10)
+    later = [seats for i, seats, _ in recorded(ladder_dir(db_path, cid)) if i > mark + 4]
+    assert later and all("bo v1" not in s and "house-2" not in s for s in later)
+    db = sqlite3.connect(db_path)
+    ladder = json.loads(db.execute("SELECT league_json FROM runs WHERE kind = 'ladder'").fetchone()[0])
+    assert ladder["timeouts"]["move_ms"] == 2000
+    versions = await (await client.get(f"/api/competitions/{cid}/league", headers=auth(admin_token))).json()
+    assert [v["version"] for v in versions] == [2, 1]
+    assert versions[0]["runs"] == [] and [r["kind"] for r in versions[1]["runs"]] == ["ladder"]
+    await error_of(await client.get(f"/api/competitions/{cid}/teams/{bo}/bot", headers=auth(bo_token)), 401)
+    r = await client.post(f"/api/competitions/{cid}/freeze", headers=auth(admin_token))
+    assert r.status in (200, 202), await r.text()
