@@ -213,6 +213,8 @@ class TeamInfo(msgspec.Struct, kw_only=True):
     created_at: float
     submissions: int
     bot: SubmissionInfo | None
+    #: When the admin withdrew the team (None: it plays).
+    withdrawn_at: float | None = None
 
 
 class CompetitionCreated(msgspec.Struct, kw_only=True):

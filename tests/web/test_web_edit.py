@@ -183,6 +183,8 @@ async def test_a_withdrawn_team_stops_playing_and_its_token_stops(
     # its history stays: the earlier run, and the admin's pages
     old = await (await client.get(f"/api/competitions/{cid}?run={first['run']['id']}")).json()
     assert "bea" in bots_of(old)
+    listing = await (await client.get(f"/api/competitions/{cid}/teams", headers=auth(admin_token))).json()
+    assert {t["name"]: t["withdrawn_at"] is not None for t in listing} == {"ada": False, "bea": True}
     csrf = await signed_in(client, admin_token)
     page = html.unescape(await (await client.get(f"/admin/c/{cid}/teams/{bea}")).text())
     assert 'id="withdrawn"' in page and "bea v1" in page
@@ -314,3 +316,15 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
     await error_of(await client.get(f"/api/competitions/{cid}/teams/{bo}/bot", headers=auth(bo_token)), 401)
     r = await client.post(f"/api/competitions/{cid}/freeze", headers=auth(admin_token))
     assert r.status in (200, 202), await r.text()
+
+
+async def test_a_withdrawn_team_leaves_the_board_before_any_run(
+        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    client = await service()
+    cid = await new_competition(client, admin_token)
+    for name in ("ada", "bea"):
+        tid, token = await new_team(client, admin_token, cid, name)
+        await submit(client, cid, tid, token, {"url": bot_urls["random"]})
+    assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada", "bea"}
+    assert (await client.post(f"/api/competitions/{cid}/teams/{tid}/withdraw", headers=auth(admin_token))).status == 200
+    assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada"}

@@ -25,7 +25,7 @@ from .common import competition_of, json_response, team_of
 def _teams_with_bots(db: ServiceDB, cid: int) -> list[TeamInfo]:
     return [
         TeamInfo(id=t.id, name=t.name, created_at=t.created_at, submissions=db.count_submissions(t.id),
-                 bot=submission_info(db.latest_submission(t.id)))
+                 bot=submission_info(db.latest_submission(t.id)), withdrawn_at=t.withdrawn_at)
         for t in db.teams(cid)
     ]
 
