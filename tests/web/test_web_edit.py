@@ -328,3 +328,25 @@ async def test_a_withdrawn_team_leaves_the_board_before_any_run(
     assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada", "bea"}
     assert (await client.post(f"/api/competitions/{cid}/teams/{tid}/withdraw", headers=auth(admin_token))).status == 200
     assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada"}
+
+
+async def test_a_competition_from_before_versions_gets_its_league_as_version_one(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    """A database of an older service has no versions: its league so far
+    becomes version 1 at the first edit, with the runs played before."""
+    client = await service()
+    cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
+    tid, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, tid, token, {"url": bot_urls["random"]})
+    with sqlite3.connect(db_path) as db:
+        db.execute("DELETE FROM league_versions")
+    first = await play_run(client, cid, admin_token)
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT league_version FROM runs").fetchone()[0] is None
+    edited = league_text(house={"house-greedy": bot_urls["greedy"]}).replace("rounds = 1", "rounds = 2")
+    r = await client.put(f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token))
+    assert r.status == 201 and (await r.json())["version"] == 2
+    versions = await (await client.get(f"/api/competitions/{cid}/league", headers=auth(admin_token))).json()
+    assert [(v["version"], v["who"], [r["id"] for r in v["runs"]]) for v in versions] == [
+        (2, "admin (API)", []), (1, "at creation", [first["run"]["id"]])]
+    assert "rounds = 1" in versions[1]["league"]
