@@ -183,6 +183,10 @@ async def test_a_withdrawn_team_stops_playing_and_its_token_stops(
     # its history stays: the earlier run, and the admin's pages
     old = await (await client.get(f"/api/competitions/{cid}?run={first['run']['id']}")).json()
     assert "bea" in bots_of(old)
+    games = await (await client.get(f"/api/competitions/{cid}/runs/{first['run']['id']}/games")).json()
+    rows = games if isinstance(games, list) else games["games"]
+    idx = next(g["index"] for g in rows if "bea" in g["seats"])
+    assert (await client.get(f"/c/{cid}/runs/{first['run']['id']}/games/{idx}")).status == 200  # its replays
     listing = await (await client.get(f"/api/competitions/{cid}/teams", headers=auth(admin_token))).json()
     assert {t["name"]: t["withdrawn_at"] is not None for t in listing} == {"ada": False, "bea": True}
     csrf = await signed_in(client, admin_token)
