@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers_web import league_text
 from test_web_admin_pages import signed_in
 from test_web_api import auth, error_of, new_competition, new_team, play_run, submit
@@ -277,6 +278,7 @@ async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
 # ------------------------------------------------------------------- ladder
 
 
+@pytest.mark.slow
 async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
         service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
     """The rule stated on the page: an edit is for what starts after it (an
