@@ -307,12 +307,14 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
     r = await client.patch(f"/api/competitions/{cid}/teams/{cy}", json={"name": "cyd"}, headers=auth(admin_token))
     assert r.status == 200
     data = await until(client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "ada v1", "cyd v1"})
-    retired = {s["bot"]: s for s in data["retired"]}
-    assert retired["bo v1"]["games"] > 0 and retired["cy v1"]["games"] > 0
+    assert {"bo v1", "cy v1"} <= {s["bot"] for s in data["retired"]}  # retired, their games kept
     mark = max(i for i, _, _ in recorded(ladder_dir(db_path, cid)))
-    await until(client, cid, lambda d: d["games"] >= mark + 10)
-    later = [seats for i, seats, _ in recorded(ladder_dir(db_path, cid)) if i > mark + 4]
-    assert later and all("bo v1" not in s and "house-2" not in s for s in later)
+    await until(client, cid, lambda d: d["games"] >= mark + 20)
+    games = recorded(ladder_dir(db_path, cid))
+    assert all("house-2" not in seats for _, seats, _ in games)  # never enters this ladder
+    # (a retired entry may still owe the rotations of a deal it was dealt into: some games on)
+    later = [seats for i, seats, _ in games if i > mark + 10]
+    assert later and all("bo v1" not in seats for seats in later)
     db = sqlite3.connect(db_path)
     ladder = json.loads(db.execute("SELECT league_json FROM runs WHERE kind = 'ladder'").fetchone()[0])
     assert ladder["timeouts"]["move_ms"] == 2000
