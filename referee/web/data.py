@@ -204,7 +204,8 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
 def _board_rows(db: ServiceDB, cid: int, prospective: bool) -> tuple[list[Team], list[Run], list[str]]:
     """The teams, the runs, and (``prospective``) the teams that submitted a bot."""
     teams = db.teams(cid)
-    playing = [t.name for t in teams if db.playing_submission(t.id) is not None] if prospective else []
+    playing = [t.name for t in teams if t.withdrawn_at is None and db.playing_submission(t.id) is not None] \
+        if prospective else []
     return teams, db.runs(cid), playing
 
 

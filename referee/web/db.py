@@ -95,6 +95,15 @@ CREATE TABLE IF NOT EXISTS upload_slots (   -- a team's one upload in flight (is
     token TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS league_versions (   -- every league file a competition had (issue 25)
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competition_id INTEGER NOT NULL REFERENCES competitions(id),
+    version INTEGER NOT NULL,      -- 1, 2, ... per competition
+    league_toml TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    who TEXT NOT NULL,             -- 'admin (page)', 'admin (API)', 'at creation'
+    UNIQUE (competition_id, version)
+);
 """
 
 #: Columns added since the first schema, with their definitions: an older
@@ -116,6 +125,10 @@ MIGRATIONS = {
     "runs": {
         "secrets_from": "TEXT",
         "kind": "TEXT NOT NULL DEFAULT 'run'",
+        "league_version": "INTEGER",  # league_versions.id it played (NULL: before versions were kept)
+    },
+    "teams": {
+        "withdrawn_at": "REAL",
     },
     "competitions": {
         "phase": "TEXT NOT NULL DEFAULT 'setup'",
@@ -198,6 +211,18 @@ class Team(msgspec.Struct, kw_only=True):
     competition_id: int
     name: str
     created_at: float
+    #: When the admin withdrew it (its token stopped, it plays no more; its history is kept).
+    withdrawn_at: float | None = None
+
+
+class LeagueVersion(msgspec.Struct, kw_only=True):
+    id: int
+    competition_id: int
+    #: 1 for the league the competition was created with, then 2, 3, ...
+    version: int
+    league_toml: str
+    created_at: float
+    who: str
 
 
 class Submission(msgspec.Struct, kw_only=True):
@@ -264,6 +289,8 @@ class Run(msgspec.Struct, kw_only=True):
     secrets_from: str | None = None
     #: See :data:`RUN_KINDS`.
     kind: str = "run"
+    #: The id of the :class:`LeagueVersion` it played (None: before versions were kept).
+    league_version: int | None = None
 
 
 class ServiceDB:
@@ -393,6 +420,8 @@ class ServiceDB:
                 (name, league_toml, now),
             )
             assert cur.lastrowid is not None
+            db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                       " VALUES (?, 1, ?, ?, 'at creation')", (cur.lastrowid, league_toml, now))
             return Competition(id=cur.lastrowid, name=name, league_toml=league_toml, created_at=now)
 
     def competition(self, cid: int) -> Competition | None:
@@ -460,31 +489,93 @@ class ServiceDB:
 
     def team(self, tid: int) -> Team | None:
         row = self.db.execute(
-            "SELECT id, competition_id, name, created_at FROM teams WHERE id = ?", (tid,)
+            "SELECT id, competition_id, name, created_at, withdrawn_at FROM teams WHERE id = ?", (tid,)
         ).fetchone()
-        return None if row is None else Team(id=row[0], competition_id=row[1], name=row[2], created_at=row[3])
+        return None if row is None else Team(id=row[0], competition_id=row[1], name=row[2], created_at=row[3],
+                                             withdrawn_at=row[4])
 
     def team_named(self, cid: int, name: str) -> Team | None:
         row = self.db.execute("SELECT id FROM teams WHERE competition_id = ? AND name = ?", (cid, name)).fetchone()
         return None if row is None else self.team(int(row[0]))
 
     def teams(self, cid: int) -> list[Team]:
+        """All the competition's teams, withdrawn ones too (their history is kept)."""
         return [
-            Team(id=r[0], competition_id=r[1], name=r[2], created_at=r[3])
+            Team(id=r[0], competition_id=r[1], name=r[2], created_at=r[3], withdrawn_at=r[4])
             for r in self.db.execute(
-                "SELECT id, competition_id, name, created_at FROM teams WHERE competition_id = ? ORDER BY id",
-                (cid,),
+                "SELECT id, competition_id, name, created_at, withdrawn_at FROM teams WHERE competition_id = ?"
+                " ORDER BY id", (cid,),
             )
         ]
 
+    def playing_teams(self, cid: int) -> list[Team]:
+        """The teams that play in runs, ladders and finals: all but the withdrawn."""
+        return [t for t in self.teams(cid) if t.withdrawn_at is None]
+
     def team_token_matches(self, tid: int, token: str) -> bool:
-        row = self.db.execute("SELECT token_sha256 FROM teams WHERE id = ?", (tid,)).fetchone()
+        """`token` is the team's and the team is not withdrawn (a withdrawn team's token stops)."""
+        row = self.db.execute("SELECT token_sha256 FROM teams WHERE id = ? AND withdrawn_at IS NULL",
+                              (tid,)).fetchone()
         return row is not None and hmac.compare_digest(hash_token(token), str(row[0]))
 
     def team_by_token(self, token: str) -> Team | None:
-        """The team whose token this is (looked up by its hash)."""
-        row = self.db.execute("SELECT id FROM teams WHERE token_sha256 = ?", (hash_token(token),)).fetchone()
+        """The team whose token this is (looked up by its hash); None for a withdrawn team."""
+        row = self.db.execute("SELECT id FROM teams WHERE token_sha256 = ? AND withdrawn_at IS NULL",
+                              (hash_token(token),)).fetchone()
         return None if row is None else self.team(int(row[0]))
+
+    # ------------------------------------------- changing a team (issue 25)
+
+    def rename_team(self, tid: int, name: str) -> None:
+        """The team's new name (its id, token, submissions and sessions stay)."""
+        self.db.execute("UPDATE teams SET name = ? WHERE id = ?", (name, tid))
+
+    def withdraw_team(self, tid: int) -> None:
+        """The team leaves: it plays no more, its token stops and its sessions end at once; its history stays."""
+        with self.transaction() as db:
+            db.execute("UPDATE teams SET withdrawn_at = COALESCE(withdrawn_at, ?) WHERE id = ?", (time.time(), tid))
+            db.execute("DELETE FROM sessions WHERE team_id = ?", (tid,))
+
+    def new_team_token(self, tid: int) -> str:
+        """A new token for the team (shown once): the old one stops and the team's sessions end at once."""
+        token = new_token()
+        with self.transaction() as db:
+            db.execute("UPDATE teams SET token_sha256 = ? WHERE id = ?", (hash_token(token), tid))
+            db.execute("DELETE FROM sessions WHERE team_id = ?", (tid,))
+        return token
+
+    # ------------------------------------------- league versions (issue 25)
+
+    def _first_version(self, db: sqlite3.Connection, cid: int) -> None:
+        """A competition made before versions were kept: its league so far becomes version 1."""
+        if db.execute("SELECT 1 FROM league_versions WHERE competition_id = ?", (cid,)).fetchone() is None:
+            db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                       " SELECT id, 1, league_toml, created_at, 'at creation' FROM competitions WHERE id = ?",
+                       (cid,))
+
+    def set_league(self, cid: int, league_toml: str, who: str) -> LeagueVersion:
+        """The competition's new league file (checked by the caller), kept as its next version."""
+        now = time.time()
+        with self.transaction() as db:
+            self._first_version(db, cid)
+            number = int(db.execute("SELECT MAX(version) FROM league_versions WHERE competition_id = ?",
+                                    (cid,)).fetchone()[0]) + 1
+            cur = db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                             " VALUES (?, ?, ?, ?, ?)", (cid, number, league_toml, now, who))
+            db.execute("UPDATE competitions SET league_toml = ? WHERE id = ?", (league_toml, cid))
+            assert cur.lastrowid is not None
+            return LeagueVersion(id=cur.lastrowid, competition_id=cid, version=number, league_toml=league_toml,
+                                 created_at=now, who=who)
+
+    def league_versions(self, cid: int) -> list[LeagueVersion]:
+        """The competition's league files, newest first."""
+        with self.transaction() as db:
+            self._first_version(db, cid)
+        return [LeagueVersion(id=r[0], competition_id=r[1], version=r[2], league_toml=r[3], created_at=r[4],
+                              who=r[5])
+                for r in self.db.execute(
+                    "SELECT id, competition_id, version, league_toml, created_at, who FROM league_versions"
+                    " WHERE competition_id = ? ORDER BY version DESC", (cid,))]
 
     # ------------------------------------------------------------ submissions
 
@@ -711,7 +802,7 @@ class ServiceDB:
     # ------------------------------------------------------------------- runs
 
     _RUN_COLUMNS = ("id, competition_id, out_dir, league_json, total_games, status, error, pid, started_at,"
-                    " finished_at, secrets_from, kind")
+                    " finished_at, secrets_from, kind, league_version")
 
     def _run(self, row: tuple[object, ...] | None) -> Run | None:
         if row is None:
@@ -741,8 +832,9 @@ class ServiceDB:
             else:
                 cur = db.execute(
                     "INSERT INTO runs (competition_id, out_dir, league_json, total_games, status, pid, started_at,"
-                    " secrets_from, kind) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-                    (cid, out_dir, league_json, total_games, os.getpid(), now, secrets_from, kind),
+                    " secrets_from, kind, league_version) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?,"
+                    " (SELECT MAX(id) FROM league_versions WHERE competition_id = ?))",
+                    (cid, out_dir, league_json, total_games, os.getpid(), now, secrets_from, kind, cid),
                 )
                 assert cur.lastrowid is not None
                 rid = cur.lastrowid

@@ -78,8 +78,15 @@ def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None,
     comp = db.competition(cid)
     if comp is None:
         return []
-    out = [Wanted(name=b.name, spec=b) for b in pinned_house(check_league_text(comp.league_toml).bots, house)]
-    for team in db.teams(cid):
+    ladder = db.latest_run_of(cid, "ladder")
+    if ladder is None:
+        house_bots = pinned_house(check_league_text(comp.league_toml).bots, house)
+    else:  # a ladder keeps the house bots of the league it was opened with (an edit is for what starts after)
+        kept = decode_league(ladder.league_json).bots
+        same = {n: p for n, p in (house or {}).items() if any(b.name == n and b.url == p.url for b in kept)}
+        house_bots = pinned_house(kept, same)
+    out = [Wanted(name=b.name, spec=b) for b in house_bots]
+    for team in db.playing_teams(cid):  # a withdrawn team's entries retire
         sub = db.playing_submission(team.id)
         if sub is None or not still_allowed(sub, policy):
             continue
@@ -356,7 +363,7 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
         raise PhaseError(409, f"{len(pending)} submission(s) made before the freeze are still being checked: "
                               "start the final once they are accepted or refused")
     pairs = []
-    for team in db.teams(cid):
+    for team in db.playing_teams(cid):
         sub = db.playing_submission(team.id, before=comp.frozen_at)
         if sub is not None and still_allowed(sub, policy):
             pairs.append((team, sub))

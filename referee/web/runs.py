@@ -524,7 +524,7 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
             raise StartError(409, run)
         return run, league
     pairs = []
-    for team in db.teams(cid):
+    for team in db.playing_teams(cid):
         sub = db.playing_submission(team.id)
         if sub is not None and still_allowed(sub, policy):
             pairs.append((team, sub))

@@ -28,6 +28,16 @@ class NewTeam(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
 
 
+class LeagueEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: The competition's new league file (TOML), checked as a new competition's.
+    league: str
+
+
+class TeamRename(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: The team's new name (the checks of a new team's).
+    name: str
+
+
 class BotSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: The bot's base URL (http:// or https://), or
     url: str | None = None
@@ -221,6 +231,8 @@ class TeamInfo(msgspec.Struct, kw_only=True):
     created_at: float
     submissions: int
     bot: SubmissionInfo | None
+    #: When the admin withdrew the team (None: it plays).
+    withdrawn_at: float | None = None
 
 
 class CompetitionCreated(msgspec.Struct, kw_only=True):
@@ -262,3 +274,34 @@ class OwnBot(msgspec.Struct, kw_only=True):
     bot: SubmissionInfo | None
     #: The version in play: the newest accepted one.
     playing: SubmissionInfo | None = None
+
+
+# ------------------------------------------------- league versions, team changes (issue 25)
+
+
+class VersionRun(msgspec.Struct, kw_only=True):
+    id: int
+    kind: str
+    status: str
+    started_at: float
+
+
+class LeagueVersionInfo(msgspec.Struct, kw_only=True):
+    #: The version's id (runs record it).
+    id: int
+    #: 1, 2, ... in the competition.
+    version: int
+    league: str
+    created_at: float
+    who: str
+    #: The runs that played this version, oldest first.
+    runs: list[VersionRun]
+
+
+class TeamChanged(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    competition: int
+    withdrawn_at: float | None = None
+    #: A new token: shown this once (only its hash is kept).
+    token: str | None = None

@@ -15,10 +15,11 @@ from aiohttp import web
 from .. import pages
 from ...tournament.ladder import ladder_entries
 from ..boardcache import forget
-from ..data import numbered
-from ..db import Competition, Run, ServiceDB
+from ..data import numbered, submission_detail, submission_info, team_standings
+from ..db import Competition, Run, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail, message_of
+from ..paging import query_page
 from ..ladders import ladder_waiting
 from ..sessions import (
     ADMIN_COOKIE,
@@ -29,9 +30,10 @@ from ..sessions import (
     set_admin_cookie,
 )
 from ..state import DB
-from .common import competition_of
-from .competitions import create_competition
-from .teams import check_team_name
+from ..schemas import LeagueVersionInfo
+from .common import competition_of, team_of
+from .competitions import EDIT_RULE, create_competition, edit_league, league_history
+from .teams import check_team_name, own_submission, rename_team, renew_token, withdraw_team
 
 #: The most teams one paste may add.
 MAX_TEAMS = 500
@@ -131,7 +133,9 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
 
 def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competition,
                       teams: list[dict[str, object]], *, error: str | None = None, names: str = "",
-                      created: list[tuple[int, str, str]] | None = None, final: Run | None = None) -> web.Response:
+                      created: list[tuple[int, str, str]] | None = None, final: Run | None = None,
+                      league_error: str | None = None, league_text: str | None = None,
+                      versions: list[LeagueVersionInfo] | None = None) -> web.Response:
     csv_href = None
     if created:
         buf = io.StringIO()
@@ -142,9 +146,11 @@ def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competitio
     response = pages.render(request, "admin_competition.html", {
         "csrf": who.csrf, "comp": comp, "teams": teams, "error": error, "names": names,
         "created": created or [], "csv_href": csv_href, "final": final,
-        "waiting": ladder_waiting(request.app, comp.id)})
+        "waiting": ladder_waiting(request.app, comp.id),
+        "league_error": league_error, "league_text": comp.league_toml if league_text is None else league_text,
+        "versions": versions or [], "edit_rule": EDIT_RULE})
     response.headers["Cache-Control"] = "no-store"  # tokens may be on it
-    if error:
+    if error or league_error:
         response.set_status(422)
     return response
 
@@ -155,7 +161,8 @@ async def competition_page(request: web.Request) -> web.Response:
     db = request.app[DB]
     final = await db.call(ServiceDB.latest_run_of, comp.id, "final")
     await page_context(request, comp)  # the deadlines form
-    return _competition_page(request, who, comp, await db.call(_teams_view, comp.id), final=final)
+    return _competition_page(request, who, comp, await db.call(_teams_view, comp.id), final=final,
+                             versions=await db.call(league_history, comp.id))
 
 
 async def add_teams(request: web.Request) -> web.Response:
@@ -188,9 +195,114 @@ async def add_teams(request: web.Request) -> web.Response:
     db = request.app[DB]
     if problems:
         teams = await db.call(_teams_view, comp.id)
-        return _competition_page(request, who, comp, teams, error="; ".join(problems[:20]), names=text)
+        return _competition_page(request, who, comp, teams, error="; ".join(problems[:20]), names=text,
+                                 versions=await db.call(league_history, comp.id))
     made = await db.call(ServiceDB.add_teams, comp.id, names)
     forget(request.app, comp.id)
     teams = await db.call(_teams_view, comp.id)
     return _competition_page(request, who, comp, teams,
-                             created=[(t.id, t.name, token) for t, token in made])
+                             created=[(t.id, t.name, token) for t, token in made],
+                             versions=await db.call(league_history, comp.id))
+
+
+# ------------------------------------------------- editing the league (issue 25)
+
+
+async def edit_league_form(request: web.Request) -> web.StreamResponse:
+    """The competition page's league form: a new version, or the page again
+    with the error (the line named) and the text as typed (nothing stored)."""
+    same_origin(request)
+    who = await require_signed_in(request)
+    comp = await competition_of(request)
+    form = await _form(request)
+    check_csrf(who.csrf, form.get("csrf"))
+    text = form.get("league", "")
+    db = request.app[DB]
+    try:
+        await edit_league(request, text, "admin (page)")
+    except web.HTTPException as e:
+        if e.status != 422:
+            raise
+        return _competition_page(request, who, comp, await db.call(_teams_view, comp.id),
+                                 league_error=message_of(e), league_text=text,
+                                 final=await db.call(ServiceDB.latest_run_of, comp.id, "final"),
+                                 versions=await db.call(league_history, comp.id))
+    raise web.HTTPSeeOther(f"/admin/c/{comp.id}#league")
+
+
+# ------------------------------------------- a team, as the teacher sees it (issue 25)
+
+
+def _admin_team_view(db: ServiceDB, team: Team, number: int) -> dict[str, object]:
+    from .team_pages import _team_view
+
+    return {**_team_view(db, team, number), "count": db.count_submissions(team.id)}
+
+
+async def _team_page(request: web.Request, who: AdminSignedIn, comp: Competition, team: Team, *,
+                     error: str | None = None, token: str | None = None, status: int = 200) -> web.Response:
+    view = await request.app[DB].call(_admin_team_view, team, query_page(request))
+    run, versions = await team_standings(request.app, comp, team)
+    response = pages.render(request, "admin_team.html", {
+        "csrf": who.csrf, "comp": comp, "team": team, "error": error, "token": token, "run": run,
+        "versions": versions, **view})
+    response.headers["Cache-Control"] = "no-store"  # a new token may be on it
+    response.set_status(status)
+    return response
+
+
+async def _admin_team(request: web.Request) -> tuple[AdminSignedIn, Competition, Team]:
+    who = await require_signed_in(request)
+    comp = await competition_of(request)
+    return who, comp, await team_of(request, comp)
+
+
+async def team_page(request: web.Request) -> web.Response:
+    """``/admin/c/{cid}/teams/{tid}``: what the team sees of itself, and its rename, withdraw, new token."""
+    who, comp, team = await _admin_team(request)
+    return await _team_page(request, who, comp, team)
+
+
+async def team_submission_page(request: web.Request) -> web.Response:
+    """``/admin/c/{cid}/teams/{tid}/submissions/{sid}``: the team's own submission page, for the admin."""
+    _, comp, team = await _admin_team(request)
+    sub = await own_submission(request, team)
+    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    return pages.render(request, "submission.html", {"team": team, "detail": submission_detail(sub, version),
+                                                     "pending": sub.pending,
+                                                     "back": f"/admin/c/{comp.id}/teams/{team.id}"})
+
+
+async def team_diagnostics_page(request: web.Request) -> web.Response:
+    """``/admin/c/{cid}/teams/{tid}/diagnostics[?run=R]``: the team's diagnostics page, for the admin."""
+    from ...diagnostics import LATENCY_BUCKETS_MS
+    from .diagnostics import diagnostics_of
+
+    _, comp, team = await _admin_team(request)
+    run, diag = await diagnostics_of(request, comp, team)
+    bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
+    return pages.render(request, "diagnostics.html", {
+        "team": team, "comp": comp, "run": run, "diag": diag, "back": f"/admin/c/{comp.id}/teams/{team.id}",
+        "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
+
+
+async def team_action(request: web.Request) -> web.StreamResponse:
+    """The team page's forms: ``rename`` (field ``name``), ``withdraw``, ``token`` (shown this once)."""
+    same_origin(request)
+    who, comp, team = await _admin_team(request)
+    form = await _form(request, 4096)
+    check_csrf(who.csrf, form.get("csrf"))
+    action = request.match_info["action"]
+    try:
+        if action == "rename":
+            await rename_team(request, comp, team, form.get("name", ""))
+        elif action == "withdraw":
+            await withdraw_team(request, comp, team)
+        else:
+            token = await renew_token(request, team)
+            return await _team_page(request, who, comp, team, token=token)
+    except web.HTTPException as e:
+        if e.status not in (409, 422):
+            raise
+        return await _team_page(request, who, comp, team, error=message_of(e), status=e.status)
+    raise web.HTTPSeeOther(f"/admin/c/{comp.id}/teams/{team.id}")

@@ -8,15 +8,15 @@ from aiohttp import web
 
 from .. import data, pages
 from ..auth import require_admin
-from ..boardcache import BOARDS, BoardKey, latest_board, rendered
-from ..db import Competition, ServiceDB
+from ..boardcache import BOARDS, BoardKey, forget, latest_board, rendered
+from ..db import Competition, LeagueVersion, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page
 from ..runs import StartError, check_league_text, pin_house_urls
-from ..schemas import CompetitionCreated, Leaderboard, NewCompetition
+from ..schemas import CompetitionCreated, Leaderboard, LeagueEdit, LeagueVersionInfo, NewCompetition, VersionRun
 from ..state import DB, SETTINGS
-from ...tournament.league import LeagueError
+from ...tournament.league import League, LeagueError
 from ..validation import check_name, read_body
 from .common import competition_of, json_response, shown_run
 
@@ -79,6 +79,13 @@ async def create_competition(request: web.Request, name: str, league_text: str) 
     name = check_name(name, "name", 80, slash=True)
     if await db.call(ServiceDB.competition_named, name) is not None:
         fail(422, f"a competition named {name!r} exists already", "name")
+    await check_league_input(request, league_text)
+    return await db.call(ServiceDB.add_competition, name, league_text)
+
+
+async def check_league_input(request: web.Request, league_text: str) -> League:
+    """A league file the admin sends (a new competition's, or an edit):
+    422 naming the field 'league' and its line, or the house bot refused."""
     try:
         league = check_league_text(league_text, "league")
     except LeagueError as e:
@@ -107,7 +114,7 @@ async def create_competition(request: web.Request, name: str, league_text: str) 
         await pin_house_urls(league, settings.bot_policy, anywhere=settings.house_urls_anywhere)
     except StartError as e:
         fail(422, f"'league': {e.message}", "league")
-    return await db.call(ServiceDB.add_competition, name, league_text)
+    return league
 
 
 async def new_competition(request: web.Request) -> web.Response:
@@ -115,3 +122,60 @@ async def new_competition(request: web.Request) -> web.Response:
     body = await read_body(request, NewCompetition)
     comp = await create_competition(request, body.name, body.league)
     return json_response(CompetitionCreated(id=comp.id, name=comp.name, created_at=comp.created_at), 201)
+
+
+# ------------------------------------------------- editing the league (issue 25)
+
+#: What an edit means for what plays: the rule the page and the API state.
+EDIT_RULE = ("A new version is for what starts after it: every run and final started from now on plays it, and "
+             "so does a ladder opened for the first time. A ladder already made (open, or frozen and reopened) "
+             "keeps the version it was opened with, house bots and timeouts included, so its games stay "
+             "comparable; runs already played keep theirs.")
+
+
+async def edit_league(request: web.Request, league_text: str, who: str) -> LeagueVersion:
+    """The competition's new league file, checked as a new competition's is
+    (422 naming 'league' and the line; nothing stored then), kept as its next version."""
+    comp = await competition_of(request)
+    db = request.app[DB]
+    league = await check_league_input(request, league_text)
+    teams = {t.name for t in await db.call(ServiceDB.teams, comp.id)}
+    for bot in league.bots:
+        if bot.name in teams:
+            fail(422, f"'league': house bot {bot.name!r} has the name of a team of this competition: "
+                      "rename the house bot", "league")
+    version = await db.call(ServiceDB.set_league, comp.id, league_text, who)
+    forget(request.app, comp.id)
+    return version
+
+
+def league_history(db: ServiceDB, cid: int) -> list[LeagueVersionInfo]:
+    """Each version of the competition's league, newest first, with the runs that played it."""
+    runs = db.runs(cid)
+    out = []
+    for v in db.league_versions(cid):
+        played = [VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
+                  for r in runs if r.league_version == v.id]
+        out.append(LeagueVersionInfo(id=v.id, version=v.version, league=v.league_toml, created_at=v.created_at,
+                                     who=v.who, runs=played))
+    unversioned = [VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
+                   for r in runs if r.league_version is None]
+    if unversioned and out:  # runs played before versions were kept: with the oldest
+        out[-1].runs = unversioned + out[-1].runs
+    return out
+
+
+async def put_league(request: web.Request) -> web.Response:
+    """``PUT /api/competitions/{cid}/league`` ``{"league": TEXT}``: the new version (201)."""
+    await require_admin(request)
+    body = await read_body(request, LeagueEdit)
+    version = await edit_league(request, body.league, "admin (API)")
+    history = await request.app[DB].call(league_history, version.competition_id)
+    return json_response(history[0], 201)
+
+
+async def get_league(request: web.Request) -> web.Response:
+    """``GET /api/competitions/{cid}/league``: every version, newest first, with its runs (the admin)."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    return json_response(await request.app[DB].call(league_history, comp.id))

@@ -14,7 +14,7 @@ from ..data import numbered, submission_detail, submission_info
 from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
 from ..runs import containers_enabled, house_bots
-from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamCreated, TeamInfo
+from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamChanged, TeamCreated, TeamInfo, TeamRename
 from ..state import DB, SETTINGS
 from ..storage import begin_upload
 from ..uploads import check_length, new_upload_path, save_body
@@ -25,7 +25,7 @@ from .common import competition_of, json_response, team_of
 def _teams_with_bots(db: ServiceDB, cid: int) -> list[TeamInfo]:
     return [
         TeamInfo(id=t.id, name=t.name, created_at=t.created_at, submissions=db.count_submissions(t.id),
-                 bot=numbered(db, db.latest_submission(t.id)))
+                 bot=numbered(db, db.latest_submission(t.id)), withdrawn_at=t.withdrawn_at)
         for t in db.teams(cid)
     ]
 
@@ -189,3 +189,79 @@ async def get_submission(request: web.Request) -> web.Response:
     sub = await own_submission(request, team)
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
     return json_response(submission_detail(sub, version))
+
+
+# ------------------------------------------------- changing a team (issue 25)
+#
+# A rename keeps the team's id, token, sessions and submissions: runs started
+# after it play under the new name (in an open ladder its version in play
+# enters again under the new name, the old entry retiring with its games);
+# runs played before keep the name they were played under. A withdrawn team
+# plays no more (its ladder entries retire, no run or final takes it), its
+# token and sessions stop at once; its history, replays and pages stay. A
+# new token replaces the old one's hash: the old token and every session
+# signed in with it stop at once.
+
+
+async def _reconcile(request: web.Request, cid: int) -> None:
+    """An open ladder takes the change in now (a withdrawn team's entries retire, a renamed one's re-enter)."""
+    from ..ladders import submission_accepted
+
+    await submission_accepted(request.app, cid)
+    forget(request.app, cid)
+
+
+async def rename_team(request: web.Request, comp: Competition, team: Team, name: str) -> Team:
+    """The team under its new name, checked as a new team's is (422 naming 'name')."""
+    name = await check_team_name(request, comp, name)
+    await request.app[DB].call(ServiceDB.rename_team, team.id, name)
+    await _reconcile(request, comp.id)
+    renamed = await request.app[DB].call(ServiceDB.team, team.id)
+    assert renamed is not None
+    return renamed
+
+
+async def withdraw_team(request: web.Request, comp: Competition, team: Team) -> Team:
+    await request.app[DB].call(ServiceDB.withdraw_team, team.id)
+    await _reconcile(request, comp.id)
+    gone = await request.app[DB].call(ServiceDB.team, team.id)
+    assert gone is not None
+    return gone
+
+
+async def renew_token(request: web.Request, team: Team) -> str:
+    """A new token for the team (409 for a withdrawn team: it has none)."""
+    if team.withdrawn_at is not None:
+        fail(409, f"team {team.name!r} is withdrawn: a withdrawn team has no token")
+    return await request.app[DB].call(ServiceDB.new_team_token, team.id)
+
+
+async def patch_team(request: web.Request) -> web.Response:
+    """``PATCH /api/competitions/{cid}/teams/{tid}`` ``{"name": NEW}`` (the admin)."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    body = await read_body(request, TeamRename)
+    team = await rename_team(request, comp, team, body.name)
+    return json_response(TeamChanged(id=team.id, name=team.name, competition=comp.id,
+                                     withdrawn_at=team.withdrawn_at))
+
+
+async def post_withdraw(request: web.Request) -> web.Response:
+    """``POST /api/competitions/{cid}/teams/{tid}/withdraw`` (the admin)."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    team = await withdraw_team(request, comp, await team_of(request, comp))
+    return json_response(TeamChanged(id=team.id, name=team.name, competition=comp.id,
+                                     withdrawn_at=team.withdrawn_at))
+
+
+async def post_token(request: web.Request) -> web.Response:
+    """``POST /api/competitions/{cid}/teams/{tid}/token`` (the admin): the new token, shown this once."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    token = await renew_token(request, team)
+    resp = json_response(TeamChanged(id=team.id, name=team.name, competition=comp.id, token=token), 201)
+    resp.headers["Cache-Control"] = "no-store"
+    return resp

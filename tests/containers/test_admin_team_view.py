@@ -1,0 +1,61 @@
+"""The teacher sees what a team sees (issue 25, item 6), for an upload: a
+team's Python source zip is built and checked for real, and the admin's
+page of that submission shows its build log and report; the team's own
+token and session never reach it."""
+
+from __future__ import annotations
+
+import html
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+
+from containers_helpers import remove_instance_images  # noqa: E402
+from test_builds import make_zip, python_bot_files  # noqa: E402
+from test_web_admin_pages import signed_in  # noqa: E402
+from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+
+from referee.bots.netpolicy import AddressPolicy  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
+from referee.web.admissions import PIPELINE  # noqa: E402
+from referee.web.db import ServiceDB  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
+                 docker_client: Any) -> AsyncIterator[Any]:
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    token = db.ensure_admin_token()
+    db.close()
+    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
+    c.admin = token
+    yield c
+    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own only
+
+
+async def test_the_admin_sees_an_uploads_build_log_and_report(client: Any, tmp_path: Path) -> None:
+    cid = await new_competition(client, client.admin)
+    tid, token = await new_team(client, client.admin, cid, "ada")
+    zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
+    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
+                          headers={**auth(token), "X-Note": "zipped v1"})
+    assert r.status == 201, await r.text()
+    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    assert done["submission"]["status"] == "accepted" and done["log"], done
+    path = f"/admin/c/{cid}/teams/{tid}/submissions/{done['submission']['id']}"
+    r = await client.get(path, headers=auth(token), allow_redirects=False)
+    assert r.status == 303 and r.headers["Location"] == "/admin/login"
+    await signed_in(client, client.admin)
+    page = html.unescape(await (await client.get(path)).text())
+    assert 'id="log"' in page and 'id="report"' in page
+    assert done["log"].strip().splitlines()[-1] in page  # the very log the team reads
+    listing = html.unescape(await (await client.get(f"/admin/c/{cid}/teams/{tid}")).text())
+    assert "zipped v1" in listing and "source" in listing
