@@ -109,6 +109,9 @@ class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: A new entry is seated first until it has as many games as the
     #: least-played entry, but at most this many games ahead of the others.
     catch_up: int = 100
+    #: A team's practice games (``referee serve``, issue 26) may seat the
+    #: other teams' versions in play; false: house bots and its own versions only.
+    practice_against_teams: bool = False
 
 
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

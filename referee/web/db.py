@@ -95,6 +95,22 @@ CREATE TABLE IF NOT EXISTS upload_slots (   -- a team's one upload in flight (is
     token TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS practice_games (   -- a team's unrated, private practice game (issue 26)
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competition_id INTEGER NOT NULL REFERENCES competitions(id),
+    team_id INTEGER NOT NULL REFERENCES teams(id),
+    seats TEXT NOT NULL,           -- JSON: the bots as picked (referee.web.practice.Seat)
+    status TEXT NOT NULL,          -- queued, playing, finished, failed
+    error TEXT,
+    out_dir TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    seat INTEGER,                  -- the team's seat in the game played
+    places TEXT,                   -- JSON: each seat's place
+    names TEXT                     -- JSON: each seat's bot
+);
+CREATE INDEX IF NOT EXISTS practice_team ON practice_games(team_id, id);
 """
 
 #: Columns added since the first schema, with their definitions: an older

@@ -106,6 +106,9 @@ class Settings(msgspec.Struct, kw_only=True):
     executor_address: str | None = None
     #: With "ray": worker actors per run.
     executor_workers: int = 2
+    #: Practice games a team may ask for in an hour (``referee serve
+    #: --practice-per-hour``; 0: no practice games); one in flight at a time.
+    practice_per_hour: int = 20
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
