@@ -128,7 +128,7 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     # never rated, never on the leaderboard: the competition has no run, no game, no standing
     data = await (await client.get(f"/api/competitions/{cid}")).json()
     assert data["games"] == 0 and all(s["games"] == 0 for s in data["standings"]), data["standings"]
-    assert not {"ada v1", "ada v2", "house"} & {s["bot"] for s in data["standings"]}
+    assert not {"ada v1", "ada v2"} & {s["bot"] for s in data["standings"]}
     assert await (await client.get(f"/api/competitions/{cid}/runs")).json() == []
 
 
