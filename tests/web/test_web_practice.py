@@ -165,3 +165,62 @@ async def test_practice_off_and_no_version_yet(service: Service, admin_token: st
     body = await error_of(await client2.post(base(cid, ada), json={"opponents": ["house:house"]},
                                              headers=auth(token)), 409)
     assert "no accepted version yet" in body["error"]
+
+
+async def ladder_games(client: Any, cid: int) -> int:
+    return int((await (await client.get(f"/api/competitions/{cid}")).json())["games"])
+
+
+async def ladder_rate(client: Any, cid: int, seconds: float) -> float:
+    start, t0 = await ladder_games(client, cid), time.monotonic()
+    await asyncio.sleep(seconds)
+    return (await ladder_games(client, cid) - start) / (time.monotonic() - t0)
+
+
+@pytest.mark.slow
+async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
+        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    client = await service(submissions_per_window=20, practice_per_hour=1000)
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    teams = []
+    for name, url in (("ada", bot_urls["greedy"]), ("bo", bot_urls["random"]), ("cy", bot_urls["random"]),
+                      ("di", bot_urls["greedy"])):
+        tid, token = await new_team(client, admin_token, cid, name)
+        await submit(client, cid, tid, token, {"url": url})
+        teams.append((tid, token))
+    r = await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(admin_token))
+    assert r.status == 202, await r.text()
+    await asyncio.sleep(2)  # the ladder under way
+    before = await ladder_rate(client, cid, 8)
+
+    stop = asyncio.Event()
+    asked = [0]
+
+    async def flood(tid: int, token: str) -> None:
+        while not stop.is_set():
+            r = await client.post(base(cid, tid), json={"opponents": ["house:house"]}, headers=auth(token))
+            if r.status == 202:
+                asked[0] += 1
+            else:
+                assert r.status == 429, await r.text()
+            await asyncio.sleep(0.02)
+
+    tasks = [asyncio.create_task(flood(tid, token)) for tid, token in teams]
+    try:
+        await asyncio.sleep(1)
+        during = await ladder_rate(client, cid, 8)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    finished = 0
+    for tid, token in teams:
+        games = (await (await client.get(base(cid, tid), headers=auth(token))).json())["games"]
+        finished += sum(g["status"] == "finished" for g in games)
+        # only one practice game at a time in the whole service
+    print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
+          f"{asked[0]} practice games asked, {finished} played")
+    assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
+    assert during >= 0.7 * before, (before, during)
+    # practice games are not the ladder's: none of its games is a practice table
+    board = await (await client.get(f"/api/competitions/{cid}")).json()
+    assert {s["bot"] for s in board["standings"]} == {"house", "ada v1", "bo v1", "cy v1", "di v1"}
