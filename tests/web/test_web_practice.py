@@ -7,7 +7,9 @@ the ladder keeps its pace while a flood of practice games is asked for."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,6 +115,21 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     await error_of(await client.get(f"{base(cid, bo)}/{pid}", headers=auth(bo_token)), 404)  # not bo's game
     assert (await client.get(f"{base(cid, ada)}/{pid}")).status == 401
 
+    # the pages: the replay from the team's seat for its own session; another team's session gets 404
+    r = await client.post("/login", data={"token": bo_token}, allow_redirects=False)
+    assert r.status == 303
+    r = await client.get(f"/team/practice/{pid}", allow_redirects=False)
+    assert r.status == 404 and "ada v2" not in await r.text()
+    r = await client.post("/login", data={"token": ada_token}, allow_redirects=False)
+    assert r.status == 303
+    r = await client.get(f"/team/practice/{pid}", allow_redirects=False)
+    assert r.status == 303 and r.headers["Location"] == f"/team/practice/{pid}?seat={seat}"
+    r = await client.get(f"/team/practice/{pid}?seat={seat}")
+    assert r.status == 200 and "Replay" in await r.text()
+    page = await (await client.get("/team/practice")).text()
+    assert f'href="/team/practice/{pid}?seat={seat}"' in page and "ada v1" in page
+    assert 'href="/team/practice"' in await (await client.get("/team")).text()
+
     # a house bot next; then the hour's limit
     r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
     assert r.status == 202, await r.text()
@@ -179,7 +196,7 @@ async def ladder_rate(client: Any, cid: int, seconds: float) -> float:
 
 @pytest.mark.slow
 async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
     client = await service(submissions_per_window=20, practice_per_hour=1000)
     cid = await competition(client, admin_token, bot_urls["greedy"])
     teams = []
@@ -216,11 +233,15 @@ async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
     for tid, token in teams:
         games = (await (await client.get(base(cid, tid), headers=auth(token))).json())["games"]
         finished += sum(g["status"] == "finished" for g in games)
-        # only one practice game at a time in the whole service
     print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
           f"{asked[0]} practice games asked, {finished} played")
     assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
     assert during >= 0.7 * before, (before, during)
+    # one practice game at a time in the whole service, whichever team asked
+    with sqlite3.connect(db_path) as db:
+        spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
+                           " ORDER BY started_at").fetchall()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
     # practice games are not the ladder's: none of its games is a practice table
     board = await (await client.get(f"/api/competitions/{cid}")).json()
     assert {s["bot"] for s in board["standings"]} == {"house", "ada v1", "bo v1", "cy v1", "di v1"}
