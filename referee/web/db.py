@@ -106,9 +106,7 @@ CREATE TABLE IF NOT EXISTS practice_games (   -- a team's unrated, private pract
     created_at REAL NOT NULL,
     started_at REAL,
     finished_at REAL,
-    seat INTEGER,                  -- the team's seat in the game played
-    places TEXT,                   -- JSON: each seat's place
-    names TEXT                     -- JSON: each seat's bot
+    results TEXT                   -- JSON: each game played (referee.web.practice.Result)
 );
 CREATE INDEX IF NOT EXISTS practice_team ON practice_games(team_id, id);
 """

@@ -4,7 +4,10 @@ version against the opponents it picks, unrated and private.
 The opponents a team may pick (:func:`choices`): the league file's house
 bots, its own earlier accepted versions, and the other teams' versions in
 play when the league file's ``[ladder] practice_against_teams = true``. A
-game seats the competition's ``table_size`` bots, under its rules,
+practice game seats the competition's ``table_size`` bots for one deal at
+every seat rotation (as the ladder deals it: the same cards each rotation
+when the league is ``duplicate``, so the team's bot holds every seat's
+cards; ``table_size`` games), under its rules,
 timeouts, fault policy and container limits, with the same bot factory
 and executor as the ladder (:class:`~referee.tournament.runner.Tournament`
 of one game in a folder of its own, ``competition-N/practice/game-M``):
@@ -29,6 +32,7 @@ import contextlib
 import logging
 import os
 import secrets
+import shutil
 import threading
 import time
 import traceback
@@ -82,6 +86,16 @@ class Seat(msgspec.Struct, kw_only=True):
     house: str | None = None
 
 
+class Result(msgspec.Struct, kw_only=True):
+    """One game of a practice game, as played."""
+
+    index: int
+    names: list[str]
+    places: list[int]
+    #: The team's seat in it (the replay viewer's ``?seat=``).
+    seat: int
+
+
 class PracticeGame(msgspec.Struct, kw_only=True):
     id: int
     competition_id: int
@@ -93,11 +107,8 @@ class PracticeGame(msgspec.Struct, kw_only=True):
     created_at: float
     started_at: float | None
     finished_at: float | None
-    #: The team's seat in the game played (the replay viewer's ``?seat=``).
-    seat: int | None = None
-    #: Each seat's place, in the game's seat order (`names`).
-    places: list[int] | None = None
-    names: list[str] | None = None
+    #: Its games, once played.
+    results: list[Result] = msgspec.field(default_factory=list)
 
 
 class Choice(msgspec.Struct, kw_only=True):
@@ -114,11 +125,9 @@ class PracticeInfo(msgspec.Struct, kw_only=True):
     error: str | None
     created_at: float
     finished_at: float | None
-    seat: int | None
-    names: list[str] | None
-    places: list[int] | None
-    #: The replay from the team's seat, once played.
-    replay: str | None
+    results: list[Result]
+    #: Each game's replay from the team's seat, once played.
+    replays: list[str]
 
 
 class PracticeList(msgspec.Struct, kw_only=True):
@@ -137,23 +146,22 @@ class PracticeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def info(g: PracticeGame) -> PracticeInfo:
     return PracticeInfo(
         id=g.id, status=g.status, opponents=[s.name for s in g.seats if s.kind != "self"], error=g.error,
-        created_at=g.created_at, finished_at=g.finished_at, seat=g.seat, names=g.names, places=g.places,
-        replay=f"/team/practice/{g.id}?seat={g.seat}" if g.status == "finished" and g.seat is not None else None)
+        created_at=g.created_at, finished_at=g.finished_at, results=g.results,
+        replays=[f"/team/practice/{g.id}?game={r.index}&seat={r.seat}" for r in g.results])
 
 
 # ------------------------------------------------------------ the table
 
 _COLUMNS = ("id, competition_id, team_id, seats, status, error, out_dir, created_at, started_at, finished_at,"
-            " seat, places, names")
+            " results")
 
 
 def _game(row: tuple[object, ...] | None) -> PracticeGame | None:
     if row is None:
         return None
     d = dict(zip(_COLUMNS.replace(" ", "").split(","), row, strict=True))
-    for key in ("seats", "places", "names"):
-        if d[key] is not None:
-            d[key] = msgspec.json.decode(str(d[key]))
+    d["seats"] = msgspec.json.decode(str(d["seats"]))
+    d["results"] = [] if d["results"] is None else msgspec.json.decode(str(d["results"]))
     return msgspec.convert(d, PracticeGame)
 
 
@@ -196,13 +204,9 @@ def set_playing(db: ServiceDB, pid: int) -> None:
     db.db.execute("UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid))
 
 
-def set_ended(db: ServiceDB, pid: int, status: str, error: str | None, seat: int | None = None,
-              names: list[str] | None = None, places: list[int] | None = None) -> None:
-    db.db.execute(
-        "UPDATE practice_games SET status = ?, error = ?, seat = ?, names = ?, places = ?, finished_at = ?"
-        " WHERE id = ?",
-        (status, error, seat, None if names is None else msgspec.json.encode(names).decode(),
-         None if places is None else msgspec.json.encode(places).decode(), time.time(), pid))
+def set_ended(db: ServiceDB, pid: int, status: str, error: str | None, results: list[Result] | None = None) -> None:
+    db.db.execute("UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",
+                  (status, error, msgspec.json.encode(results or []).decode(), time.time(), pid))
 
 
 def limits_of(db: ServiceDB, tid: int, since: float) -> tuple[int, list[float]]:
@@ -319,7 +323,7 @@ def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | N
                 raise PickError(409, f"{s.name} can no longer play: its address is not one the service allows")
             spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
         bots.append(msgspec.structs.replace(spec, name=s.name))
-    t = msgspec.structs.replace(league.tournament, schedule="round-robin", rounds=1, duplicate=False,
+    t = msgspec.structs.replace(league.tournament, schedule="round-robin", rounds=1,
                                 concurrency=1, name=f"practice-{game.id}", seed=secrets.randbits(62))
     return msgspec.structs.replace(league, bots=bots, tournament=t)
 
@@ -416,6 +420,8 @@ class PracticeQueue:
             await db.call(set_ended, game.id, "failed", e.message)
             return
         await db.call(set_playing, game.id)
+        # a game the server stopped in the middle of is played again from the start
+        await asyncio.to_thread(shutil.rmtree, game.out_dir, True)
         thread = PracticeThread(league, Path(game.out_dir), executor_of(self.app))
         self.current = thread
         try:
@@ -428,14 +434,14 @@ class PracticeQueue:
             return
         rows = await asyncio.to_thread(games_list, game.out_dir)
         self.played += 1
-        if not rows:
-            why = thread.error or "; ".join(thread.log[-3:]) or "no game was recorded"
-            await db.call(set_ended, game.id, "failed", f"the game could not be played: {why}")
-            return
-        row = rows[0]
         own = game.seats[0].name
-        seat = row.seats.index(own) if own in row.seats else None
-        await db.call(set_ended, game.id, "finished", thread.error, seat, row.seats, row.places)
+        results = [Result(index=r.index, names=r.seats, places=r.places, seat=r.seats.index(own))
+                   for r in rows if own in r.seats]
+        if not results or thread.error is not None:
+            why = thread.error or "; ".join(thread.log[-3:]) or "no game was recorded"
+            await db.call(set_ended, game.id, "failed", f"the game could not be played: {why}", results)
+            return
+        await db.call(set_ended, game.id, "finished", None, results)
 
     async def stop(self) -> None:
         self.stopping = True

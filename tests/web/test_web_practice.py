@@ -101,14 +101,22 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
         assert int(r.headers["Retry-After"]) > 0 and "one at a time" in (await r.json())["error"]
     game = await played(client, cid, ada, ada_token, pid)
     assert game["status"] == "finished", game
-    assert sorted(game["names"]) == ["ada v1", "ada v2"] and sorted(game["places"]) == [1, 2]
-    seat = game["seat"]
-    assert game["names"][seat] == "ada v2"
-    assert game["replay"] == f"/team/practice/{pid}?seat={seat}"
+    # one deal at every seat of the table (2 here): the team's bot holds each seat's cards once
+    results = game["results"]
+    assert [r["index"] for r in results] == [0, 1]
+    for r in results:
+        assert sorted(r["names"]) == ["ada v1", "ada v2"] and sorted(r["places"]) == [1, 2]
+        assert r["names"][r["seat"]] == "ada v2"
+    assert {r["seat"] for r in results} == {0, 1}
+    seat = results[0]["seat"]
+    assert game["replays"] == [f"/team/practice/{pid}?game={r['index']}&seat={r['seat']}" for r in results]
 
     # its replay: the team's and the admin's; another team is told there is no such game
     r = await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(ada_token))
-    assert r.status == 200 and (await r.json())["names"] == game["names"]
+    assert r.status == 200 and (await r.json())["names"] == results[0]["names"]
+    r = await client.get(f"{base(cid, ada)}/{pid}/replay?game=1", headers=auth(ada_token))
+    assert r.status == 200 and (await r.json())["names"] == results[1]["names"]
+    await error_of(await client.get(f"{base(cid, ada)}/{pid}/replay?game=2", headers=auth(ada_token)), 404)
     assert (await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(admin_token))).status == 200
     for url in (f"{base(cid, ada)}/{pid}/replay", f"{base(cid, ada)}/{pid}", base(cid, ada)):
         await error_of(await client.get(url, headers=auth(bo_token)), 404)
@@ -123,18 +131,18 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     r = await client.post("/login", data={"token": ada_token}, allow_redirects=False)
     assert r.status == 303
     r = await client.get(f"/team/practice/{pid}", allow_redirects=False)
-    assert r.status == 303 and r.headers["Location"] == f"/team/practice/{pid}?seat={seat}"
-    r = await client.get(f"/team/practice/{pid}?seat={seat}")
+    assert r.status == 303 and r.headers["Location"] == f"/team/practice/{pid}?game=0&seat={seat}"
+    r = await client.get(f"/team/practice/{pid}?game=0&seat={seat}")
     assert r.status == 200 and "Replay" in await r.text()
     page = await (await client.get("/team/practice")).text()
-    assert f'href="/team/practice/{pid}?seat={seat}"' in page and "ada v1" in page
+    assert f'href="/team/practice/{pid}?game=0&amp;seat={seat}"' in page and "ada v1" in page
     assert 'href="/team/practice"' in await (await client.get("/team")).text()
 
     # a house bot next; then the hour's limit
     r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
     assert r.status == 202, await r.text()
     second = await played(client, cid, ada, ada_token, (await r.json())["id"])
-    assert second["status"] == "finished" and "house" in second["names"]
+    assert second["status"] == "finished" and all("house" in r["names"] for r in second["results"])
     r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
     body = await error_of(r, 429)
     assert "2 practice games an hour" in body["error"] and 3500 <= int(r.headers["Retry-After"]) <= 3600
@@ -162,7 +170,7 @@ async def test_other_teams_versions_where_the_league_allows_it(
     r = await client.post(base(cid, ada), json={"opponents": [f"team:{bo}"]}, headers=auth(ada_token))
     assert r.status == 202, await r.text()
     game = await played(client, cid, ada, ada_token, (await r.json())["id"])
-    assert game["status"] == "finished" and sorted(game["names"]) == ["ada v1", "bo v1"], game
+    assert game["status"] == "finished" and sorted(game["results"][0]["names"]) == ["ada v1", "bo v1"], game
     # bo's secret was sent: its bot answered, no fault
     replay = await (await client.get(f"{base(cid, ada)}/{game['id']}/replay", headers=auth(ada_token))).json()
     assert not replay["result"]["disqualified"], replay["result"]
@@ -245,3 +253,20 @@ async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
     # practice games are not the ladder's: none of its games is a practice table
     board = await (await client.get(f"/api/competitions/{cid}")).json()
     assert {s["bot"] for s in board["standings"]} == {"house", "ada v1", "bo v1", "cy v1", "di v1"}
+
+
+async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_start(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    client = await service()
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["random"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    pid = (await r.json())["id"]
+    assert (await played(client, cid, ada, token, pid))["status"] == "finished"
+    await client.close()
+    with sqlite3.connect(db_path) as db:  # as a server killed mid-game leaves it
+        db.execute("UPDATE practice_games SET status = 'playing', finished_at = NULL WHERE id = ?", (pid,))
+    client = await service()
+    game = await played(client, cid, ada, token, pid)
+    assert game["status"] == "finished" and game["finished_at"] is not None and game["error"] is None, game

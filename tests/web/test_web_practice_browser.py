@@ -62,14 +62,15 @@ def test_the_practice_form_plays_a_game_and_opens_its_replay_from_the_teams_seat
     select.select_option(label="your earlier version v1")
     page.click("#practice-form button[type=submit]")
     expect(page).to_have_url(f"{base}/team/practice")
-    link = page.locator("#practice-games a.replay")
-    expect(link).to_have_count(1, timeout=30_000)  # the page refreshes until it is played
+    links = page.locator("#practice-games a.replay")
+    expect(links).to_have_count(2, timeout=30_000)  # the page refreshes until it is played: a deal at 2 seats
+    link = links.first
     row = page.locator("#practice-games tr.status-finished")
     expect(row).to_contain_text("ada v1")
     page.screenshot(path=str(SCREENS / "practice.png"), full_page=True)
     link.click()
     expect(page.locator("h1")).to_contain_text("Replay")
-    assert "?seat=" in page.url
+    assert "?game=0&seat=" in page.url
     seat = page.url.rsplit("=", 1)[1]
     expect(page.locator("#mode")).to_have_value(seat)
     expect(page.locator("#mode option:checked")).to_contain_text("ada v2's view")

@@ -108,16 +108,27 @@ async def _own_game(request: web.Request, team: Team) -> PracticeGame:
     return game
 
 
-async def _frames(game: PracticeGame) -> dict[str, Any]:
+async def _frames(game: PracticeGame, index: int) -> dict[str, Any]:
     if game.status != "finished":
         fail(409, f"practice game {game.id} is {game.status}: its replay comes once it is played")
-    path = await asyncio.to_thread(replay_path, game.out_dir, 0)
+    if index not in {r.index for r in game.results}:
+        fail(404, f"practice game {game.id} has no game {index} (its games: "
+                  f"{', '.join(str(r.index) for r in game.results)})")
+    path = await asyncio.to_thread(replay_path, game.out_dir, index)
     if path is None or not path.exists():
         fail(404, f"practice game {game.id} has no replay")
     try:
         return await asyncio.to_thread(lambda: frames(read_replay(path), public=True))
     except ReplayError as e:
         fail(500, f"the replay of practice game {game.id} cannot be read: {e}")
+
+
+def _index(request: web.Request) -> int:
+    """``?game=`` (default 0): which game of a practice game's deal."""
+    text = request.query.get("game", "0")
+    if not text.isdigit() or len(text) > 6:
+        fail(404, f"no game {text!r}: games are numbered from 0")
+    return int(text)
 
 
 # ------------------------------------------------------------ the API
@@ -150,7 +161,7 @@ async def api_replay(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await _reader(request, team)
-    return json_response(await _frames(await _own_game(request, team)))
+    return json_response(await _frames(await _own_game(request, team), _index(request)))
 
 
 # ------------------------------------------------------------ the pages
@@ -180,13 +191,15 @@ async def practice_replay(request: web.Request) -> web.StreamResponse:
     """A practice game's replay, from the team's seat (``?seat=N``)."""
     who = await signed_in_or_login(request)
     game = await _own_game(request, who.team)
-    if "seat" not in request.query and game.seat is not None:
-        raise web.HTTPSeeOther(f"/team/practice/{game.id}?seat={game.seat}")
-    data = await _frames(game)
+    index = _index(request)
+    result = next((r for r in game.results if r.index == index), None)
+    if "seat" not in request.query and result is not None:
+        raise web.HTTPSeeOther(f"/team/practice/{game.id}?game={index}&seat={result.seat}")
+    data = await _frames(game, index)
     comp = await request.app[DB].call(ServiceDB.competition, game.competition_id)
     return pages.render(request, "replay.html", {
         "data": data, "title": f"practice game {game.id} — {who.team.name}", "standalone": False,
-        "comp": comp, "run": None, "idx": 0,
+        "comp": comp, "run": None, "idx": index,
         "practice": {"id": game.id, "json": f"/api/competitions/{game.competition_id}/teams/{game.team_id}"
-                                            f"/practice/{game.id}/replay"},
+                                            f"/practice/{game.id}/replay?game={index}"},
     })
