@@ -231,20 +231,29 @@ async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
             await asyncio.sleep(0.5)  # asking again and again (the test bots share the service's loop)
 
     tasks = [asyncio.create_task(flood(tid, token)) for tid, token in teams]
+    async def practised() -> int:
+        n = 0
+        for tid, token in teams:
+            games = (await (await client.get(base(cid, tid), headers=auth(token))).json())["games"]
+            n += sum(g["status"] == "finished" for g in games)
+        return n
+
     try:
         await asyncio.sleep(1)
-        during = await ladder_rate(client, cid, 8)
+        # at least 8 s, and until a practice game was played (on a loaded machine, nice 19 gets little CPU)
+        start, t0 = await ladder_games(client, cid), time.monotonic()
+        await asyncio.sleep(8)
+        while await practised() == 0 and time.monotonic() - t0 < 90:
+            await asyncio.sleep(0.5)
+        during = (await ladder_games(client, cid) - start) / (time.monotonic() - t0)
     finally:
         stop.set()
         await asyncio.gather(*tasks)
-    finished = 0
-    for tid, token in teams:
-        games = (await (await client.get(base(cid, tid), headers=auth(token))).json())["games"]
-        finished += sum(g["status"] == "finished" for g in games)
+    finished = await practised()
     print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
           f"{asked[0]} practice games asked, {finished} played")
     assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
-    assert during >= 0.7 * before, (before, during)
+    assert during >= 0.6 * before, (before, during)  # at nice 0 it was a third
     # one practice game at a time in the whole service, whichever team asked
     with sqlite3.connect(db_path) as db:
         spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
