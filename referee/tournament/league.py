@@ -117,6 +117,9 @@ class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: "greedy", the built-in greedy sample bot (house bots named
     #: ``house-greedy-1``...), or "none" (the ladder waits for players).
     fill: str = "greedy"
+    #: A team's practice games (``referee serve``, issue 26) may seat the
+    #: other teams' versions in play; false: house bots and its own versions only.
+    practice_against_teams: bool = False
 
 
 class CompetitionTimes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

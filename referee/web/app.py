@@ -29,6 +29,7 @@ from .deadlines import deadlines_ctx, watch_deadlines_ctx
 from .ladders import LADDERS, ladders_ctx
 from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
+from .practice import practice_ctx
 from .routes import setup_routes
 from .state import DB, RUNS, SETTINGS, Settings
 
@@ -91,6 +92,7 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app.cleanup_ctx.append(deadlines_ctx)  # deadlines passed while it was down: applied before the ladders play
     app.cleanup_ctx.append(ladders_ctx)
     app.cleanup_ctx.append(watch_deadlines_ctx)
+    app.cleanup_ctx.append(practice_ctx)  # practice games (issue 26): stopped before the ladders
     app.cleanup_ctx.append(_live_ctx)
     app.on_shutdown.append(_end_streams)
     app.on_response_prepare.append(on_response_prepare)

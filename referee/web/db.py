@@ -104,6 +104,20 @@ CREATE TABLE IF NOT EXISTS league_versions (   -- every league file a competitio
     who TEXT NOT NULL,             -- 'admin (page)', 'admin (API)', 'at creation'
     UNIQUE (competition_id, version)
 );
+CREATE TABLE IF NOT EXISTS practice_games (   -- a team's unrated, private practice game (issue 26)
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competition_id INTEGER NOT NULL REFERENCES competitions(id),
+    team_id INTEGER NOT NULL REFERENCES teams(id),
+    seats TEXT NOT NULL,           -- JSON: the bots as picked (referee.web.practice.Seat)
+    status TEXT NOT NULL,          -- queued, playing, finished, failed
+    error TEXT,
+    out_dir TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    results TEXT                   -- JSON: each game played (referee.web.practice.Result)
+);
+CREATE INDEX IF NOT EXISTS practice_team ON practice_games(team_id, id);
 """
 
 #: Columns added since the first schema, with their definitions: an older

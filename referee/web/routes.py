@@ -7,6 +7,7 @@ from aiohttp import web
 from . import live
 from .handlers import admin_pages, bots, competitions, diagnostics, phases, runs, static, team_pages, teams
 from .handlers import docs
+from .handlers import practice
 
 
 def setup_routes(app: web.Application) -> None:
@@ -80,3 +81,11 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/api/competitions/{cid}/runs/{rid}/standings.csv", phases.standings_csv)
     r.add_get("/api/competitions/{cid}/runs/{rid}/games", runs.list_games)
     r.add_get("/api/competitions/{cid}/runs/{rid}/games/{idx}", runs.get_game)
+    # Practice games (issue 26): the team's own, unrated
+    r.add_get("/team/practice", practice.practice_page)
+    r.add_post("/team/practice", practice.practice_submit)
+    r.add_get("/team/practice/{pid}", practice.practice_replay)
+    r.add_post("/api/competitions/{cid}/teams/{tid}/practice", practice.api_ask)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/practice", practice.api_list)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/practice/{pid}", practice.api_game)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/practice/{pid}/replay", practice.api_replay)

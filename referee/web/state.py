@@ -113,6 +113,9 @@ class Settings(msgspec.Struct, kw_only=True):
     #: once it answers, every waiting submission goes on at once.
     fault_retry_s: float = 10.0
     fault_retry_max_s: float = 600.0
+    #: Practice games a team may ask for in an hour (``referee serve
+    #: --practice-per-hour``; 0: no practice games); one in flight at a time.
+    practice_per_hour: int = 20
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

@@ -17,7 +17,7 @@ Service = Callable[..., Awaitable[Any]]
 #: 20 digits: past 2**63 - 1, the largest integer SQLite stores.
 HUGE = "99999999999999999999"
 MAX_ID = 2**63 - 1
-IDS = ("cid", "rid", "tid", "sid", "idx")
+IDS = ("cid", "rid", "tid", "sid", "idx", "pid")
 
 
 def test_an_id_is_ascii_digits_within_sqlites_range() -> None:
@@ -47,7 +47,7 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
     await submit(client, cid, tid2, token2, {"url": bot_urls["random"]})
     data = await play_run(client, cid, admin_token)
     real = {"cid": str(cid), "rid": str(data["run"]["id"]), "tid": str(tid), "sid": str(sid), "idx": "0",
-            "bot": "ada", "action": "open"}
+            "bot": "ada", "action": "open", "pid": "1"}  # pid: a practice game (none played here)
     # both sessions too, so the pages reach their ids
     origin = {"Origin": str(client.make_url("")).rstrip("/")}
     r = await client.post("/admin/login", data={"token": admin_token}, headers=origin, allow_redirects=False)

@@ -1,0 +1,469 @@
+"""Practice games on demand (issue 26): a team plays its newest accepted
+version against the opponents it picks, unrated and private.
+
+The opponents a team may pick (:func:`choices`): the league file's house
+bots, its own earlier accepted versions, and the other teams' versions in
+play when the league file's ``[ladder] practice_against_teams = true``. A
+practice game seats the competition's ``table_size`` bots for one deal at
+every seat rotation (as the ladder deals it: the same cards each rotation
+when the league is ``duplicate``, so the team's bot holds every seat's
+cards; ``table_size`` games), under its rules,
+timeouts, fault policy and container limits, with the same bot factory
+and executor as the ladder (:class:`~referee.tournament.runner.Tournament`
+of one game in a folder of its own, ``competition-N/practice/game-M``):
+nothing of it reaches the ladder's store, the standings or the ratings.
+
+Limits, per team: one game in flight (queued or playing) and
+``practice_per_hour`` asked for in the last hour (then 429 with
+``Retry-After``). The ladder keeps its pace (:class:`PracticeQueue`): the
+whole service plays one practice game at a time, in a thread of its own
+that runs at the lowest CPU priority (nice 19: on a busy machine the
+ladder's thread is always scheduled first), and never takes a slot of a
+ladder's concurrency, a ladder's bots or its event loop.
+
+Private: only the team's own token or session, and the admin, see its
+practice games; anyone else is told there is no such game (404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+
+import msgspec
+from aiohttp import web
+
+from ..bots.factory import BotSpec
+from ..bots.netpolicy import AddressPolicy, PinnedURL
+from ..tournament.executors import Executor
+from ..tournament.ladder import entry_name
+from ..tournament.league import League, LeagueError
+from ..tournament.runner import Interrupted, Tournament
+from .db import Competition, ServiceDB, Team
+from .runs import (
+    StartError,
+    check_league_text,
+    games_list,
+    league_filename,
+    pin_house_text,
+    pinned_house,
+    still_allowed,
+    team_entry,
+)
+from .state import DB, SETTINGS
+
+log = logging.getLogger("referee.web")
+
+#: The statuses of a practice game; the first two are "in flight".
+STATUSES = ("queued", "playing", "finished", "failed")
+IN_FLIGHT = ("queued", "playing")
+#: Retry-After (seconds) while a team's practice game is in flight.
+IN_FLIGHT_RETRY_S = 15
+#: The CPU priority of the practice thread (the ladder's is the process's, 0).
+NICE = 19
+
+
+class Seat(msgspec.Struct, kw_only=True):
+    """A bot at a practice table: as picked, and as named in the game."""
+
+    #: "self" (the team's newest accepted version), "version" (one of its
+    #: earlier ones), "house" (a league file's house bot), "team" (another
+    #: team's version in play).
+    kind: str
+    name: str
+    #: What was picked: "house:NAME", "version:SID", "team:TID" ("self" for the team's own).
+    pick: str
+    submission: int | None = None
+    house: str | None = None
+
+
+class Result(msgspec.Struct, kw_only=True):
+    """One game of a practice game, as played."""
+
+    index: int
+    names: list[str]
+    places: list[int]
+    #: The team's seat in it (the replay viewer's ``?seat=``).
+    seat: int
+
+
+class PracticeGame(msgspec.Struct, kw_only=True):
+    id: int
+    competition_id: int
+    team_id: int
+    seats: list[Seat]
+    status: str
+    error: str | None
+    out_dir: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    #: Its games, once played.
+    results: list[Result] = msgspec.field(default_factory=list)
+
+
+class Choice(msgspec.Struct, kw_only=True):
+    value: str
+    label: str
+
+
+class PracticeInfo(msgspec.Struct, kw_only=True):
+    """A practice game as the API answers it."""
+
+    id: int
+    status: str
+    opponents: list[str]
+    error: str | None
+    created_at: float
+    finished_at: float | None
+    results: list[Result]
+    #: Each game's replay from the team's seat, once played.
+    replays: list[str]
+
+
+class PracticeList(msgspec.Struct, kw_only=True):
+    games: list[PracticeInfo]
+    #: The opponents the team may pick now, and how many a game seats.
+    choices: list[Choice]
+    opponents: int
+    per_hour: int
+
+
+class PracticeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: ``table_size - 1`` picks among the choices (a pick may repeat).
+    opponents: list[str]
+
+
+def info(g: PracticeGame) -> PracticeInfo:
+    return PracticeInfo(
+        id=g.id, status=g.status, opponents=[s.name for s in g.seats if s.kind != "self"], error=g.error,
+        created_at=g.created_at, finished_at=g.finished_at, results=g.results,
+        replays=[f"/team/practice/{g.id}?game={r.index}&seat={r.seat}" for r in g.results])
+
+
+# ------------------------------------------------------------ the table
+
+_COLUMNS = ("id, competition_id, team_id, seats, status, error, out_dir, created_at, started_at, finished_at,"
+            " results")
+
+
+def _game(row: tuple[object, ...] | None) -> PracticeGame | None:
+    if row is None:
+        return None
+    d = dict(zip(_COLUMNS.replace(" ", "").split(","), row, strict=True))
+    d["seats"] = msgspec.json.decode(str(d["seats"]))
+    d["results"] = [] if d["results"] is None else msgspec.json.decode(str(d["results"]))
+    return msgspec.convert(d, PracticeGame)
+
+
+def add_game(db: ServiceDB, team: Team, seats: list[Seat], now: float) -> PracticeGame:
+    cur = db.db.execute(
+        "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
+        " VALUES (?, ?, ?, 'queued', '', ?)",
+        (team.competition_id, team.id, msgspec.json.encode(seats).decode(), now))
+    pid = int(cur.lastrowid or 0)
+    out = db.data_dir / f"competition-{team.competition_id}" / "practice" / f"game-{pid}"
+    db.db.execute("UPDATE practice_games SET out_dir = ? WHERE id = ?", (str(out), pid))
+    found = get_game(db, pid)
+    assert found is not None
+    return found
+
+
+def get_game(db: ServiceDB, pid: int) -> PracticeGame | None:
+    return _game(db.db.execute(f"SELECT {_COLUMNS} FROM practice_games WHERE id = ?", (pid,)).fetchone())
+
+
+def team_games(db: ServiceDB, tid: int, limit: int = 50) -> list[PracticeGame]:
+    rows = db.db.execute(f"SELECT {_COLUMNS} FROM practice_games WHERE team_id = ? ORDER BY id DESC LIMIT ?",
+                         (tid, limit)).fetchall()
+    return [g for g in map(_game, rows) if g is not None]
+
+
+def next_queued(db: ServiceDB) -> PracticeGame | None:
+    """The oldest game waiting (each team has one in flight at most: first come, first played)."""
+    return _game(db.db.execute(
+        f"SELECT {_COLUMNS} FROM practice_games WHERE status = 'queued' ORDER BY id LIMIT 1").fetchone())
+
+
+def requeue_playing(db: ServiceDB) -> int:
+    """At the server's start: a game that was playing when it stopped is played again."""
+    return db.db.execute("UPDATE practice_games SET status = 'queued', started_at = NULL"
+                         " WHERE status = 'playing'").rowcount
+
+
+def set_playing(db: ServiceDB, pid: int) -> None:
+    db.db.execute("UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid))
+
+
+def set_ended(db: ServiceDB, pid: int, status: str, error: str | None, results: list[Result] | None = None) -> None:
+    db.db.execute("UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",
+                  (status, error, msgspec.json.encode(results or []).decode(), time.time(), pid))
+
+
+def limits_of(db: ServiceDB, tid: int, since: float) -> tuple[int, list[float]]:
+    """The team's games in flight, and the times of those asked for since `since`."""
+    marks = ", ".join("?" * len(IN_FLIGHT))
+    flying = int(db.db.execute(f"SELECT COUNT(*) FROM practice_games WHERE team_id = ? AND status IN ({marks})",
+                               (tid, *IN_FLIGHT)).fetchone()[0])
+    times = [float(r[0]) for r in db.db.execute(
+        "SELECT created_at FROM practice_games WHERE team_id = ? AND created_at > ? ORDER BY created_at",
+        (tid, since))]
+    return flying, times
+
+
+# ------------------------------------------------------------ the picks
+
+
+def league_of(comp: Competition, db: ServiceDB) -> League:
+    return check_league_text(comp.league_toml, league_filename(db, comp.id))
+
+
+def choices(db: ServiceDB, team: Team) -> tuple[list[Choice], int]:
+    """What `team` may pick as opponents now, and how many a game seats
+    besides its own bot. :class:`LeagueError` when the league is broken."""
+    comp = db.competition(team.competition_id)
+    assert comp is not None
+    league = league_of(comp, db)
+    out = [Choice(value=f"house:{b.name}", label=f"house bot {b.name}") for b in league.bots]
+    newest = db.playing_submission(team.id)
+    for sub in db.submissions(team.id, limit=1000):
+        if sub.status == "accepted" and (newest is None or sub.id != newest.id):
+            out.append(Choice(value=f"version:{sub.id}",
+                              label=f"your earlier version v{db.submission_number(sub.id)}"))
+    if league.ladder.practice_against_teams:
+        for other in db.teams(team.competition_id):
+            if other.id != team.id and db.playing_submission(other.id) is not None:
+                out.append(Choice(value=f"team:{other.id}", label=f"team {other.name}'s current version"))
+    return out, league.tournament.table_size - 1
+
+
+class PickError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
+    """The table a team's picks make, its own newest version first; :class:`PickError` saying why not."""
+    try:
+        allowed, wanted = choices(db, team)
+    except LeagueError as e:
+        raise PickError(409, f"the competition's league file is broken (the admin's to fix): {e}") from None
+    newest = db.playing_submission(team.id)
+    if newest is None:
+        raise PickError(409, "your team has no accepted version yet: a practice game plays your newest "
+                             "accepted version, so submit one and wait for its check")
+    if len(picks) != wanted:
+        raise PickError(422, f"a table of this competition seats {wanted + 1} bots: pick exactly {wanted} "
+                             f"opponent(s), not {len(picks)}")
+    values = {c.value for c in allowed}
+    seats = [Seat(kind="self", name=entry_name(team.name, db.submission_number(newest.id)), pick="self",
+                  submission=newest.id)]
+    for pick in picks:
+        if pick not in values:
+            kind = pick.partition(":")[0]
+            if kind == "team":
+                why = ("this competition's league file does not let teams practise against other teams "
+                       "([ladder] practice_against_teams = false)")
+            else:
+                why = "it is none of your choices (house bots, your earlier accepted versions)"
+            raise PickError(422, f"opponent {pick!r} cannot be picked: {why}")
+        kind, _, rest = pick.partition(":")
+        if kind == "house":
+            seats.append(Seat(kind="house", name=rest, pick=pick, house=rest))
+        elif kind == "version":
+            sid = int(rest)
+            seats.append(Seat(kind="version", name=entry_name(team.name, db.submission_number(sid)), pick=pick,
+                              submission=sid))
+        else:
+            other = db.team(int(rest))
+            sub = db.playing_submission(int(rest))
+            assert other is not None and sub is not None
+            seats.append(Seat(kind="team", name=entry_name(other.name, db.submission_number(sub.id)), pick=pick,
+                              submission=sub.id))
+    seen: dict[str, int] = {}
+    for s in seats:  # a bot picked twice sits twice, under two names
+        seen[s.name] = seen.get(s.name, 0) + 1
+        if seen[s.name] > 1:
+            s.name = f"{s.name} #{seen[s.name]}"
+    return seats
+
+
+def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | None,
+                    house: Mapping[str, PinnedURL]) -> League:
+    """The one-game league of a practice game: the competition's league
+    (rules, timeouts, faults, containers, table size) with the seats'
+    bots, their secrets, on a fresh seed. :class:`PickError` when a bot is
+    gone (a URL the service no longer allows)."""
+    comp = db.competition(game.competition_id)
+    assert comp is not None
+    league = league_of(comp, db)
+    by_name = {b.name: b for b in pinned_house(league.bots, house)}
+    bots: list[BotSpec] = []
+    for s in game.seats:
+        if s.kind == "house":
+            spec = by_name.get(s.house or "")
+            if spec is None:
+                raise PickError(409, f"house bot {s.house!r} is no longer in the league file")
+        else:
+            assert s.submission is not None
+            sub = db.submission(s.submission)
+            team = db.team(sub.team_id) if sub is not None else None
+            if sub is None or team is None or not still_allowed(sub, policy):
+                raise PickError(409, f"{s.name} can no longer play: its address is not one the service allows")
+            spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
+        bots.append(msgspec.structs.replace(spec, name=s.name))
+    t = msgspec.structs.replace(league.tournament, schedule="round-robin", rounds=1,
+                                concurrency=1, name=f"practice-{game.id}", seed=secrets.randbits(62))
+    return msgspec.structs.replace(league, bots=bots, tournament=t)
+
+
+# ------------------------------------------------------------ playing
+
+
+def _lower_priority() -> None:
+    """This thread (only: a Linux thread is its own task) at the lowest CPU priority."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+
+
+class PracticeThread:
+    """One practice game in a thread of its own, at the lowest CPU priority."""
+
+    def __init__(self, league: League, out: Path, executor: Callable[[], Executor]) -> None:
+        self.league, self.out, self.make_executor = league, out, executor
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tournament: Tournament | None = None
+        self.error: str | None = None
+        self.log: list[str] = []
+        self.thread = threading.Thread(target=self._main, name=f"practice-{out.name}", daemon=True)
+
+    def _main(self) -> None:
+        _lower_priority()
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        executor: Executor | None = None
+        try:
+            executor = self.make_executor()
+            self.tournament = Tournament(self.league, self.out, progress=False, log=self.log.append,
+                                         drop_unreachable=True, executor=executor)
+            loop.run_until_complete(self.tournament.run())
+        except Interrupted as e:
+            self.error = f"interrupted: {e}"
+        except Exception as e:  # noqa: BLE001 - a practice game's crash must not take the service down
+            self.error = str(e) if isinstance(e, LeagueError) else f"{type(e).__name__}: {e}"
+            if not isinstance(e, LeagueError):
+                traceback.print_exc()
+        finally:
+            if executor is not None:
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(executor.close())
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def stop(self) -> None:
+        loop, t = self.loop, self.tournament
+        if loop is None or t is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(t.stop, True)
+
+
+class PracticeQueue:
+    """The service's practice games, played one at a time, oldest first."""
+
+    def __init__(self, app: web.Application) -> None:
+        self.app = app
+        self.wake = asyncio.Event()
+        self.current: PracticeThread | None = None
+        self.stopping = False
+        #: Practice games played since the server started.
+        self.played = 0
+
+    async def run(self) -> None:
+        db = self.app[DB]
+        while not self.stopping:
+            game = await db.call(next_queued)
+            if game is None:
+                self.wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), 5)
+                continue
+            try:
+                await self.play(game)
+            except Exception:  # noqa: BLE001 - the queue plays on
+                traceback.print_exc()
+                await db.call(set_ended, game.id, "failed", "the service failed to play it (the admin's to look at)")
+
+    async def play(self, game: PracticeGame) -> None:
+        from .ladders import executor_of
+
+        db, settings = self.app[DB], self.app[SETTINGS]
+        comp = await db.call(ServiceDB.competition, game.competition_id)
+        assert comp is not None
+        try:
+            house = await pin_house_text(comp.league_toml, settings.bot_policy,
+                                         anywhere=settings.house_urls_anywhere)
+            league = await db.call(practice_league, game, settings.bot_policy, house)
+        except (PickError, StartError) as e:
+            await db.call(set_ended, game.id, "failed", e.message)
+            return
+        await db.call(set_playing, game.id)
+        # a game the server stopped in the middle of is played again from the start
+        await asyncio.to_thread(shutil.rmtree, game.out_dir, True)
+        thread = PracticeThread(league, Path(game.out_dir), executor_of(self.app))
+        self.current = thread
+        try:
+            thread.thread.start()
+            await asyncio.to_thread(thread.thread.join)
+        finally:
+            self.current = None
+        if self.stopping and thread.error is not None and thread.error.startswith("interrupted"):
+            await db.call(requeue_playing)  # played again at the next start
+            return
+        rows = await asyncio.to_thread(games_list, game.out_dir)
+        self.played += 1
+        own = game.seats[0].name
+        results = [Result(index=r.index, names=r.seats, places=r.places, seat=r.seats.index(own))
+                   for r in rows if own in r.seats]
+        if not results or thread.error is not None:
+            why = thread.error or "; ".join(thread.log[-3:]) or "no game was recorded"
+            await db.call(set_ended, game.id, "failed", f"the game could not be played: {why}", results)
+            return
+        await db.call(set_ended, game.id, "finished", None, results)
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self.wake.set()
+        current = self.current
+        if current is not None:
+            current.stop()
+            await asyncio.to_thread(current.thread.join, 30)
+
+
+PRACTICE: web.AppKey[PracticeQueue] = web.AppKey("practice", PracticeQueue)
+
+
+async def practice_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The practice queue plays from the server's start (a game that was
+    playing when it stopped is played again)."""
+    await app[DB].call(requeue_playing)
+    queue = PracticeQueue(app)
+    app[PRACTICE] = queue
+    task = asyncio.create_task(queue.run())
+    yield
+    await queue.stop()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

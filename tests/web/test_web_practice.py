@@ -1,0 +1,281 @@
+"""Practice games on demand (issue 26), through the real service and URL
+bots on loopback: a team plays its newest version against its own earlier
+version or a house bot, unrated and private; other teams' versions only
+where the league file allows it; per-team limits (429 with Retry-After);
+the ladder keeps its pace while a flood of practice games is asked for."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_web_api import auth, error_of, new_team, submit
+
+Service = Any
+
+LEAGUE = """
+[tournament]
+name = "practice class"
+seed = 5
+table_size = 2
+schedule = "adaptive"
+concurrency = 2
+
+[stop]
+max_games = 100000
+
+[timeouts]
+move_ms = 2000
+
+[ladder]
+concurrency = 2
+{extra}
+
+[[bots]]
+name = "house"
+url = "{house}"
+"""
+
+
+async def competition(client: Any, admin: str, house: str, extra: str = "", name: str = "class") -> int:
+    r = await client.post("/api/competitions", json={"name": name, "league": LEAGUE.format(house=house, extra=extra)},
+                          headers=auth(admin))
+    assert r.status == 201, await r.text()
+    return int((await r.json())["id"])
+
+
+def base(cid: int, tid: int) -> str:
+    return f"/api/competitions/{cid}/teams/{tid}/practice"
+
+
+async def played(client: Any, cid: int, tid: int, token: str, pid: int, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await client.get(f"{base(cid, tid)}/{pid}", headers=auth(token))
+        assert r.status == 200, await r.text()
+        game = dict(await r.json())
+        if game["status"] not in ("queued", "playing"):
+            return game
+        assert time.monotonic() < deadline, game
+        await asyncio.sleep(0.05)
+
+
+async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_privately(
+        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    client = await service(submissions_per_window=20, practice_per_hour=2)
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    ada, ada_token = await new_team(client, admin_token, cid, "ada")
+    bo, bo_token = await new_team(client, admin_token, cid, "bo")
+    v1 = await submit(client, cid, ada, ada_token, {"url": bot_urls["greedy"]})
+    assert v1["submission"]["status"] == "accepted"
+    assert (await submit(client, cid, ada, ada_token, {"url": bot_urls["random"]}))["submission"]["status"] == "accepted"
+    assert (await submit(client, cid, bo, bo_token, {"url": bot_urls["greedy"]}))["submission"]["status"] == "accepted"
+
+    r = await client.get(base(cid, ada), headers=auth(ada_token))
+    listing = await r.json()
+    assert listing["opponents"] == 1 and listing["games"] == []
+    v1_pick = f"version:{v1['submission']['id']}"
+    assert [c["value"] for c in listing["choices"]] == ["house:house", v1_pick]  # no other team here
+
+    # other teams' versions: refused (the league file does not allow it); the table's size is the competition's
+    why = await error_of(await client.post(base(cid, ada), json={"opponents": [f"team:{bo}"]},
+                                           headers=auth(ada_token)), 422)
+    assert "practice_against_teams" in why["error"]
+    why = await error_of(await client.post(base(cid, ada), json={"opponents": ["house:house", v1_pick]},
+                                           headers=auth(ada_token)), 422)
+    assert "pick exactly 1 opponent" in why["error"]
+    # another team cannot ask in ada's name
+    assert (await client.post(base(cid, ada), json={"opponents": ["house:house"]},
+                              headers=auth(bo_token))).status == 403
+
+    r = await client.post(base(cid, ada), json={"opponents": [v1_pick]}, headers=auth(ada_token))
+    assert r.status == 202, await r.text()
+    pid = (await r.json())["id"]
+    # one in flight per team
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
+    if r.status == 429:  # else the game was over already
+        assert int(r.headers["Retry-After"]) > 0 and "one at a time" in (await r.json())["error"]
+    game = await played(client, cid, ada, ada_token, pid)
+    assert game["status"] == "finished", game
+    # one deal at every seat of the table (2 here): the team's bot holds each seat's cards once
+    results = game["results"]
+    assert [r["index"] for r in results] == [0, 1]
+    for r in results:
+        assert sorted(r["names"]) == ["ada v1", "ada v2"] and sorted(r["places"]) == [1, 2]
+        assert r["names"][r["seat"]] == "ada v2"
+    assert {r["seat"] for r in results} == {0, 1}
+    seat = results[0]["seat"]
+    assert game["replays"] == [f"/team/practice/{pid}?game={r['index']}&seat={r['seat']}" for r in results]
+
+    # its replay: the team's and the admin's; another team is told there is no such game
+    r = await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(ada_token))
+    assert r.status == 200 and (await r.json())["names"] == results[0]["names"]
+    r = await client.get(f"{base(cid, ada)}/{pid}/replay?game=1", headers=auth(ada_token))
+    assert r.status == 200 and (await r.json())["names"] == results[1]["names"]
+    await error_of(await client.get(f"{base(cid, ada)}/{pid}/replay?game=2", headers=auth(ada_token)), 404)
+    assert (await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(admin_token))).status == 200
+    for url in (f"{base(cid, ada)}/{pid}/replay", f"{base(cid, ada)}/{pid}", base(cid, ada)):
+        await error_of(await client.get(url, headers=auth(bo_token)), 404)
+    await error_of(await client.get(f"{base(cid, bo)}/{pid}", headers=auth(bo_token)), 404)  # not bo's game
+    assert (await client.get(f"{base(cid, ada)}/{pid}")).status == 401
+
+    # the pages: the replay from the team's seat for its own session; another team's session gets 404
+    r = await client.post("/login", data={"token": bo_token}, allow_redirects=False)
+    assert r.status == 303
+    r = await client.get(f"/team/practice/{pid}", allow_redirects=False)
+    assert r.status == 404 and "ada v2" not in await r.text()
+    r = await client.post("/login", data={"token": ada_token}, allow_redirects=False)
+    assert r.status == 303
+    r = await client.get(f"/team/practice/{pid}", allow_redirects=False)
+    assert r.status == 303 and r.headers["Location"] == f"/team/practice/{pid}?game=0&seat={seat}"
+    r = await client.get(f"/team/practice/{pid}?game=0&seat={seat}")
+    assert r.status == 200 and "Replay" in await r.text()
+    page = await (await client.get("/team/practice")).text()
+    assert f'href="/team/practice/{pid}?game=0&amp;seat={seat}"' in page and "ada v1" in page
+    assert 'href="/team/practice"' in await (await client.get("/team")).text()
+
+    # a house bot next; then the hour's limit
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
+    assert r.status == 202, await r.text()
+    second = await played(client, cid, ada, ada_token, (await r.json())["id"])
+    assert second["status"] == "finished" and all("house" in r["names"] for r in second["results"])
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(ada_token))
+    body = await error_of(r, 429)
+    assert "2 practice games an hour" in body["error"] and 3500 <= int(r.headers["Retry-After"]) <= 3600
+    # bo's limits are its own
+    r = await client.post(base(cid, bo), json={"opponents": ["house:house"]}, headers=auth(bo_token))
+    assert r.status == 202
+
+    # never rated, never on the leaderboard: the competition has no run, no game, no standing
+    data = await (await client.get(f"/api/competitions/{cid}")).json()
+    assert data["games"] == 0 and all(s["games"] == 0 for s in data["standings"]), data["standings"]
+    assert not {"ada v1", "ada v2"} & {s["bot"] for s in data["standings"]}
+    assert await (await client.get(f"/api/competitions/{cid}/runs")).json() == []
+
+
+async def test_other_teams_versions_where_the_league_allows_it(
+        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    client = await service(submissions_per_window=20)
+    cid = await competition(client, admin_token, bot_urls["greedy"], extra="practice_against_teams = true")
+    ada, ada_token = await new_team(client, admin_token, cid, "ada")
+    bo, bo_token = await new_team(client, admin_token, cid, "bo")
+    await submit(client, cid, ada, ada_token, {"url": bot_urls["random"]})
+    await submit(client, cid, bo, bo_token, {"url": bot_urls["signed"], "secret": "s3cret"})
+    listing = await (await client.get(base(cid, ada), headers=auth(ada_token))).json()
+    assert f"team:{bo}" in [c["value"] for c in listing["choices"]]
+    r = await client.post(base(cid, ada), json={"opponents": [f"team:{bo}"]}, headers=auth(ada_token))
+    assert r.status == 202, await r.text()
+    game = await played(client, cid, ada, ada_token, (await r.json())["id"])
+    assert game["status"] == "finished" and sorted(game["results"][0]["names"]) == ["ada v1", "bo v1"], game
+    # bo's secret was sent: its bot answered, no fault
+    replay = await (await client.get(f"{base(cid, ada)}/{game['id']}/replay", headers=auth(ada_token))).json()
+    assert not replay["result"]["disqualified"], replay["result"]
+    # it is ada's game, not bo's
+    await error_of(await client.get(f"{base(cid, ada)}/{game['id']}", headers=auth(bo_token)), 404)
+    assert (await (await client.get(base(cid, bo), headers=auth(bo_token))).json())["games"] == []
+
+
+async def test_practice_off_and_no_version_yet(service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    client = await service(practice_per_hour=0)
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    body = await error_of(await client.post(base(cid, ada), json={"opponents": ["house:house"]},
+                                            headers=auth(token)), 409)
+    assert "--practice-per-hour" in body["error"]
+    client2 = await service()
+    body = await error_of(await client2.post(base(cid, ada), json={"opponents": ["house:house"]},
+                                             headers=auth(token)), 409)
+    assert "no accepted version yet" in body["error"]
+
+
+async def ladder_games(client: Any, cid: int) -> int:
+    return int((await (await client.get(f"/api/competitions/{cid}")).json())["games"])
+
+
+async def ladder_rate(client: Any, cid: int, seconds: float) -> float:
+    start, t0 = await ladder_games(client, cid), time.monotonic()
+    await asyncio.sleep(seconds)
+    return (await ladder_games(client, cid) - start) / (time.monotonic() - t0)
+
+
+@pytest.mark.slow
+async def test_the_ladder_keeps_its_pace_during_a_flood_of_practice_games(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    client = await service(submissions_per_window=20, practice_per_hour=1000)
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    teams = []
+    for name, url in (("ada", bot_urls["greedy"]), ("bo", bot_urls["random"]), ("cy", bot_urls["random"]),
+                      ("di", bot_urls["greedy"])):
+        tid, token = await new_team(client, admin_token, cid, name)
+        await submit(client, cid, tid, token, {"url": url})
+        teams.append((tid, token))
+    r = await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(admin_token))
+    assert r.status == 202, await r.text()
+    await asyncio.sleep(2)  # the ladder under way
+    before = await ladder_rate(client, cid, 8)
+
+    stop = asyncio.Event()
+    asked = [0]
+
+    async def flood(tid: int, token: str) -> None:
+        while not stop.is_set():
+            r = await client.post(base(cid, tid), json={"opponents": ["house:house"]}, headers=auth(token))
+            if r.status == 202:
+                asked[0] += 1
+            else:
+                assert r.status == 429, await r.text()
+            await asyncio.sleep(0.5)  # asking again and again (the test bots share the service's loop)
+
+    tasks = [asyncio.create_task(flood(tid, token)) for tid, token in teams]
+    async def practised() -> int:
+        n = 0
+        for tid, token in teams:
+            games = (await (await client.get(base(cid, tid), headers=auth(token))).json())["games"]
+            n += sum(g["status"] == "finished" for g in games)
+        return n
+
+    try:
+        await asyncio.sleep(1)
+        # at least 8 s, and until a practice game was played (on a loaded machine, nice 19 gets little CPU)
+        start, t0 = await ladder_games(client, cid), time.monotonic()
+        await asyncio.sleep(8)
+        while await practised() == 0 and time.monotonic() - t0 < 90:
+            await asyncio.sleep(0.5)
+        during = (await ladder_games(client, cid) - start) / (time.monotonic() - t0)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    finished = await practised()
+    print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
+          f"{asked[0]} practice games asked, {finished} played")
+    assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
+    assert during >= 0.6 * before, (before, during)  # at nice 0 it was a third
+    # one practice game at a time in the whole service, whichever team asked
+    with sqlite3.connect(db_path) as db:
+        spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
+                           " ORDER BY started_at").fetchall()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    # practice games are not the ladder's: none of its games is a practice table
+    board = await (await client.get(f"/api/competitions/{cid}")).json()
+    assert {s["bot"] for s in board["standings"]} == {"house", "ada v1", "bo v1", "cy v1", "di v1"}
+
+
+async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_start(
+        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    client = await service()
+    cid = await competition(client, admin_token, bot_urls["greedy"])
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["random"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    pid = (await r.json())["id"]
+    assert (await played(client, cid, ada, token, pid))["status"] == "finished"
+    await client.close()
+    with sqlite3.connect(db_path) as db:  # as a server killed mid-game leaves it
+        db.execute("UPDATE practice_games SET status = 'playing', finished_at = NULL WHERE id = ?", (pid,))
+    client = await service()
+    game = await played(client, cid, ada, token, pid)
+    assert game["status"] == "finished" and game["finished_at"] is not None and game["error"] is None, game
