@@ -43,7 +43,7 @@ from .bots.base import Bot, BotError
 from .bots.container import ContainerLimits
 from .bots.factory import BotFactory, BotSpec
 from .bots.process import tail_of
-from .check import CheckLine, run_checks
+from .check import CheckLine, OutputProbe, run_checks
 from .match import Match
 from .record import FaultPolicy
 
@@ -102,6 +102,16 @@ def _line(c: CheckLine) -> AdmissionLine:
 def _log_of(bot: Bot) -> Path | None:
     path = getattr(bot, "log_path", None)
     return path if isinstance(path, Path) else None
+
+
+def output_files(bot: Bot) -> list[Path]:
+    """The bot's own output files: a container's log, or a command's stdout
+    and stderr (a URL bot's output is on its own machine: none)."""
+    log = _log_of(bot)
+    if log is not None:
+        return [log]
+    paths = [getattr(bot, "stdout_path", None), getattr(bot, "stderr_path", None)]
+    return [p for p in paths if isinstance(p, Path)]
 
 
 class _Pace:
@@ -202,7 +212,8 @@ async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, r
         assert url is not None
         address = spec.address if not spec.started_here else None
         checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address, rules=rules,
-                                  players=table.pair(), latencies=pace.track([]))
+                                  players=table.pair(), latencies=pace.track([]),
+                                  output=OutputProbe(output_files(bot)) if spec.started_here else None)
         lines += [_line(c) for c in checks]
         if not all(line.ok for line in lines):
             return
