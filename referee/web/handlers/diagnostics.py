@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import msgspec
 from aiohttp import web
 
 from ...diagnostics import LATENCY_BUCKETS_MS, BotDiagnostics, diagnose
@@ -43,25 +44,41 @@ async def _run_for(request: web.Request, comp: Competition) -> Run | None:
     return run
 
 
-async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Run | None, BotDiagnostics]:
+class Viewed(msgspec.Struct, kw_only=True):
+    """Which diagnostics a page shows: its run, the version of the team's bot
+    (a ladder's entry name, else the team's name), and the team's other
+    versions in that run (oldest first), for the version selector."""
+
+    run: Run | None
+    version: str
+    versions: list[str]
+
+
+async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Viewed, BotDiagnostics]:
     run = await _run_for(request, comp)
     if run is None or not run.out_dir:
-        return run, BotDiagnostics(bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
-                                   histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
+        return Viewed(run=run, version=team.name, versions=[]), BotDiagnostics(
+            bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
+            histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
     out = Path(run.out_dir)
     name = team.name
+    versions: list[str] = []
     if run.kind == "ladder":  # one of the team's versions: ?version=NAME, else its newest that played
-        versions = [e.name for e in await asyncio.to_thread(ladder_entries, out)
-                    if e.team == team.name and e.status != "unreachable"]
+        entries = [e for e in await asyncio.to_thread(ladder_entries, out) if e.team == team.name]
+        # Every version, also those dropped or unreachable (issue 26: a faulting
+        # version's diagnostics stay the team's to see after it submits again).
+        versions = [e.name for e in entries]
+        played = [e.name for e in entries if e.status != "unreachable"]
         want = request.query.get("version")
         if want is not None and want not in versions:
             fail(404, f"no version {want[:60]!r} of team {team.name!r} in the ladder")
-        name = want or (versions[-1] if versions else team.name)
-    return run, await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
+        name = want or (played[-1] if played else versions[-1] if versions else team.name)
+    diag = await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
+    return Viewed(run=run, version=name, versions=versions), diag
 
 
 async def team_diagnostics(request: web.Request) -> web.Response:
-    """``GET /api/competitions/{cid}/teams/{tid}/diagnostics[?run=R]``"""
+    """``GET /api/competitions/{cid}/teams/{tid}/diagnostics[?run=R][&version=NAME]``"""
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await require_team(request, team)
@@ -70,14 +87,17 @@ async def team_diagnostics(request: web.Request) -> web.Response:
 
 
 async def diagnostics_page(request: web.Request) -> web.Response:
-    """``/team/diagnostics[?run=R]``: the signed-in team's."""
+    """``/team/diagnostics[?run=R][&version=NAME]``: the signed-in team's, with
+    a run selector and, in a ladder, a selector of the team's versions."""
     from .team_pages import signed_in_or_login
 
     who = await signed_in_or_login(request)
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
-    run, diag = await diagnostics_of(request, comp, who.team)
+    viewed, diag = await diagnostics_of(request, comp, who.team)
+    runs = [r for r in await request.app[DB].call(ServiceDB.runs, comp.id) if r.out_dir]
     bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
     return pages.render(request, "diagnostics.html", {
-        "team": who.team, "comp": comp, "run": run, "diag": diag,
+        "team": who.team, "comp": comp, "run": viewed.run, "diag": diag, "viewed": viewed,
+        "runs": list(reversed(runs)),
         "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
