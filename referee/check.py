@@ -46,6 +46,7 @@ from referee.bots import (
     Clock,
     HttpBot,
 )
+from referee.bots.container import without_marks
 from referee.bots.http import INFO_SHAPE
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.record import latency_stats
@@ -116,7 +117,7 @@ class OutputProbe:
                     data = f.read(1 << 20)
             except OSError:
                 continue
-            text = data.decode("utf-8", "replace").strip("\n")
+            text = without_marks(data.decode("utf-8", "replace")).strip("\n")
             if text:
                 parts.append(text)
         text = "\n".join(parts)

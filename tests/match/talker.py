@@ -2,13 +2,16 @@
 every ``/act`` and plays the first legal action; with ``--raise-at-act`` it
 prints a traceback and answers HTTP 500 instead (what an author's bug does).
 
-``python talker.py --port P [--raise-at-act]`` or ``--unix PATH``.
+``python talker.py --port P [--raise-at-act]`` or ``--unix PATH``; with no
+address, on ``$BOT_UNIX`` (in a container: a team's source upload ``bot.py``),
+raising when a file ``raise`` lies next to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -51,6 +54,8 @@ if __name__ == "__main__":
     p.add_argument("--unix")
     p.add_argument("--raise-at-act", action="store_true")
     a = p.parse_args()
+    a.unix = a.unix or (os.environ.get("BOT_UNIX") if a.port is None else None)
+    a.raise_at_act = a.raise_at_act or os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "raise"))
     if a.unix:
         web.run_app(app(a.raise_at_act), path=a.unix, print=None, access_log=None)
     else:
