@@ -34,7 +34,7 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/team/diagnostics", diagnostics.diagnostics_page)
     # issue 26: the team's own replays, its bot's output by turn (a run's game, a validation game)
     r.add_get("/team/runs/{rid}/games/{idx}", diagnostics.team_game_page)
-    r.add_get("/team/submissions/{sid}/games/{n}", diagnostics.check_game_page)
+    r.add_get("/team/submissions/{sid}/games/{idx}", diagnostics.check_game_page)
     r.add_get("/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}", diagnostics.team_game)
     r.add_get("/static/style.css", static.stylesheet)
     r.add_get("/static/app.js", static.script)

@@ -30,9 +30,19 @@ from .. import pages
 from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
+from ..sessions import SignedIn, signed_in
 from ..state import DB
 from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
+
+
+async def signed_in_or_login(request: web.Request) -> SignedIn:
+    """The signed-in team; a redirect to the sign-in page otherwise (as
+    :func:`.team_pages.signed_in_or_login`, which imports this module)."""
+    who = await signed_in(request)
+    if who is None:
+        raise web.HTTPSeeOther("/login")
+    return who
 
 
 def bot_logs(out_dir: Path, name: str) -> list[Path]:
@@ -101,8 +111,6 @@ async def team_diagnostics(request: web.Request) -> web.Response:
 async def diagnostics_page(request: web.Request) -> web.Response:
     """``/team/diagnostics[?run=R][&version=NAME]``: the signed-in team's, with
     a run selector and, in a ladder, a selector of the team's versions."""
-    from .team_pages import signed_in_or_login
-
     who = await signed_in_or_login(request)
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
@@ -187,8 +195,6 @@ async def team_game(request: web.Request) -> web.Response:
 async def team_game_page(request: web.Request) -> web.Response:
     """``/team/runs/{rid}/games/{idx}``: the signed-in team's replay of a game
     from its seat, its bot's output next to each of its moves."""
-    from .team_pages import signed_in_or_login
-
     who = await signed_in_or_login(request)
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
@@ -213,16 +219,15 @@ def _check_game(folder: Path, report: AdmissionReport, number: int) -> tuple[Val
 
 
 async def check_game_page(request: web.Request) -> web.Response:
-    """``/team/submissions/{sid}/games/{n}``: a validation game of the
+    """``/team/submissions/{sid}/games/{idx}``: a validation game of the
     submission's admission check from the team's seat, with its bot's output
     next to each of its moves (the signed-in team's)."""
     from ..admissions import team_dir
-    from .team_pages import signed_in_or_login
     from .teams import own_submission
 
     who = await signed_in_or_login(request)
     sub = await own_submission(request, who.team)
-    number = path_int(request, "n")
+    number = path_int(request, "idx")
     report = msgspec.json.decode(sub.report, type=AdmissionReport) if sub.report else None
     folder = team_dir(request.app[DB].data_dir, who.team.id) / f"check-{sub.id}"
     found = None if report is None else await asyncio.to_thread(_check_game, folder, report, number)
