@@ -76,19 +76,19 @@ def assert_turns_attributed(data: dict[str, Any], seat: int) -> int:
     """Each of `seat`'s frames carries the lines printed at its turn; the
     other seats' none. A container's lines are placed by the Docker daemon's
     timestamps, taken when it reads them: on a busy machine a line may come
-    late, onto a later move (measured here under load: 42 % exact in a
-    500-move game, all exact in a quiet one), never onto an earlier one, and
-    none is lost. How many of the seat's moves there were."""
+    late, onto a later move or past the game's end (measured here under
+    load: 42 % exact in a 500-move game), never onto an earlier one. How
+    many of the seat's moves there were."""
     assert data["output_seat"] == seat
     own = [f for f in data["frames"][1:] if f["seat"] == seat]
     assert own
     exact = lines = 0
     for f in own:
-        printed = [int(t) for t in re.findall(r"^turn (\d+) of ", f.get("output", ""), re.M)]
+        printed = [int(t) for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f.get("output", ""), re.M)]
         assert all(t <= f["turn"] for t in printed), (f["turn"], f["output"])
         exact += f["turn"] in printed
         lines += len(printed)
-    assert lines >= len(own) - 1, (lines, len(own))  # the last reply's lines may come after the game
+    assert lines >= len(own) / 2, (lines, len(own))
     assert exact >= len(own) / 5, (exact, len(own))
     assert all("output" not in f for f in data["frames"][1:] if f["seat"] != seat)
     return len(own)
