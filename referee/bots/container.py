@@ -774,8 +774,8 @@ def cleanup_containers(label_filter: Mapping[str, str] | Sequence[str] | str | N
 # ------------------------------------------------------------- the bot
 
 
-#: Marks waiting for the bot's next line (only the latest matter: older ones are dropped).
-_MARKS_KEPT: Final = 64
+#: Marks waiting for the bot's next line (the oldest are dropped beyond it).
+_MARKS_KEPT: Final = 256
 
 #: A line of ``docker logs --timestamps``: the daemon's time it read the line, a space, the line.
 _STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
@@ -804,11 +804,14 @@ def without_marks(text: str) -> str:
 class _Marks:
     """The referee's marks (a game's start, an ``/act`` request) waiting for
     the bot's next line of output, with the time each was made. The log pump
-    writes the latest game mark and the latest act mark made before a line
-    (by the daemon's timestamp of that line) just before it: a line is
-    attributed to the request being answered when it was printed, and marks
-    are written only where the bot printed something. Appending is a deque
-    append: cheap enough for every move."""
+    writes the game marks and the latest act mark made before a line (by the
+    daemon's timestamp of that line) just before it: a line is attributed to
+    the request being answered when the daemon read it, and act marks are
+    written only where the bot printed something. The daemon reads a
+    container's output a little late on a busy machine: a line may then land
+    on a later move, never on an earlier one (a command bot's output file is
+    marked directly, and split exactly). Appending is a deque append: cheap
+    enough for every move."""
 
     def __init__(self) -> None:
         self.pending: deque[tuple[float, bool, bytes]] = deque(maxlen=_MARKS_KEPT)
@@ -817,16 +820,21 @@ class _Marks:
         self.pending.append((time.time(), game, text.encode()))
 
     def due(self, at: float) -> list[bytes]:
-        """The marks to write before a line read at `at` (removed from the queue)."""
-        game: bytes | None = None
+        """The marks to write before a line read at `at` (removed from the
+        queue): every game mark (a game's id must be known to split its
+        lines, even when several start at once), then the latest act mark."""
+        out: list[bytes] = []
         act: bytes | None = None
         while self.pending and self.pending[0][0] <= at:
             _, is_game, text = self.pending.popleft()
             if is_game:
-                game, act = text, None
+                out.append(text)
+                act = None
             else:
                 act = text
-        return [m for m in (game, act) if m is not None]
+        if act is not None:
+            out.append(act)
+        return out
 
     def drain(self) -> list[bytes]:
         return self.due(float("inf"))
