@@ -59,3 +59,16 @@ def test_a_turns_output_is_capped(tmp_path: Path) -> None:
     out = output_by_request([log], "g1", cap=200)
     assert out["g1.1"].endswith("\n… cut") and len(out["g1.1"]) <= 200 + len("\n… cut")
     assert out["g1.2"] == "small" and "g2.1" not in out
+
+
+def test_referee_check_of_a_command_quotes_its_traceback(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from referee.cli import main
+
+    command = f"cmd:{sys.executable} {TALKER} --port {{port}} --raise-at-act"
+    result = CliRunner().invoke(main, ["check", command, "--log-dir", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "FAIL  /act set-up choose_up: http_status: POST /act answered HTTP 500" in result.output
+    assert "--- your bot's output around it ---" in result.output
+    assert "RuntimeError: talker cannot count its cards" in result.output

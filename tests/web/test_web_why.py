@@ -1,6 +1,7 @@
 """Issue 26, items 4 to 6, through the service over HTTP: diagnostics of
-every version of a team's bot (a version selector), the validation games of
-an accepted check kept with their replays from the team's seat."""
+every version of a team's bot (a version selector). The validation games
+and the bot's output by turn: tests/containers/test_service_output.py,
+tests/web/test_web_why_browser.py, tests/match/test_admission_output.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import html
 import re
 from typing import Any
 
-import pytest
 from aiohttp import web
 from helpers_web import serve
 from test_web_api import auth, new_team, submit
@@ -41,7 +41,6 @@ def turncoat_app(state: dict[str, bool]) -> web.Application:
     return app
 
 
-@pytest.mark.slow
 async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_selector(
         service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
     client = await service()
