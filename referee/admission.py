@@ -29,6 +29,7 @@ fields) are, by their nature, recognisable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import sys
 import time
@@ -43,11 +44,15 @@ from .bots.base import Bot, BotError
 from .bots.container import ContainerLimits
 from .bots.factory import BotFactory, BotSpec
 from .bots.process import tail_of
-from .check import CheckLine, run_checks
+from .check import CheckLine, OutputProbe, run_checks
 from .match import Match
 from .record import FaultPolicy
+from .replay import write as write_replay
 
-__all__ = ["AdmissionLine", "AdmissionReport", "HOUSE_BOT", "admit"]
+__all__ = ["AdmissionLine", "AdmissionReport", "GAMES_DIR", "HOUSE_BOT", "ValidationGame", "admit"]
+
+#: The check folder's sub-folder of the validation games' replays.
+GAMES_DIR = "games"
 
 #: The validation games' opponent (its name in the report).
 HOUSE_BOT = BotSpec(name="house-greedy",
@@ -75,12 +80,32 @@ class AdmissionLine(msgspec.Struct, kw_only=True):
         return CheckLine(self.ok, self.what, self.detail, self.fix).render()
 
 
+class ValidationGame(msgspec.Struct, kw_only=True):
+    """A validation game of the check, kept (issue 26): its replay under the
+    check's folder, the team's seat, its place and faults there."""
+
+    #: 1, 2, ... in the order played.
+    number: int
+    game_id: str
+    seat: int
+    names: list[str]
+    place: int
+    faults: int
+    #: The replay file, relative to the check's folder.
+    replay: str
+
+
 class AdmissionReport(msgspec.Struct, kw_only=True):
     ok: bool
     lines: list[AdmissionLine]
     #: Validation games played (0 when the checks failed first).
     games: int = 0
     seconds: float = 0.0
+    #: The validation games played, with their replays (issue 26).
+    validation: list[ValidationGame] = msgspec.field(default_factory=list)
+    #: The bot's own output files, relative to the check's folder (a
+    #: container's log, a command's stdout and stderr; none for a URL bot).
+    output: list[str] = msgspec.field(default_factory=list)
 
     def render(self) -> str:
         return "\n".join(line.render() for line in self.lines)
@@ -102,6 +127,16 @@ def _line(c: CheckLine) -> AdmissionLine:
 def _log_of(bot: Bot) -> Path | None:
     path = getattr(bot, "log_path", None)
     return path if isinstance(path, Path) else None
+
+
+def output_files(bot: Bot) -> list[Path]:
+    """The bot's own output files: a container's log, or a command's stdout
+    and stderr (a URL bot's output is on its own machine: none)."""
+    log = _log_of(bot)
+    if log is not None:
+        return [log]
+    paths = [getattr(bot, "stdout_path", None), getattr(bot, "stderr_path", None)]
+    return [p for p in paths if isinstance(p, Path)]
 
 
 class _Pace:
@@ -160,21 +195,28 @@ async def admit(
                    random.SystemRandom() if seed is None else random.Random(seed), spare=house.name)
     pace = _Pace()
     played = [0]
+    kept: list[ValidationGame] = []
     try:
         async with asyncio.timeout(budget_s):
             await _check(bot, spec, factory, house, rules or Rules(), timeouts, policy or FaultPolicy(), games,
-                         table, pace, played, lines)
+                         table, pace, played, lines, kept)
     except TimeoutError:
         assert budget_s is not None
         lines.append(_over_budget(budget_s, pace, played[0], games, timeouts))
     finally:
         await bot.close()
-    return _report(lines, played[0], began)
+    report = _report(lines, played[0], began)
+    report.validation = kept
+    root = out_dir.resolve()
+    for path in output_files(bot) if spec.started_here else []:
+        with contextlib.suppress(ValueError):
+            report.output.append(str(path.resolve().relative_to(root)))
+    return report
 
 
 async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, rules: Rules, timeouts: Timeouts,
                  policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
-                 lines: list[AdmissionLine]) -> None:
+                 lines: list[AdmissionLine], kept: list[ValidationGame]) -> None:
     """The check's steps, appending their lines (cut by the time budget)."""
     try:
         url = spec.url
@@ -202,11 +244,13 @@ async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, r
         assert url is not None
         address = spec.address if not spec.started_here else None
         checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address, rules=rules,
-                                  players=table.pair(), latencies=pace.track([]))
+                                  players=table.pair(), latencies=pace.track([]),
+                                  output=OutputProbe(output_files(bot)) if spec.started_here else None)
         lines += [_line(c) for c in checks]
         if not all(line.ok for line in lines):
             return
-        await _validation_games(bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines)
+        await _validation_games(bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines,
+                                kept)
     except Exception as e:  # noqa: BLE001 - a hostile bot must never break the service's check
         lines.append(AdmissionLine(ok=False, what="check", detail=f"the check could not finish: {e!r}",
                                    fix="look at your bot's log; if it seems right, tell the organiser"))
@@ -275,8 +319,10 @@ class _Table:
 
 async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, rules: Rules, timeouts: Timeouts,
                             policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
-                            lines: list[AdmissionLine]) -> None:
+                            lines: list[AdmissionLine], kept: list[ValidationGame]) -> None:
     house = factory.make(house_spec)
+    folder = factory.out_dir / GAMES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
     faults: list[str] = []
     try:
         await house.handshake()
@@ -288,6 +334,11 @@ async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, 
             pace.track(match.latencies[team_seat])
             result = await asyncio.wait_for(match.play(), timeout=max(120.0, 400 * (timeouts.move_ms / 1000 + 0.05)))
             played[0] += 1
+            name = f"{GAMES_DIR}/{g + 1}.jsonl.gz"
+            await asyncio.to_thread(write_replay, match.record, factory.out_dir / name)
+            kept.append(ValidationGame(number=g + 1, game_id=match.game_id, seat=team_seat, names=names,
+                                       place=result.places[team_seat], faults=len(result.faults[team_seat]),
+                                       replay=name))
             for f in result.faults[team_seat]:
                 faults.append(f"game {g + 1}, turn {f.turn}: {f.kind}: {f.detail}")
     finally:

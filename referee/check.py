@@ -14,10 +14,13 @@ bot cannot tell it from a game by those.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import os
 import random
 import secrets
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -43,6 +46,7 @@ from referee.bots import (
     Clock,
     HttpBot,
 )
+from referee.bots.container import without_marks
 from referee.bots.http import INFO_SHAPE
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.record import latency_stats
@@ -75,6 +79,60 @@ _FIXES = {
     "(RULES.md; any colours of the same rank and count are fine)",
     "connection": "keep the server up and answer every request; look at the bot's log",
 }
+
+
+#: The most of the bot's own output quoted in one FAIL line (its end is kept).
+OUTPUT_AROUND = 2000
+
+
+class OutputProbe:
+    """The bot's own output files (a container's log, a command's stdout and
+    stderr), read around each request: what it printed between the request
+    that failed and a moment after its reply is quoted in the FAIL line (its
+    traceback, where a bare "answered HTTP 500" says nothing)."""
+
+    def __init__(self, paths: Sequence[Path], settle_s: float = 0.3) -> None:
+        self.paths = list(paths)
+        #: The wait after a failing reply for the last lines to reach the file
+        #: (a container's log is copied by a pump thread).
+        self.settle_s = settle_s
+
+    def mark(self) -> list[int]:
+        """Where each file ends now."""
+        out = []
+        for p in self.paths:
+            try:
+                out.append(os.stat(p).st_size)
+            except OSError:
+                out.append(0)
+        return out
+
+    def since(self, mark: Sequence[int], cap: int = OUTPUT_AROUND) -> str:
+        """What was written after `mark`, the files one after the other, the end of it if over `cap`."""
+        parts: list[str] = []
+        for p, start in zip(self.paths, mark):
+            try:
+                with p.open("rb") as f:
+                    f.seek(start)
+                    data = f.read(1 << 20)
+            except OSError:
+                continue
+            text = without_marks(data.decode("utf-8", "replace")).strip("\n")
+            if text:
+                parts.append(text)
+        text = "\n".join(parts)
+        return text if len(text) <= cap else "… " + text[-cap:]
+
+    async def around(self, mark: Sequence[int]) -> str:
+        await asyncio.sleep(self.settle_s)
+        return self.since(mark)
+
+
+def with_output(detail: str, output: str) -> str:
+    """A FAIL line's detail with the bot's own output around the failure."""
+    if not output:
+        return detail
+    return f"{detail}\n--- your bot's output around it ---\n{output}"
 
 
 class Scenario(NamedTuple):
@@ -195,13 +253,15 @@ async def run_checks(
     rules: Rules | None = None,
     players: Sequence[str] = ("you", "other"),
     latencies: list[float] | None = None,
+    output: OutputProbe | None = None,
 ) -> list[CheckLine]:
     """Run the compliance checks against the bot at `url` (connecting to
     `address` when it is pinned: see :mod:`referee.bots.netpolicy`); one line per check.
 
     `rules` are announced in ``/start`` (the scripted positions are what they
     are); `players`: the two seats' names, the bot's first; `latencies`
-    collects the bot's /act times as they come (ms)."""
+    collects the bot's /act times as they come (ms); `output`: the bot's own
+    output files, quoted around each failing ``/start``, ``/act`` or ``/end``."""
     timeouts = timeouts if timeouts is not None else Timeouts()
     clock = Clock(timeouts)  # no bank here: every reply gets the move time
     move_s = clock.move().limit_s
@@ -232,19 +292,22 @@ async def run_checks(
             rules=rules if rules is not None else Rules(),
             timeouts=timeouts,
         )
-        lines.append(_notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms))
+        mark = output.mark() if output is not None else []
+        lines.append(await _quoted(
+            _notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms), output, mark))
 
         # POST /act on scripted positions
         positions = scenarios(players)
         for scenario in positions:
             state, seat = scenario.state, scenario.seat
             request = _act_request(state, seat, game_id, f"{game_id}.{next(numbers)}", timeouts)
+            mark = output.mark() if output is not None else []
             outcome = await bot.act(request, move_s)
             latencies.append(outcome.latency_ms)
             ok, what, fix = _verdict(outcome, request.legal, state, seat, timeouts.move_ms)
             if not ok:
                 what = f"{what} [{scenario.note}]"
-            lines.append(CheckLine(ok, f"/act {scenario.name}", what, fix))
+            lines.append(await _quoted(CheckLine(ok, f"/act {scenario.name}", what, fix), output, mark))
 
         # Forward compatibility: fields and event types the project may add.
         plain = positions[1]
@@ -253,6 +316,7 @@ async def run_checks(
         raw["future_field"] = {"added": "later"}
         raw["state"]["future_field"] = [1, 2, 3]
         raw["state"]["events"].append({"seq": 999, "seat": 1, "type": "future", "extra": True})
+        mark = output.mark() if output is not None else []
         outcome = await bot.act_bytes(ENCODER.encode(raw), request.request_id, request.turn, move_s)
         latencies.append(outcome.latency_ms)
         ok, what, fix = _verdict(outcome, request.legal, plain.state, 0, timeouts.move_ms)
@@ -262,14 +326,13 @@ async def run_checks(
                 "ignore fields and event types you do not know: the protocol may add them "
                 "(PROTOCOL.md)"
             )
-        lines.append(
+        lines.append(await _quoted(
             CheckLine(
                 ok,
                 "/act with unknown fields and event types",
                 f"ignored them ({_ms(outcome.latency_ms)} ms)" if ok else what,
                 fix,
-            )
-        )
+            ), output, mark))
 
         # Timing
         stats = latency_stats(latencies)
@@ -317,8 +380,17 @@ async def run_checks(
             faults=[],
             points=[0, 12],
         )
-        lines.append(_notified("/end", await bot.end(end, clock.end_s, 0), timeouts.end_ms))
+        mark = output.mark() if output is not None else []
+        lines.append(await _quoted(
+            _notified("/end", await bot.end(end, clock.end_s, 0), timeouts.end_ms), output, mark))
     return lines
+
+
+async def _quoted(line: CheckLine, output: OutputProbe | None, mark: Sequence[int]) -> CheckLine:
+    """A FAIL line with the bot's output since `mark` (a PASS line as it is)."""
+    if line.ok or output is None:
+        return line
+    return line._replace(detail=with_output(line.detail, await output.around(mark)))
 
 
 def _notified(call: str, fault: Fault | None, limit_ms: int) -> CheckLine:

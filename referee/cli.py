@@ -34,7 +34,7 @@ from protocol.messages import (
 from referee import engine_status
 from referee.bots import Bot, BotError, CommandBot, make_session
 from referee.bots.factory import BotFactory, parse_spec
-from referee.check import CheckLine, run_checks
+from referee.check import CheckLine, OutputProbe, run_checks
 from referee.config import ConfigError, load_toml_struct
 from referee.match import play_match
 from referee.record import FaultPolicy, MatchResult
@@ -285,7 +285,8 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
         took = (time.perf_counter() - begun) * 1000
         started = CheckLine(True, "start", f"answered GET / at {bot.url} {took:.0f} ms after starting")
         assert bot.url is not None
-        return [started, *await run_checks(bot.url, secret=secret, timeouts=timeouts)]
+        probe = OutputProbe([bot.stdout_path, bot.stderr_path])
+        return [started, *await run_checks(bot.url, secret=secret, timeouts=timeouts, output=probe)]
     finally:
         await bot.stop()
 

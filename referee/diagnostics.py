@@ -24,7 +24,7 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import APIVERSION
 
-from .bots.container import GAME_MARK
+from .bots.container import ACT_MARK, GAME_MARK, without_marks
 from .bots.process import tail_of
 from .game import view
 from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
@@ -122,11 +122,57 @@ def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
                     if game_id:
                         recent.append(game_id)
                     continue
+                if line.startswith(ACT_MARK):  # the request names its game
+                    game_id = line[len(ACT_MARK):].split(" ", 1)[0].rsplit(".", 1)[0]
+                    current = out.setdefault(game_id, [])
+                    if game_id and game_id not in recent:
+                        recent.append(game_id)
+                    continue
                 named = next((out[k] for k in recent if k in line), None)
                 target = named if named is not None else current
                 if target is not None:
                     target.append(line)
     return {k: "".join(v) for k, v in out.items()}
+
+
+#: The most of a bot's output shown next to one move in the replay.
+TURN_OUTPUT_CAP = 4096
+
+
+def cut(text: str, cap: int) -> str:
+    """`text`, its first `cap` characters and "… cut" when longer."""
+    return text if len(text) <= cap else text[:cap] + "\n… cut"
+
+
+def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPUT_CAP) -> dict[str, str]:
+    """What the bot printed while it answered each ``/act`` of game
+    `game_id`, by request id (``<game id>.<n>``), each capped at `cap`: the
+    lines after the referee's ``--- act <request id> <turn>`` mark up to the
+    next mark (container bots: the log pump places the marks by the
+    daemon's timestamps, :class:`referee.bots.container.ContainerBot`). A
+    bot that plays several games at once has its lines given to the request
+    it was sent last."""
+    out: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
+    current: list[str] | None = None
+    key = ""
+    prefix = f"{ACT_MARK}{game_id}."
+    for path in paths:
+        current = None  # each file is split by its own marks
+        with contextlib.suppress(OSError), path.open("rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace")
+                if line.startswith((ACT_MARK, GAME_MARK)) or line.startswith("--- ") and " start of a container" in line:
+                    if line.startswith(prefix):
+                        key = line[len(ACT_MARK):].split(" ", 1)[0]
+                        current = out.setdefault(key, [])
+                    else:
+                        current = None
+                    continue
+                if current is not None and sizes.get(key, 0) <= cap:
+                    current.append(line)
+                    sizes[key] = sizes.get(key, 0) + len(line)
+    return {k: cut("".join(v).rstrip("\n"), cap) for k, v in out.items() if v}
 
 
 def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str], tuple[dict[str, Any], bool]]:
@@ -208,4 +254,4 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
         g.output = text if len(text) <= GAME_OUTPUT_CAP else "…" + text[-GAME_OUTPUT_CAP:]
     return BotDiagnostics(bot=bot, games=games, fault_count=count, faults=faults,
                           latency=latency_stats(latencies), histogram=_histogram(latencies),
-                          log="\n".join(tail_of(p, log_cap) for p in log_paths)[-log_cap:])
+                          log=without_marks("\n".join(tail_of(p, log_cap) for p in log_paths))[-log_cap:])

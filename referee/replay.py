@@ -23,7 +23,7 @@ import gzip
 import os
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -180,7 +180,8 @@ def _frame(state: GameState, cache: ViewCache, since: int, label: str, seat: int
     }
 
 
-def frames(record: ReplayRecord, *, public: bool = False) -> dict[str, Any]:
+def frames(record: ReplayRecord, *, public: bool = False, output_seat: int | None = None,
+           outputs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The replay viewer's data for a record: the game's header, its result
     and one frame per step (the deal first): the full state, what each seat
     could see, and the step's public events. Raises :class:`ReplayMismatch`
@@ -188,7 +189,12 @@ def frames(record: ReplayRecord, *, public: bool = False) -> dict[str, Any]:
 
     `public`: every fault's detail is the public text of its kind
     (:func:`referee.record.public_detail`), never what the bot answered:
-    that is its team's to see (the service's pages)."""
+    that is its team's to see (the service's pages).
+
+    `outputs`: what seat `output_seat`'s bot printed while it answered each
+    request, by request id (:func:`referee.diagnostics.output_by_request`):
+    each of that seat's frames gets its request's as ``output`` (the team's
+    own replay only; never a public one)."""
     header = record.header
     names = header.names
     deal = new_game(header.rules, names, random.Random(header.seed))
@@ -209,8 +215,12 @@ def frames(record: ReplayRecord, *, public: bool = False) -> dict[str, Any]:
         if line.fault is not None:
             detail = public_detail(line.fault) if public else line.fault.detail
             fault = f"{line.fault.kind}: {detail}"
-        out.append(_frame(step.state, cache, step.since, label, line.seat, line.by, fault))
-    return {
+        frame = _frame(step.state, cache, step.since, label, line.seat, line.by, fault)
+        frame["turn"] = line.turn
+        if outputs is not None and line.seat == output_seat:
+            frame["output"] = outputs.get(line.request_id, "")
+        out.append(frame)
+    result: dict[str, Any] = {
         "game_id": header.game_id,
         "seed": header.seed,
         "names": names,
@@ -218,6 +228,9 @@ def frames(record: ReplayRecord, *, public: bool = False) -> dict[str, Any]:
         "result": _result(record.result, public),
         "frames": out,
     }
+    if outputs is not None:
+        result["output_seat"] = output_seat
+    return result
 
 
 def _result(result: MatchResult | None, public: bool) -> dict[str, Any] | None:

@@ -91,7 +91,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -104,9 +106,11 @@ from aiohttp.tracing import Trace
 
 from protocol.messages import BotInfo, Fault, GameStart
 
-from .base import BotError
+from .base import ActOutcome, BotError
 from .http import DEFAULT_MAX_BODY, HttpBot, _user_agent
 from .instance import INSTANCE_LABEL, Instance, current
+from .managed import ACT_MARK as ACT_MARK
+from .managed import GAME_MARK as GAME_MARK
 from .managed import ManagedBot
 from .process import pid_alive, tail_of
 
@@ -770,32 +774,104 @@ def cleanup_containers(label_filter: Mapping[str, str] | Sequence[str] | str | N
 # ------------------------------------------------------------- the bot
 
 
-#: The line that starts each game's part of a container's log (then the game id).
-GAME_MARK: Final = "--- game "
+#: Marks waiting for the bot's next line (the oldest are dropped beyond it).
+_MARKS_KEPT: Final = 256
+
+#: A line of ``docker logs --timestamps``: the daemon's time it read the line, a space, the line.
+_STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
+
+
+def _stamp_of(line: bytes) -> tuple[float | None, bytes]:
+    """(the daemon's time of a log line, the line without it); None when it has none."""
+    m = _STAMP.match(line)
+    if m is None:
+        return None, line
+    try:
+        at = datetime.fromisoformat(m.group(1).decode()).timestamp()
+    except ValueError:
+        return None, line
+    return at, line[m.end():]
+
+
+def without_marks(text: str) -> str:
+    """A container log's text without the referee's ``--- act`` lines (for
+    quoting the bot's own output)."""
+    if ACT_MARK not in text:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(ACT_MARK))
+
+
+class _Marks:
+    """The referee's marks (a game's start, an ``/act`` request) waiting for
+    the bot's next line of output, with the time each was made. The log pump
+    writes the game marks and the latest act mark made before a line (by the
+    daemon's timestamp of that line) just before it: a line is attributed to
+    the request being answered when the daemon read it, and act marks are
+    written only where the bot printed something. The daemon reads a
+    container's output a little late on a busy machine: a line may then land
+    on a later move, never on an earlier one (a command bot's output file is
+    marked directly, and split exactly). Appending is a deque append: cheap
+    enough for every move."""
+
+    def __init__(self) -> None:
+        self.pending: deque[tuple[float, bool, bytes]] = deque(maxlen=_MARKS_KEPT)
+
+    def add(self, game: bool, text: str) -> None:
+        self.pending.append((time.time(), game, text.encode()))
+
+    def due(self, at: float) -> list[bytes]:
+        """The marks to write before a line read at `at` (removed from the
+        queue): every game mark (a game's id must be known to split its
+        lines, even when several start at once), then the latest act mark."""
+        out: list[bytes] = []
+        act: bytes | None = None
+        while self.pending and self.pending[0][0] <= at:
+            _, is_game, text = self.pending.popleft()
+            if is_game:
+                out.append(text)
+                act = None
+            else:
+                act = text
+        if act is not None:
+            out.append(act)
+        return out
+
+    def drain(self) -> list[bytes]:
+        return self.due(float("inf"))
 
 
 class _LogPump(threading.Thread):
-    """Copies a container's output into a file, up to a cap (blocking stream)."""
+    """Copies a container's output into a file, up to a cap (blocking stream),
+    with the referee's `marks` placed by the daemon's timestamps of its lines."""
 
-    def __init__(self, container: Container, path: Path, cap: int) -> None:
+    def __init__(self, container: Container, path: Path, cap: int, marks: _Marks | None = None) -> None:
         super().__init__(name=f"logs-{container.name}", daemon=True)
         self.container = container
         self.path = path
         self.cap = cap
+        self.marks = marks or _Marks()
 
     def run(self) -> None:
         written = 0
+        at_line_start = True
         try:
             with self.path.open("ab") as f:
                 try:
-                    for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True):
+                    for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True,
+                                                     timestamps=True):
                         if written >= self.cap:
                             continue
+                        at, chunk = _stamp_of(chunk)
+                        out = b"".join((b"" if at_line_start else b"\n") + m for m in self.marks.due(at)) \
+                            if at is not None else b""
+                        chunk = out + chunk
                         if written + len(chunk) > self.cap:
                             chunk = chunk[: self.cap - written] + b"\n--- log cap reached: the rest is dropped\n"
-                        written += len(chunk)
-                        f.write(chunk)
-                        f.flush()
+                        if chunk:
+                            written += len(chunk)
+                            at_line_start = chunk.endswith(b"\n")
+                            f.write(chunk)
+                            f.flush()
                 except Exception as e:  # noqa: BLE001 - the container went away
                     f.write(f"--- log stream ended: {_short(e)}\n".encode())
         except OSError:
@@ -872,6 +948,7 @@ class ContainerBot(ManagedBot):
         self.runtime: str | None = None
         self._container: Container | None = None
         self._pump: _LogPump | None = None
+        self._marks = _Marks()
         self._exited: str | None = None
         self._socket_dir: Path | None = None
         self._tmp_socket_dir = False
@@ -881,11 +958,14 @@ class ContainerBot(ManagedBot):
     async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
         """``POST /start``, after a line ``--- game <game_id>`` in the bot's log,
         so that its output can be read game by game (its team's diagnostics)."""
-        with contextlib.suppress(OSError):
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("ab") as log:
-                log.write(f"{GAME_MARK}{message.game_id}\n".encode())
+        self._marks.add(True, f"{GAME_MARK}{message.game_id}\n")
         return await super().start(message, timeout_s)
+
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
+        """``POST /act``, after a mark ``--- act <request id> <turn>`` for the
+        bot's log (written before its next line of output, if any)."""
+        self._marks.add(False, f"{ACT_MARK}{request_id} {turn}\n")
+        return await super().act_bytes(body, request_id, turn, deadline_s)
 
     def _fallback_name(self) -> str:
         return self.image
@@ -1113,6 +1193,8 @@ class ContainerBot(ManagedBot):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            # No pump runs now: the marks made since the last line go first.
+            log.write(b"".join(self._marks.drain()))
             log.write(f"--- {stamp} start of a container from {self.image!r}\n".encode())
         t0 = time.perf_counter()
         self._exited = self._stopped_why = None
@@ -1124,7 +1206,7 @@ class ContainerBot(ManagedBot):
             await asyncio.to_thread(self._release_folder)  # no mount left behind
             raise
         self.launches += 1
-        self._pump = _LogPump(self._container, self.log_path, parse_size(self.limits.log_limit))
+        self._pump = _LogPump(self._container, self.log_path, parse_size(self.limits.log_limit), self._marks)
         self._pump.start()
         if self.folder_bound == "watchdog":
             self._watch = _FolderWatch(self._socket_dir, parse_size(self.limits.socket_folder),
@@ -1168,7 +1250,7 @@ class ContainerBot(ManagedBot):
         # Give the log pump a moment to catch the container's last words.
         await asyncio.sleep(0.1)
         text = f"container bot {self.name!r} (image {self.image!r}) {what}"
-        tail = tail_of(self.log_path)
+        tail = without_marks(tail_of(self.log_path))
         if tail:
             text += f"\n--- end of its output ({self.log_path}):\n{tail}"
         else:

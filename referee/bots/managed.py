@@ -12,13 +12,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Self
+from typing import Final, Self
 
 from protocol.messages import BotInfo, Fault, GameEnd, GameStart
 
 from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, Endpoint, display_name
 from .clock import HANDSHAKE_S
 from .http import HttpBot
+
+
+#: The line that starts each game's part of a bot's log (then the game id).
+GAME_MARK: Final = "--- game "
+
+#: The line that starts the part of a bot's log printed while it answered one
+#: ``/act`` (then the request id, ``<game id>.<n>``, and the turn): issue 26,
+#: the bot's output next to its move in the replay.
+ACT_MARK: Final = "--- act "
 
 
 class ManagedBot(ActsOnBytes):

@@ -27,11 +27,11 @@ from typing import IO, Final, cast
 
 import aiohttp
 
-from protocol.messages import BotInfo
+from protocol.messages import BotInfo, Fault, GameStart
 
-from .base import BotError
+from .base import ActOutcome, BotError
 from .http import DEFAULT_MAX_BODY, HttpBot
-from .managed import ManagedBot
+from .managed import ACT_MARK, GAME_MARK, ManagedBot
 
 __all__ = ["CommandBot", "free_port"]
 
@@ -215,6 +215,26 @@ class CommandBot(ManagedBot):
 
     def __repr__(self) -> str:
         return f"CommandBot({self.command!r}, port={self.port})"
+
+    # ------------------------------------------------------------ its marks
+
+    def _mark(self, text: str) -> None:
+        """A line of the referee's in the bot's stdout log, between the bot's
+        own (the file is shared, appended to: it lands after everything the
+        bot wrote before, so a bot that flushes its output is split exactly)."""
+        if self._logs:
+            with contextlib.suppress(OSError, ValueError):
+                os.write(self._logs[0].fileno(), text.encode())
+
+    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
+        """``POST /start``, after a line ``--- game <game_id>`` in its stdout log."""
+        self._mark(f"{GAME_MARK}{message.game_id}\n")
+        return await super().start(message, timeout_s)
+
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
+        """``POST /act``, after a line ``--- act <request id> <turn>`` in its stdout log."""
+        self._mark(f"{ACT_MARK}{request_id} {turn}\n")
+        return await super().act_bytes(body, request_id, turn, deadline_s)
 
     # --------------------------------------------------------------- process
 

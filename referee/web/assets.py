@@ -48,6 +48,7 @@ svg.sigma { vertical-align:middle; }
 .controls { display:flex; gap:8px; align-items:center; flex-wrap:wrap; margin:8px 0; }
 .controls input[type=range] { width:300px; }
 #label { font-weight:600; min-height:1.4em; margin:6px 0; }
+.bot-output pre { max-height:12em; overflow:auto; background:#fff; border:1px solid var(--line); padding:4px 8px; margin:2px 0 8px; white-space:pre-wrap; }
 .table { display:grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap:10px; }
 .seat { background:#fff; border:1px solid var(--line); padding:8px 10px; min-height:120px; }
 .seat.current { border:2px solid var(--accent); }
@@ -215,6 +216,12 @@ JS = r"""
     $("step").textContent = "step " + i + " / " + (frames.length - 1);
     $("slider").value = String(i);
     $("label").textContent = f.label + (f.fault ? "  — fault: " + f.fault : "");
+    var said = $("bot-output-text");
+    if (said) {
+      var own = f.seat !== null && f.seat === data.output_seat && f.output !== undefined;
+      said.textContent = own ? (f.output || "(nothing at turn " + f.turn + ")") : "(not your move)";
+      said.setAttribute("data-turn", own ? String(f.turn) : "");
+    }
     var viewer = mode === "full" ? null : Number(mode);
     var pv = viewer === null ? null : f.views[viewer];
     var seats = $("seats");

@@ -6,8 +6,7 @@ from aiohttp import web
 
 from . import live
 from .handlers import admin_pages, bots, competitions, diagnostics, phases, runs, static, team_pages, teams
-from .handlers import docs
-from .handlers import practice
+from .handlers import docs, practice
 
 
 def setup_routes(app: web.Application) -> None:
@@ -46,6 +45,10 @@ def setup_routes(app: web.Application) -> None:
     r.add_get("/protocol", docs.doc_page)
     r.add_get("/c/{cid}/rules", docs.competition_rules_page)
     r.add_get("/team/kit/{kit}.zip", docs.kit_download)
+    # issue 26: the team's own replays, its bot's output by turn (a run's game, a validation game)
+    r.add_get("/team/runs/{rid}/games/{idx}", diagnostics.team_game_page)
+    r.add_get("/team/submissions/{sid}/games/{idx}", diagnostics.check_game_page)
+    r.add_get("/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}", diagnostics.team_game)
     r.add_get("/static/style.css", static.stylesheet)
     r.add_get("/static/app.js", static.script)
     r.add_get("/favicon.ico", static.favicon_ico)

@@ -363,7 +363,7 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             assert request["legal"] and request["request_id"], request
             assert "hand" in request["state"]["you"], request
             expect(fault.locator("a", has_text="replay from your seat")).to_have_attribute(
-                "href", re.compile(rf"^/c/{cid}/runs/{rid}/games/\d+\?seat=\d$"))
+                "href", re.compile(rf"^/team/runs/{rid}/games/\d+\?seat=\d$"))  # its own replay (issue 26)
             detail = summary.inner_text().split(" — ", 1)[1].strip()
             assert detail, summary.inner_text()
             bea.screenshot(path=str(SCREENS / "diagnostics-bea.png"), full_page=True)

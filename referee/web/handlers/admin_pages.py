@@ -275,15 +275,10 @@ async def team_submission_page(request: web.Request) -> web.Response:
 
 async def team_diagnostics_page(request: web.Request) -> web.Response:
     """``/admin/c/{cid}/teams/{tid}/diagnostics[?run=R]``: the team's diagnostics page, for the admin."""
-    from ...diagnostics import LATENCY_BUCKETS_MS
-    from .diagnostics import diagnostics_of
+    from .diagnostics import render_diagnostics
 
     _, comp, team = await _admin_team(request)
-    run, diag = await diagnostics_of(request, comp, team)
-    bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
-    return pages.render(request, "diagnostics.html", {
-        "team": team, "comp": comp, "run": run, "diag": diag, "back": f"/admin/c/{comp.id}/teams/{team.id}",
-        "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
+    return await render_diagnostics(request, comp, team, back=f"/admin/c/{comp.id}/teams/{team.id}")
 
 
 async def team_action(request: web.Request) -> web.StreamResponse:

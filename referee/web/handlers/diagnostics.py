@@ -7,19 +7,42 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import msgspec
 from aiohttp import web
 
-from ...diagnostics import LATENCY_BUCKETS_MS, BotDiagnostics, diagnose
+from ...admission import AdmissionReport, ValidationGame
+from ...diagnostics import (
+    GAME_OUTPUT_CAP,
+    LATENCY_BUCKETS_MS,
+    BotDiagnostics,
+    diagnose,
+    output_by_game,
+    output_by_request,
+)
 from ...record import LatencyStats
+from ...replay import ReplayError, frames
+from ...replay import read as read_replay
+from ...tournament.runner import DB_NAME
 from ...tournament.ladder import ladder_entries
 from .. import pages
 from ..auth import require_team
-from ..db import Competition, Run, ServiceDB, Team
+from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
+from ..sessions import SignedIn, signed_in
 from ..state import DB
-from ..validation import query_id
+from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
+
+
+async def signed_in_or_login(request: web.Request) -> SignedIn:
+    """The signed-in team; a redirect to the sign-in page otherwise (as
+    :func:`.team_pages.signed_in_or_login`, which imports this module)."""
+    who = await signed_in(request)
+    if who is None:
+        raise web.HTTPSeeOther("/login")
+    return who
 
 
 def bot_logs(out_dir: Path, name: str) -> list[Path]:
@@ -43,25 +66,41 @@ async def _run_for(request: web.Request, comp: Competition) -> Run | None:
     return run
 
 
-async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Run | None, BotDiagnostics]:
+class Viewed(msgspec.Struct, kw_only=True):
+    """Which diagnostics a page shows: its run, the version of the team's bot
+    (a ladder's entry name, else the team's name), and the team's other
+    versions in that run (oldest first), for the version selector."""
+
+    run: Run | None
+    version: str
+    versions: list[str]
+
+
+async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Viewed, BotDiagnostics]:
     run = await _run_for(request, comp)
     if run is None or not run.out_dir:
-        return run, BotDiagnostics(bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
-                                   histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
+        return Viewed(run=run, version=team.name, versions=[]), BotDiagnostics(
+            bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
+            histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
     out = Path(run.out_dir)
     name = team.name
+    versions: list[str] = []
     if run.kind == "ladder":  # one of the team's versions: ?version=NAME, else its newest that played
-        versions = [e.name for e in await asyncio.to_thread(ladder_entries, out)
-                    if e.team == team.name and e.status != "unreachable"]
+        entries = [e for e in await asyncio.to_thread(ladder_entries, out) if e.team == team.name]
+        # Every version, also those dropped or unreachable (issue 26: a faulting
+        # version's diagnostics stay the team's to see after it submits again).
+        versions = [e.name for e in entries]
+        played = [e.name for e in entries if e.status != "unreachable"]
         want = request.query.get("version")
         if want is not None and want not in versions:
             fail(404, f"no version {want[:60]!r} of team {team.name!r} in the ladder")
-        name = want or (versions[-1] if versions else team.name)
-    return run, await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
+        name = want or (played[-1] if played else versions[-1] if versions else team.name)
+    diag = await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
+    return Viewed(run=run, version=name, versions=versions), diag
 
 
 async def team_diagnostics(request: web.Request) -> web.Response:
-    """``GET /api/competitions/{cid}/teams/{tid}/diagnostics[?run=R]``"""
+    """``GET /api/competitions/{cid}/teams/{tid}/diagnostics[?run=R][&version=NAME]``"""
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await require_team(request, team)
@@ -70,14 +109,163 @@ async def team_diagnostics(request: web.Request) -> web.Response:
 
 
 async def diagnostics_page(request: web.Request) -> web.Response:
-    """``/team/diagnostics[?run=R]``: the signed-in team's."""
-    from .team_pages import signed_in_or_login
-
+    """``/team/diagnostics[?run=R][&version=NAME]``: the signed-in team's, with
+    a run selector and, in a ladder, a selector of the team's versions."""
     who = await signed_in_or_login(request)
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
-    run, diag = await diagnostics_of(request, comp, who.team)
+    return await render_diagnostics(request, comp, who.team)
+
+
+async def render_diagnostics(request: web.Request, comp: Competition, team: Team, *,
+                             back: str | None = None) -> web.Response:
+    """The diagnostics page of `team` (its own, or the admin's view with a
+    `back` link): the run selector, its versions, faults, latency, output."""
+    viewed, diag = await diagnostics_of(request, comp, team)
+    runs = [r for r in await request.app[DB].call(ServiceDB.runs, comp.id) if r.out_dir]
     bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
     return pages.render(request, "diagnostics.html", {
-        "team": who.team, "comp": comp, "run": run, "diag": diag,
+        "team": team, "comp": comp, "run": viewed.run, "diag": diag, "viewed": viewed,
+        "runs": list(reversed(runs)), **({"back": back} if back else {}),
         "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
+
+
+# ------------------------------------------------- the team's own replays (issue 26)
+
+
+def _seat_and_output(out_dir: Path, idx: int, names: set[str]) -> tuple[Path, int, str] | None:
+    """Game `idx` of the run in `out_dir`: its replay, the seat of the
+    team's bot (one of `names`) and that bot's name; None if not there."""
+    from ...tournament.store import Store
+    from ..runs import replay_path
+
+    db = out_dir / DB_NAME
+    if not db.exists():
+        return None
+    with Store(db) as store:
+        row = store.db.execute("SELECT seats FROM games WHERE idx = ?", (idx,)).fetchone()
+    path = replay_path(out_dir, idx)
+    if row is None or path is None or not path.exists():
+        return None
+    seats = msgspec.json.decode(row[0], type=list[str])
+    seat = next((i for i, n in enumerate(seats) if n in names), None)
+    return None if seat is None else (path, seat, seats[seat])
+
+
+def _own_frames(path: Path, seat: int, log_paths: list[Path]) -> dict[str, Any]:
+    """The replay viewer's data with what the bot at `seat` printed during
+    each of its turns (other seats' fault texts by their kind only)."""
+    record = read_replay(path)
+    outputs = output_by_request(log_paths, record.header.game_id)
+    return frames(record, public=True, output_seat=seat, outputs=outputs)
+
+
+async def _team_names(out_dir: Path, team: Team) -> set[str]:
+    """The names of the team's bot in a run: its name, and in a ladder its versions'."""
+    entries = await asyncio.to_thread(ladder_entries, out_dir)
+    return {team.name, *(e.name for e in entries if e.team == team.name)}
+
+
+async def own_run_game(request: web.Request, comp: Competition, team: Team) -> dict[str, Any]:
+    """Game `idx` of run `rid` from the team's seat, with its bot's output
+    by turn. The fair-play rule of the public replay holds (403 until every
+    seat rotation of its deal is played); 404 when the team did not play it."""
+    from .. import data
+
+    db = request.app[DB]
+    rid, idx = path_int(request, "rid"), path_int(request, "idx")
+    run = await db.call(ServiceDB.run, rid)
+    if run is None or run.competition_id != comp.id or not run.out_dir:
+        fail(404, f"no run {rid} in competition {comp.id}")
+    await data.replay(request.app, run, idx)  # its 403 and 404
+    out = Path(run.out_dir)
+    found = await asyncio.to_thread(_seat_and_output, out, idx, await _team_names(out, team))
+    if found is None:
+        fail(404, f"team {team.name!r} did not play game {idx} of run {rid}")
+    path, seat, name = found
+    try:
+        return await asyncio.to_thread(_own_frames, path, seat, bot_logs(out, name))
+    except ReplayError as e:
+        fail(500, f"the replay of game {idx} cannot be read: {e}")
+
+
+async def team_game(request: web.Request) -> web.Response:
+    """``GET /api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}``: a
+    game's replay data from the team's seat with its bot's output by turn
+    (the team's token, or the admin's)."""
+    comp = await competition_of(request)
+    team = await team_of(request, comp)
+    await require_team(request, team, admin_too=True)
+    return json_response(await own_run_game(request, comp, team))
+
+
+async def team_game_page(request: web.Request) -> web.Response:
+    """``/team/runs/{rid}/games/{idx}``: the signed-in team's replay of a game
+    from its seat, its bot's output next to each of its moves."""
+    who = await signed_in_or_login(request)
+    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    assert comp is not None
+    frames_ = await own_run_game(request, comp, who.team)
+    idx = path_int(request, "idx")
+    return pages.render(request, "replay.html", {
+        "data": frames_, "title": f"game {idx} from your seat — {comp.name}", "standalone": False,
+        "back": ("/team/diagnostics?run=%d" % path_int(request, "rid"), "your diagnostics"),
+        "json": None})
+
+
+def _check_game(folder: Path, report: AdmissionReport, number: int) -> tuple[ValidationGame, dict[str, Any]] | None:
+    game = next((g for g in report.validation if g.number == number), None)
+    if game is None:
+        return None
+    root = folder.resolve()
+    path = (root / game.replay).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    logs = [p for p in ((root / o).resolve() for o in report.output) if p.is_relative_to(root)]
+    return game, _own_frames(path, game.seat, logs)
+
+
+async def check_game_page(request: web.Request) -> web.Response:
+    """``/team/submissions/{sid}/games/{idx}``: a validation game of the
+    submission's admission check from the team's seat, with its bot's output
+    next to each of its moves (the signed-in team's)."""
+    from ..admissions import team_dir
+    from .teams import own_submission
+
+    who = await signed_in_or_login(request)
+    sub = await own_submission(request, who.team)
+    number = path_int(request, "idx")
+    report = msgspec.json.decode(sub.report, type=AdmissionReport) if sub.report else None
+    folder = team_dir(request.app[DB].data_dir, who.team.id) / f"check-{sub.id}"
+    found = None if report is None else await asyncio.to_thread(_check_game, folder, report, number)
+    if found is None:
+        fail(404, f"no validation game {number} kept for submission {sub.id}")
+    game, frames_ = found
+    return pages.render(request, "replay.html", {
+        "data": frames_, "title": f"validation game {number} of submission #{sub.id}", "standalone": False,
+        "back": (f"/team/submissions/{sub.id}", f"submission #{sub.id}"), "json": None})
+
+
+def check_outputs(folder: Path, report: AdmissionReport) -> dict[int, str]:
+    """Each kept validation game's output of the bot (capped), by its number."""
+    root = folder.resolve()
+    logs = [p for p in ((root / o).resolve() for o in report.output) if p.is_relative_to(root)]
+    by_game = output_by_game(logs)
+    out = {}
+    for g in report.validation:
+        text = by_game.get(g.game_id, "")
+        out[g.number] = text if len(text) <= GAME_OUTPUT_CAP else "…" + text[-GAME_OUTPUT_CAP:]
+    return out
+
+
+async def check_games_output(request: web.Request, team: Team, sub: Submission) -> dict[int, str]:
+    """The submission page's: the bot's output in each kept validation game."""
+    from ..admissions import team_dir
+
+    if not sub.report:
+        return {}
+    report = msgspec.json.decode(sub.report, type=AdmissionReport)
+    if not report.validation:
+        return {}
+    folder = team_dir(request.app[DB].data_dir, team.id) / f"check-{sub.id}"
+    return await asyncio.to_thread(check_outputs, folder, report)

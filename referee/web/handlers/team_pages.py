@@ -111,9 +111,12 @@ async def team_live(request: web.Request) -> web.Response:
 async def submission_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
     sub = await own_submission(request, who.team)
+    from .diagnostics import check_games_output  # issue 26: the validation games kept
+
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
     return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub, version),
-                                                     "pending": sub.pending})
+                                                     "pending": sub.pending,
+                                                     "outputs": await check_games_output(request, who.team, sub)})
 
 
 async def _text(part: BodyPartReader) -> str:
