@@ -450,6 +450,10 @@ def _build(client: DockerClient, context: IO[bytes], *, tag: str, timeout_s: flo
         except _docker_errors().APIError as e:
             raise _Refused(f"the Docker daemon refused the build: {_daemon_message(e)}") from None
         if (failed := stream.failure()) is not None:
+            if "returned a non-zero code: 137" in failed:  # SIGKILL: the step's memory cap
+                memory = (limits or BuildLimits()).memory
+                raise _Refused(f"the build ran out of its {_mb(memory)} of memory (compiling the bot's files): "
+                               "a module that big cannot be compiled here; split it or make it smaller")
             if step_failed and "returned a non-zero code" in failed:
                 raise _Refused(step_failed)
             raise _Refused(f"the build failed: {(failed.splitlines() or [''])[0]}")

@@ -270,8 +270,11 @@ def test_python_syntax_error_fails_the_build_with_the_error(client: Any, tmp_pat
 
 
 def test_a_build_over_its_time_limit_is_cancelled(client: Any, tmp_path: Path) -> None:
-    """A bot whose compile step takes seconds: cut at 1 s, its build container gone."""
-    files = {**python_bot_files(), "big.py": "x = 1\n" * 400_000 + f"# {secrets.token_hex(8)}\n"}
+    """A bot whose compile step takes seconds: cut at 1 s, its build container gone.
+    (Many modules of a modest size: one huge module runs out of the step's
+    memory instead, which is the next test.)"""
+    body = "x = 1\n" * 20_000
+    files = {**python_bot_files(), **{f"m{i}.py": body + f"# {secrets.token_hex(8)}\n" for i in range(150)}}
     archive = make_zip(tmp_path / "big.zip", files)
     r = build_source(archive, tag=tag("slow"), client=client, timeout_s=1.0)
     refused(r, "the build took longer than 1 s")
@@ -281,6 +284,16 @@ def test_a_build_over_its_time_limit_is_cancelled(client: Any, tmp_path: Path) -
     assert building == []
     with pytest.raises(Exception):
         client.images.get(tag("slow"))
+
+
+def test_a_module_too_big_to_compile_is_refused_for_its_memory(client: Any, tmp_path: Path) -> None:
+    """Compiling one 400,000-line module takes more than the build's 512 MiB:
+    refused saying so (its exit code 137 is no syntax error)."""
+    files = {**python_bot_files(), "big.py": "x = 1\n" * 400_000 + f"# {secrets.token_hex(8)}\n"}
+    r = build_source(make_zip(tmp_path / "big.zip", files), tag=tag("oom"), client=client, timeout_s=120)
+    refused(r, "ran out of its 512.0 MiB of memory")
+    with pytest.raises(Exception):
+        client.images.get(tag("oom"))
 
 
 @pytest.mark.parametrize("case,needles", [
