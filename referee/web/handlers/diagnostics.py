@@ -126,7 +126,7 @@ async def render_diagnostics(request: web.Request, comp: Competition, team: Team
     bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
     return pages.render(request, "diagnostics.html", {
         "team": team, "comp": comp, "run": viewed.run, "diag": diag, "viewed": viewed,
-        "runs": list(reversed(runs)), **({"back": back} if back else {}),
+        "runs": list(reversed(runs)), "here": request.path, **({"back": back} if back else {}),
         "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
 
 
