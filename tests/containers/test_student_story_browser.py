@@ -296,14 +296,16 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
                 expect(page).to_have_url(f"{base}/team/practice")
                 links = page.locator("#practice-games a.replay")
                 deadline = time.monotonic() + PRACTICE_S
-                while links.count() < 2:  # the page reloads itself until the game is played
-                    failed = page.locator("#practice-games tr.status-failed")
-                    assert failed.count() == 0, failed.first.inner_text()
-                    assert time.monotonic() < deadline, page.locator("#practice-games").inner_text()
+                while True:  # the page reloads itself until the game is played
                     try:
-                        page.wait_for_timeout(500)
-                    except Error:
+                        if links.count() >= 2:
+                            break
+                        failed = page.locator("#practice-games tr.status-failed")
+                        assert failed.count() == 0, failed.first.inner_text()
+                    except Error:  # caught mid-reload: look again
                         pass
+                    assert time.monotonic() < deadline, f"no practice game played within {PRACTICE_S:.0f} s"
+                    page.wait_for_timeout(500)
                 expect(page.locator("#practice-games tr.status-finished")).to_contain_text("ada v1")
                 timings["practice played"] = time.monotonic() - t0
                 page.screenshot(path=str(SCREENS / "story-practice.png"), full_page=True)
