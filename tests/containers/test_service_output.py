@@ -13,8 +13,10 @@ container through the classroom service over HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,55 @@ async def test_validation_games_are_kept_and_the_replay_shows_the_bots_lines_at_
     assert "output_seat" not in public and all("output" not in f for f in public["frames"])
     text = await (await client.get(f"/c/{cid}/runs/{rid}/games/{idx}?seat={seat}")).text()
     assert "turn 1 of" not in text and "bot-output" not in text
+
+
+@pytest.fixture
+async def loopback_client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
+                          docker_client: Any) -> AsyncIterator[Any]:
+    """The service as the client fixture's, house bots on loopback allowed."""
+    from helpers_web import LOOPBACK
+
+    db_path = tmp_path / "service.sqlite"
+    db = ServiceDB(db_path)
+    token = db.ensure_admin_token()
+    db.close()
+    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=LOOPBACK, validation_games=2)))
+    c.admin = token
+    yield c
+    remove_instance_images(docker_client, c.app[PIPELINE].instance)
+
+
+async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(loopback_client: Any, tmp_path: Path) -> None:
+    """A practice game (issue 26, item 3) is one of the team's own replays:
+    its seat's moves carry what its container printed (item 5)."""
+    from helpers_web import sample_bot_app, serve
+
+    client = loopback_client
+    runner, house = await serve(sample_bot_app("greedy"))
+    try:
+        cid = await new_competition(client, client.admin, house={"house": house})
+        tid, token = await new_team(client, client.admin, cid, "ada")
+        done = await upload(client, cid, tid, token, make_zip(tmp_path / "bot.zip", {"bot.py": TALKER}))
+        assert done["submission"]["status"] == "accepted", done
+        api = f"/api/competitions/{cid}/teams/{tid}/practice"
+        r = await client.post(api, json={"opponents": ["house:house"]}, headers=auth(token))
+        assert r.status == 202, await r.text()
+        pid = (await r.json())["id"]
+        deadline = time.monotonic() + 300
+        while (game := await (await client.get(f"{api}/{pid}", headers=auth(token))).json())["status"] in (
+                "queued", "playing"):
+            assert time.monotonic() < deadline, game
+            await asyncio.sleep(0.2)
+        assert game["status"] == "finished", game
+        for res in game["results"]:
+            data = await (await client.get(f"{api}/{pid}/replay?game={res['index']}", headers=auth(token))).json()
+            seat = data["output_seat"]
+            assert seat == res["seat"], (seat, res)
+            own = [f for f in data["frames"][1:] if f["seat"] == seat]
+            printed = [(f["turn"], int(t)) for f in own
+                       for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f["output"], re.M)]
+            assert all(t <= turn for turn, t in printed), printed  # a late line at worst, never an early one
+            assert printed, "the bot's lines are in its practice replay"  # (how many: the load's; see above)
+            assert all("output" not in f for f in data["frames"][1:] if f["seat"] != seat)
+    finally:
+        await runner.cleanup()

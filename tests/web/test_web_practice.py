@@ -117,6 +117,11 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     r = await client.get(f"{base(cid, ada)}/{pid}/replay?game=1", headers=auth(ada_token))
     assert r.status == 200 and (await r.json())["names"] == results[1]["names"]
     await error_of(await client.get(f"{base(cid, ada)}/{pid}/replay?game=2", headers=auth(ada_token)), 404)
+    for res in results:  # from the team's seat, with its bot's output by move (a URL bot's: none kept here)
+        data = await (await client.get(f"{base(cid, ada)}/{pid}/replay?game={res['index']}",
+                                       headers=auth(ada_token))).json()
+        assert data["output_seat"] == res["seat"], data.keys()
+        assert all(("output" in f) == (f["seat"] == res["seat"]) for f in data["frames"][1:])
     assert (await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(admin_token))).status == 200
     for url in (f"{base(cid, ada)}/{pid}/replay", f"{base(cid, ada)}/{pid}", base(cid, ada)):
         await error_of(await client.get(url, headers=auth(bo_token)), 404)

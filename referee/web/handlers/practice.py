@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from ...replay import ReplayError, frames
-from ...replay import read as read_replay
+from ...replay import ReplayError
 from .. import pages
 from ..auth import bearer, identify, require_team
 from ..db import ServiceDB, Team
@@ -40,6 +40,7 @@ from ..sessions import check_csrf, same_origin
 from ..state import DB, SETTINGS
 from ..validation import path_int, read_body
 from .common import competition_of, json_response, team_of
+from .diagnostics import _own_frames, bot_logs
 from .team_pages import signed_in_or_login
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
@@ -117,8 +118,10 @@ async def _frames(game: PracticeGame, index: int) -> dict[str, Any]:
     path = await asyncio.to_thread(replay_path, game.out_dir, index)
     if path is None or not path.exists():
         fail(404, f"practice game {game.id} has no replay")
-    try:
-        return await asyncio.to_thread(lambda: frames(read_replay(path), public=True))
+    seat = next(r.seat for r in game.results if r.index == index)
+    own = game.seats[0].name  # the team's newest version, as named in the game
+    try:  # from the team's seat, with what its bot printed at each of its moves (issue 26, item 5)
+        return await asyncio.to_thread(_own_frames, path, seat, bot_logs(Path(game.out_dir), own))
     except ReplayError as e:
         fail(500, f"the replay of practice game {game.id} cannot be read: {e}")
 
