@@ -404,7 +404,7 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             manifest = json.loads((out / "manifest.json").read_text())
             names = {f["path"] for f in manifest["files"]}
             assert "service.sqlite" in names, names
-            assert f"data/competition-{cid}/run-{rid}/tournament.sqlite" in names, names  # the final's games
+            assert f"data/competition-{cid}/final-{rid}/tournament.sqlite" in names, names  # the final's games
             for f in manifest["files"]:
                 assert (out / f["path"]).stat().st_size == f["size"], f
             marks["6 backup"] = time.monotonic() - t0
