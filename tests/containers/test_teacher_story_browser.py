@@ -281,7 +281,13 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             page.click("#submissions td a")
             expect(page.locator("h1")).to_contain_text("refused")
             expect(page.locator("#reason")).to_contain_text("Python could not compile")
-            expect(page.locator("#log")).to_contain_text("bot.py")
+            expect(page.locator("#log")).to_contain_text("SyntaxError: invalid syntax")  # the build log, line 1
+            # and ada's accepted one: its admission report, line by line
+            page.goto(f"{base}/admin/c/{cid}/teams/{ada}/submissions/{ada_sid}")
+            expect(page.locator("h1")).to_contain_text("accepted")
+            expect(page.locator("#report")).to_be_visible()
+            expect(page.locator("#log")).to_be_visible()
+            page.goto(f"{base}/admin/c/{cid}/teams/{bo}/submissions/{bo_sid}")
             page.screenshot(path=str(SCREENS / "story-2-refused.png"), full_page=True)
             marks["2 uploads checked"] = time.monotonic() - t0
 
