@@ -158,6 +158,21 @@ def poll(what: str, probe: Callable[[], Any], timeout: float = STEP_S, every: fl
         time.sleep(every)
 
 
+def visit(page: Any, url: str) -> Any:
+    """``page.goto(url)``, again when a page's own refresh (``<meta http-equiv=refresh>`` while a
+    submission is pending) aborted it: at most 5 tries."""
+    from playwright.sync_api import Error
+
+    for attempt in range(5):
+        try:
+            return page.goto(url)
+        except Error as e:
+            if "ERR_ABORTED" not in str(e) or attempt == 4:
+                raise
+            time.sleep(0.5)
+    return None
+
+
 def utc(seconds: float) -> str:
     when = datetime.datetime.fromtimestamp(time.time() + seconds, datetime.UTC).replace(microsecond=0)
     return when.isoformat().replace("+00:00", "Z")
@@ -240,7 +255,7 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             base = svc.base
 
             # 1. the admin signs in, creates the competition, adds three teams
-            page.goto(f"{base}/admin/login")
+            visit(page, f"{base}/admin/login")
             page.fill("input[name=token]", story["admin"])
             page.click("form[action='/admin/login'] button[type=submit]")
             expect(page).to_have_url(f"{base}/admin")
@@ -274,7 +289,7 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             assert settled(svc, cid, ada, ada_token, ada_sid)["status"] == "accepted"
             refused = settled(svc, cid, bo, bo_token, bo_sid)
             assert refused["status"] == "refused" and "Python could not compile" in refused["reason"], refused
-            page.goto(f"{base}/admin/c/{cid}")
+            visit(page, f"{base}/admin/c/{cid}")
             page.click(f"#teams a[href='/admin/c/{cid}/teams/{bo}']")
             expect(page.locator("#team-name")).to_have_text("bo")
             expect(page.locator("#submissions")).to_contain_text("refused")
@@ -283,11 +298,11 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             expect(page.locator("#reason")).to_contain_text("Python could not compile")
             expect(page.locator("#log")).to_contain_text("SyntaxError: invalid syntax")  # the build log, line 1
             # and ada's accepted one: its admission report, line by line
-            page.goto(f"{base}/admin/c/{cid}/teams/{ada}/submissions/{ada_sid}")
+            visit(page, f"{base}/admin/c/{cid}/teams/{ada}/submissions/{ada_sid}")
             expect(page.locator("h1")).to_contain_text("accepted")
             expect(page.locator("#report")).to_be_visible()
             expect(page.locator("#log")).to_be_visible()
-            page.goto(f"{base}/admin/c/{cid}/teams/{bo}/submissions/{bo_sid}")
+            visit(page, f"{base}/admin/c/{cid}/teams/{bo}/submissions/{bo_sid}")
             page.screenshot(path=str(SCREENS / "story-2-refused.png"), full_page=True)
             marks["2 uploads checked"] = time.monotonic() - t0
 
@@ -299,7 +314,7 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
                 s if (s := submission(svc, cid, cy, cy_token, cy_sid))["status"] == "waiting" else None), 120)
             assert waiting["reason"].startswith("nothing is wrong with your bot: the server could not check it"), \
                 waiting
-            page.goto(f"{base}/admin")  # the admin's cookie outlives the restart
+            visit(page, f"{base}/admin")  # the admin's cookie outlives the restart
             expect(page).to_have_url(f"{base}/admin")
             banner = page.locator("#service-banner")
             expect(banner).to_be_visible()
@@ -310,11 +325,11 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             team_ctx.set_default_timeout(60_000)
             team = team_ctx.new_page()
             team.on("pageerror", lambda e: errors.append(str(e)))
-            team.goto(f"{base}/login")
+            visit(team, f"{base}/login")
             team.fill("input[name=token]", cy_token)
             team.click("form[action='/login'] button[type=submit]")
             expect(team).to_have_url(f"{base}/team")
-            team.goto(f"{base}/team/submissions/{cy_sid}")
+            visit(team, f"{base}/team/submissions/{cy_sid}")
             expect(team.locator("h1 .status")).to_have_text("waiting")
             expect(team.locator("#reason")).to_contain_text("Waiting, not refused: nothing is wrong with your bot")
             expect(team.locator("#reason")).to_contain_text("it will be retried at")
@@ -326,37 +341,37 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             svc = start(None)
             assert settled(svc, cid, cy, cy_token, cy_sid)["status"] == "accepted"
             poll("the banner gone", lambda: (
-                page.goto(f"{base}/admin") and page.locator("#service-banner").count() == 0), 120, every=1)
-            team.goto(f"{base}/team/submissions/{cy_sid}")
+                (visit(page, f"{base}/admin"), page.locator("#service-banner").count() == 0)[1]), 120, every=1)
+            visit(team, f"{base}/team/submissions/{cy_sid}")
             expect(team.locator("h1 .status")).to_have_text("accepted")
             marks["3 after the restart, accepted"] = time.monotonic() - t0
 
             # 4. the admin opens it: the ladder plays; edits the league file; renames a team
-            page.goto(f"{base}/admin/c/{cid}")
+            visit(page, f"{base}/admin/c/{cid}")
             page.click("form#open button[type=submit]")
             expect(page.locator("#phase")).to_have_attribute("data-phase", "open")
             board = ctx.new_page()
             board.on("pageerror", lambda e: errors.append(str(e)))
-            board.goto(f"{base}/c/{cid}")
+            visit(board, f"{base}/c/{cid}")
             expect(board.locator("#progress .count")).not_to_have_text("0 games", timeout=int(STEP_S * 1000))
             expect(board.locator("#standings, table").first).to_contain_text("house-greedy")
             marks["4 ladder games"] = time.monotonic() - t0
-            page.goto(f"{base}/admin/c/{cid}")
+            visit(page, f"{base}/admin/c/{cid}")
             page.locator("#edit-league textarea[name=league]").fill(league(story["house"], move_ms=800))
             page.click("#edit-league button[type=submit]")
             expect(page.locator("#versions tr[data-version]")).to_have_count(2)
-            page.goto(f"{base}/admin/c/{cid}/teams/{ada}")
+            visit(page, f"{base}/admin/c/{cid}/teams/{ada}")
             page.fill("#rename input[name=name]", "ada lovelace")
             page.click("#rename button[type=submit]")
             expect(page.locator("#team-name")).to_have_text("ada lovelace")
             # the deadlines, on the Deadlines panel: the pages count down
-            page.goto(f"{base}/admin/c/{cid}")
+            visit(page, f"{base}/admin/c/{cid}")
             form = page.locator("form#deadlines-form")
             form.locator("input[name=freeze_at]").fill(utc(25))
             form.locator("input[name=final_at]").fill(utc(40))
             form.locator("button[type=submit]").first.click()
             expect(page.locator("#deadlines")).to_contain_text("Set here")
-            board.goto(f"{base}/c/{cid}")
+            visit(board, f"{base}/c/{cid}")
             expect(board.locator("#countdown [data-kind=freeze] .countdown-text")).to_contain_text(
                 "Submissions close")
             board.screenshot(path=str(SCREENS / "story-4-ladder.png"), full_page=True)
@@ -370,13 +385,13 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             run = poll("the final, started by itself and finished", final_run, STEP_S * 2, every=2)
             rid = run["id"]
             marks["5 final finished"] = time.monotonic() - t0
-            board.goto(f"{base}/c/{cid}?run={rid}")
+            visit(board, f"{base}/c/{cid}?run={rid}")
             expect(board.locator("#reading")).to_contain_text("settled")
             expect(board.locator("#reading")).to_contain_text("Benjamini–Hochberg")
             expect(board.locator("#adjudicated")).to_contain_text("adjudicated")
             expect(board.locator("#settledness")).to_be_visible()
             board.screenshot(path=str(SCREENS / "story-5-final.png"), full_page=True)
-            page.goto(f"{base}/admin/c/{cid}")
+            visit(page, f"{base}/admin/c/{cid}")
             expect(page.locator("#phase")).to_have_attribute("data-phase", "final")
             href = page.locator("#final-csv").get_attribute("href")
             teams_href = page.locator("#final-csv-teams").get_attribute("href")
