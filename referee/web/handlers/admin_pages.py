@@ -269,6 +269,8 @@ async def team_submission_page(request: web.Request) -> web.Response:
 
     _, comp, team = await _admin_team(request)
     sub = await own_submission(request, team)
+    from .diagnostics import check_games_output  # the validation games' output, as the team's page shows it
+
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
     return pages.render(request, "submission.html", {"team": team, "detail": submission_detail(sub, version),
                                                      "pending": sub.pending,
