@@ -265,12 +265,10 @@ async def team_page(request: web.Request) -> web.Response:
 
 async def team_submission_page(request: web.Request) -> web.Response:
     """``/admin/c/{cid}/teams/{tid}/submissions/{sid}``: the team's own submission page, for the admin."""
-    from .diagnostics import check_games_output
+    from .diagnostics import check_games_output  # the validation games' output, as the team's page shows it
 
     _, comp, team = await _admin_team(request)
     sub = await own_submission(request, team)
-    from .diagnostics import check_games_output  # the validation games' output, as the team's page shows it
-
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
     return pages.render(request, "submission.html", {"team": team, "detail": submission_detail(sub, version),
                                                      "pending": sub.pending,
