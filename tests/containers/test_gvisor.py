@@ -277,7 +277,11 @@ async def test_admission_and_ladder_games_under_runsc(service: Any, docker_clien
         seen: set[str] = set()
         deadline = time.monotonic() + 120
         while True:
-            for c in docker_client.containers.list(filters={"label": [f"{C.MANAGED_LABEL}=1"]}):
+            try:
+                listed = docker_client.containers.list(filters={"label": [f"{C.MANAGED_LABEL}=1"]})
+            except C._docker_module().errors.NotFound:  # one went between the listing and its inspection
+                listed = []
+            for c in listed:
                 if c.labels.get("referee.out", "").startswith(str(tmp_path)):
                     seen.add(str(c.attrs["HostConfig"]["Runtime"]))
             data = await (await service.get(f"/api/competitions/{cid}")).json()
