@@ -3,6 +3,6 @@ live leaderboard, bot pages, replay viewer, JSON API); :func:`make_app` builds i
 
 from .app import make_app
 from .db import ServiceDB
-from .state import Settings
+from .app_state import Settings
 
 __all__ = ["ServiceDB", "Settings", "make_app"]

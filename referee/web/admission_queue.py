@@ -63,12 +63,12 @@ from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
 from .db import ServiceDB, Submission, Team
 from .health import HEALTH, Health, ServiceFault, backoff, classify, docker_ok, refusal_is_service, team_reason
-from .ladders import submission_accepted
-from .runs import check_league_text, house_bots
-from .state import DB, SETTINGS
+from .ladder_service import submission_accepted
+from .run_start import check_league_text, house_bots
+from .app_state import DB, SETTINGS
 from .storage import after_accepted, at_start
 
-log = logging.getLogger("referee.web.admissions")
+log = logging.getLogger("referee.web.admission_queue")
 
 #: The pipeline's key in the app.
 PIPELINE: web.AppKey[Pipeline] = web.AppKey("pipeline")

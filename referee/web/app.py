@@ -21,17 +21,17 @@ import msgspec
 from aiohttp import web
 
 from . import pages
-from .admissions import default_policy, pipeline_ctx
+from .admission_queue import default_policy, pipeline_ctx
 from .boardcache import BOARDS, RENDERED, BoardCache
 from .data import CACHES, LRU, Caches
 from .db import AsyncServiceDB, ServiceDB
 from .deadlines import deadlines_ctx, watch_deadlines_ctx
-from .ladders import LADDERS, ladders_ctx
+from .ladder_service import LADDERS, ladders_ctx
 from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
 from .practice import practice_ctx
 from .routes import setup_routes
-from .state import DB, RUNS, SETTINGS, Settings
+from .app_state import DB, RUNS, SETTINGS, Settings
 
 
 async def _db_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ..bots.netpolicy import AddressPolicy, IPNetwork
 from .db import AsyncServiceDB
-from .runs import RunThread
+from .run_start import RunThread
 
 
 #: Seconds a refused live stream is told to wait (``Retry-After``), and that

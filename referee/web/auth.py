@@ -14,7 +14,7 @@ from aiohttp import web
 
 from .db import ServiceDB, Team
 from .errors import fail
-from .state import DB
+from .app_state import DB
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 

@@ -33,7 +33,7 @@ from . import data
 from .data import LRU
 from .db import Competition, ServiceDB
 from .schemas import Leaderboard
-from .state import DB
+from .app_state import DB
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -145,7 +145,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
     from .db import ServiceDB
-    from .state import Settings
+    from .app_state import Settings
 
     try:
         networks = parse_networks(bot_networks) if bot_networks.strip() else ()
@@ -167,7 +167,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
 
     if executor == "ray":
         from ..tournament.executors import ExecutorError
-        from .runs import start_ray
+        from .run_start import start_ray
 
         try:
             start_ray(address)
@@ -179,7 +179,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         # This install's id on the Docker daemon (kept in the database): in its image tags,
         # container names and labels; `referee cleanup --db DB` removes only its containers.
         from ..bots.instance import current, use
-        from .admissions import service_instance
+        from .admission_queue import service_instance
 
         outer = current()
         instance = use(service_instance(db))
@@ -220,9 +220,9 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
     if runtime is not None:
         use_runtime(runtime)
     from ..bots.instance import current, use
-    from .admissions import retag_pinned, service_instance
+    from .admission_queue import retag_pinned, service_instance
     from .db import ServiceDB
-    from .runs import StartError, play_run, prepare_run
+    from .run_start import StartError, play_run, prepare_run
     from .validation import parse_id
 
     db = open_service_db(db_path)

@@ -27,17 +27,15 @@ from ..tournament.store import Store
 from .db import Competition, Run, ServiceDB, Submission, Team
 from . import grading
 from .errors import fail
-from .runs import (
+from ..tournament.results import (
     RunRatings,
     Snapshot,
-    check_league_text,
     count_games,
-    decode_league,
     games_list,
-    house_bots,
     deal_progress,
     replay_path,
 )
+from .run_start import check_league_text, decode_league, house_bots
 from .schemas import (
     BotData,
     CompetitionSummary,
@@ -48,8 +46,8 @@ from .schemas import (
     SubmissionDetail,
     SubmissionInfo,
 )
-from .ladders import LADDERS
-from .state import DB
+from .ladder_service import LADDERS
+from .app_state import DB
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -119,7 +117,7 @@ CACHES: web.AppKey[Caches] = web.AppKey("caches", Caches)
 async def run_snapshot(app: web.Application, run: Run) -> Snapshot:
     """A run's standings and rating history over the games recorded so far.
 
-    Each run keeps its table (:class:`~referee.web.runs.RunRatings`): a page
+    Each run keeps its table (:class:`~referee.tournament.results.RunRatings`): a page
     view, an API call or a live update applies only the games recorded since
     the last one, never replaying from game 0.
     """

@@ -33,11 +33,11 @@ import msgspec
 from aiohttp import web
 
 from ..tournament.league import LeagueError
-from . import ladders
+from . import ladder_service
 from .boardcache import forget
 from .db import Competition, ServiceDB
-from .runs import check_league_text
-from .state import DB
+from .run_start import check_league_text
+from .app_state import DB
 
 log = logging.getLogger("referee.web")
 
@@ -183,18 +183,18 @@ async def apply_due(app: web.Application, waiting: dict[int, str] | None = None)
             try:
                 if comp.phase == "open":
                     log.info("competition %s: its deadline %s has passed: it freezes", comp.id, iso(min(due)))
-                    await ladders.freeze(app, comp)
+                    await ladder_service.freeze(app, comp)
                     await db.call(ServiceDB.set_frozen_at, comp.id, min(due))
                     fresh = await db.call(ServiceDB.competition, comp.id)
                     if fresh is None:
                         continue
                     comp = fresh
                 if comp.phase == "frozen" and d.final_at is not None and d.final_at <= now:
-                    run = await ladders.start_final(app, comp)
+                    run = await ladder_service.start_final(app, comp)
                     waiting.pop(comp.id, None)
                     log.info("competition %s: final_at %s has passed: its final plays (run %s)", comp.id,
                              iso(d.final_at), run.id)
-            except ladders.PhaseError as e:
+            except ladder_service.PhaseError as e:
                 if waiting.get(comp.id) != e.message:
                     waiting[comp.id] = e.message
                     log.warning("competition %s: its deadline has passed but %s; tried again every %.0f s",

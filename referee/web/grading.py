@@ -22,7 +22,7 @@ from ..bots.factory import BotSpec
 from ..tournament.ratings import Standing
 from ..tournament.runner import STANDINGS_FIELDS, csv_cell, load_standings
 from .db import Run, ServiceDB, Submission, Team
-from .runs import decode_league, team_entry
+from .run_start import decode_league, team_entry
 
 #: Who a bot is: its team's id and name, its version, its submission's id (all empty for a house bot).
 WHO_FIELDS = ("team_id", "team", "version", "submission", "house")

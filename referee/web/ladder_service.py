@@ -39,7 +39,7 @@ from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted
 from ..tournament.schedule import make_scheduler
 from .db import Competition, Run, ServiceDB
-from .runs import (
+from .run_start import (
     RunThread,
     StartError,
     build_league,
@@ -56,7 +56,7 @@ from .runs import (
     team_entry,
     with_secrets,
 )
-from .state import DB, RUNS, SETTINGS
+from .app_state import DB, RUNS, SETTINGS
 
 log = logging.getLogger("referee.web")
 
@@ -116,7 +116,7 @@ def known_of(db: ServiceDB, out_dir: str) -> dict[str, BotSpec]:
 
 class LadderThread:
     """A competition's ladder played in a thread with its own event loop
-    (like :class:`~referee.web.runs.RunThread`); :meth:`reconcile` from the
+    (like :class:`~referee.web.run_start.RunThread`); :meth:`reconcile` from the
     service's loop brings in new entries."""
 
     def __init__(self, db_path: Path, run: Run, league: League, wanted: list[Wanted],

@@ -43,10 +43,10 @@ from .db import Competition, Run, ServiceDB
 from .errors import fail
 from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html
-from .ladders import ladder_waiting
-from .runs import count_games
+from .ladder_service import ladder_waiting
+from ..tournament.results import count_games
 from .schemas import Leaderboard
-from .state import DB, SETTINGS, STREAM_RETRY_S, Settings
+from .app_state import DB, SETTINGS, STREAM_RETRY_S, Settings
 
 log = logging.getLogger("referee.web")
 

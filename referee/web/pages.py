@@ -30,7 +30,7 @@ from markupsafe import Markup
 from ..tournament.ratings import Standing
 from .assets import CSS, JS
 from .charts import rating_chart, sigma_bars
-from .state import STREAM_RETRY_S
+from .app_state import STREAM_RETRY_S
 
 
 def json_for_script(data: Any) -> str:

@@ -49,17 +49,17 @@ from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted, Tournament
 from .db import Competition, ServiceDB, Team
-from .runs import (
+from ..tournament.results import games_list
+from .run_start import (
     StartError,
     check_league_text,
-    games_list,
     league_filename,
     pin_house_text,
     pinned_house,
     still_allowed,
     team_entry,
 )
-from .state import DB, SETTINGS
+from .app_state import DB, SETTINGS
 
 log = logging.getLogger("referee.web")
 
@@ -407,7 +407,7 @@ class PracticeQueue:
                 await db.call(set_ended, game.id, "failed", "the service failed to play it (the admin's to look at)")
 
     async def play(self, game: PracticeGame) -> None:
-        from .ladders import executor_of
+        from .ladder_service import executor_of
 
         db, settings = self.app[DB], self.app[SETTINGS]
         comp = await db.call(ServiceDB.competition, game.competition_id)

@@ -13,6 +13,7 @@ import msgspec
 from ..admission import AdmissionReport
 
 from ..tournament.ratings import Standing
+from ..tournament.results import GameRow
 
 # ------------------------------------------------------------ request bodies
 
@@ -107,24 +108,6 @@ class CompetitionSummary(msgspec.Struct, kw_only=True):
     run: RunInfo | None
     #: setup, open (the ladder plays), frozen or final.
     phase: str = "setup"
-
-
-class GameRow(msgspec.Struct, kw_only=True):
-    """A recorded game, as the game lists show it."""
-
-    index: int
-    round: int
-    meeting: int
-    rotation: int
-    game_id: str
-    seats: list[str]
-    places: list[int]
-    turns: int
-    adjudicated: bool
-    disqualified: list[int]
-    faults: int
-    has_replay: bool
-    finished_at: float
 
 
 class Leaderboard(msgspec.Struct, kw_only=True):

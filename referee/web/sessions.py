@@ -19,7 +19,7 @@ from aiohttp import web
 
 from .db import SESSION_S, ServiceDB, Session, Team
 from .errors import fail
-from .state import DB, SETTINGS
+from .app_state import DB, SETTINGS
 
 COOKIE = "referee_session"
 

@@ -46,8 +46,8 @@ from ..tournament.ladder import needed_entries
 from ..tournament.league import LeagueError
 from .db import ServiceDB, Team
 from .errors import fail
-from .runs import decode_league
-from .state import DB, SETTINGS
+from .run_start import decode_league
+from .app_state import DB, SETTINGS
 
 log = logging.getLogger("referee.web.storage")
 

@@ -12,9 +12,9 @@ from aiohttp import web
 
 from ..bots.netpolicy import MalformedURL, check_url
 from .errors import fail
-from .runs import containers_enabled
+from .run_start import containers_enabled
 from .schemas import BotSubmission
-from .state import SETTINGS
+from .app_state import SETTINGS
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from referee.bots import instance as I
 from referee.bots.instance import Instance
 from referee.cli import main
-from referee.web.admissions import image_tag, service_instance
+from referee.web.admission_queue import image_tag, service_instance
 from referee.web.db import ServiceDB
 
 

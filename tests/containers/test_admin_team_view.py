@@ -22,7 +22,7 @@ from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
 
 from referee.bots.netpolicy import AddressPolicy  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admissions import PIPELINE  # noqa: E402
+from referee.web.admission_queue import PIPELINE  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow

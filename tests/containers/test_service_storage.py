@@ -23,8 +23,8 @@ from test_web_api import auth, error_of, new_competition, new_team, settled  # n
 from referee.bots.netpolicy import AddressPolicy  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
-from referee.web.runs import prepare_run  # noqa: E402
-from referee.web.state import DB, SETTINGS  # noqa: E402
+from referee.web.run_start import prepare_run  # noqa: E402
+from referee.web.app_state import DB, SETTINGS  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -144,7 +144,7 @@ def _clean_up(db_path: Path, client: Any) -> None:
     if not db_path.exists():
         return
     from referee.bots import container as C
-    from referee.web.admissions import service_instance
+    from referee.web.admission_queue import service_instance
     from test_web_ladder_browser import remove_team_images
 
     db = ServiceDB(db_path)

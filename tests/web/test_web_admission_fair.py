@@ -24,8 +24,8 @@ from test_web_ladder import LEAGUE
 
 from protocol.messages import ActRequest
 from referee.web import ServiceDB
-from referee.web.admissions import PIPELINE
-from referee.web.state import DB
+from referee.web.admission_queue import PIPELINE
+from referee.web.app_state import DB
 from sample_bots import greedy
 
 Service = Any
@@ -384,7 +384,7 @@ def test_serve_takes_the_check_budget(db_path: Any, monkeypatch: Any) -> None:
 
     from referee.web import server
     from referee.web.commands import serve
-    from referee.web.state import SETTINGS
+    from referee.web.app_state import SETTINGS
 
     apps: list[Any] = []
     monkeypatch.setattr(server, "run", lambda app, **kw: apps.append(app))

@@ -133,7 +133,7 @@ def test_a_refused_live_stream_is_asked_again_later(page: Any, tmp_path: Path) -
     league once there is room: the browser alone would give up for good."""
     from playwright.sync_api import expect
 
-    from referee.web.state import SETTINGS, STREAM_RETRY_S
+    from referee.web.app_state import SETTINGS, STREAM_RETRY_S
 
     bg = Background()
     try:

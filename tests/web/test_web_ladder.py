@@ -258,9 +258,9 @@ async def test_a_ladder_that_fails_starts_again_by_itself(
     """A game that cannot be played (here: its replay cannot be written) fails
     the ladder; it starts again over its folder after a pause and plays on
     once the cause is gone, losing nothing."""
-    from referee.web import ladders
+    from referee.web import ladder_service
 
-    monkeypatch.setattr(ladders, "RESTART_S", 0.2)
+    monkeypatch.setattr(ladder_service, "RESTART_S", 0.2)
     client = await service()
     cid = await competition(client, admin_token, bot_urls["greedy"])
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -272,7 +272,7 @@ async def test_a_ladder_that_fails_starts_again_by_itself(
     recorded_before = recorded(out)
     replays.rename(out / "replays.kept")
     replays.write_text("not a folder")  # every replay write, and the restart's mkdir, fail
-    thread = client.app[ladders.LADDERS][cid]
+    thread = client.app[ladder_service.LADDERS][cid]
     deadline = asyncio.get_running_loop().time() + 120
     while thread.restarts < 2:
         assert asyncio.get_running_loop().time() < deadline and thread.alive(), thread.error
@@ -287,7 +287,7 @@ async def test_a_ladder_that_fails_starts_again_by_itself(
     assert len({i for i, _, _ in games}) == len(games)  # nothing twice
     assert {i for i, _, _ in recorded_before} <= {i for i, _, _ in games}  # nothing lost
     # failing again and again, it gives up: the run says failed, and why (to the admin)
-    monkeypatch.setattr(ladders, "RESTARTS", 1)
+    monkeypatch.setattr(ladder_service, "RESTARTS", 1)
     replays.rename(out / "replays.kept")
     replays.write_text("not a folder")
     await asyncio.to_thread(thread.join, 120)

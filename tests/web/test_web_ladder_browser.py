@@ -133,7 +133,7 @@ def remove_team_images(db_path: Path) -> None:
     if not db_path.exists():
         return
     from referee.bots.container import docker_client
-    from referee.web.admissions import service_instance
+    from referee.web.admission_queue import service_instance
 
     db = ServiceDB(db_path)
     try:

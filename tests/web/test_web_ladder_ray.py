@@ -58,7 +58,7 @@ async def final_of(aiohttp_client: Any, db_path: Path, bot_urls: dict[str, str],
 
 async def test_the_ladder_and_the_final_on_ray_give_the_standings_of_this_process(
         aiohttp_client: Any, tmp_path: Path, bot_urls: dict[str, str]) -> None:
-    from referee.web.runs import start_ray
+    from referee.web.run_start import start_ray
 
     local = await final_of(aiohttp_client, tmp_path / "local.sqlite", bot_urls, "local")
     start_ray(None)

@@ -13,7 +13,7 @@ from helpers_web import league_text
 from test_web_api import auth, error_of, play_run
 
 from referee.web import ServiceDB
-from referee.web.runs import decode_league
+from referee.web.run_start import decode_league
 
 Service = Callable[..., Awaitable[Any]]
 

@@ -30,7 +30,7 @@ from referee.web import ServiceDB, Settings, data, make_app, pages
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
 from referee.web.data import CACHES, LRU
 from referee.web.live import HUB, update_gap
-from referee.web.state import DB, SETTINGS
+from referee.web.app_state import DB, SETTINGS
 from referee.web.schemas import Leaderboard
 
 Service = Callable[..., Awaitable[Any]]

@@ -18,7 +18,7 @@ from test_web_api import auth, error_of, new_competition, new_team, play_run, se
 from referee.bots.netpolicy import AddressPolicy, host_addresses, parse_networks
 from referee.web import ServiceDB
 from referee.web.sessions import COOKIE
-from referee.web.state import SETTINGS
+from referee.web.app_state import SETTINGS
 
 Service = Any
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from test_web_api import auth, error_of, new_competition, new_team
 
-from referee.web.state import SETTINGS
+from referee.web.app_state import SETTINGS
 
 Service = Any
 

@@ -20,7 +20,7 @@ from ..db import Competition, Run, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail, message_of
 from ..paging import query_page
-from ..ladders import ladder_waiting
+from ..ladder_service import ladder_waiting
 from ..sessions import (
     ADMIN_COOKIE,
     AdminSignedIn,
@@ -29,7 +29,7 @@ from ..sessions import (
     same_origin,
     set_admin_cookie,
 )
-from ..state import DB
+from ..app_state import DB
 from ..schemas import LeagueVersionInfo
 from .common import competition_of, team_of
 from .competitions import EDIT_RULE, create_competition, edit_league, league_history

@@ -11,7 +11,7 @@ from aiohttp import web
 from ...bots.netpolicy import within
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
-from ..state import DB, SETTINGS
+from ..app_state import DB, SETTINGS
 from ..validation import path_int, query_id
 
 

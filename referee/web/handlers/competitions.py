@@ -13,9 +13,9 @@ from ..db import Competition, LeagueVersion, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page
-from ..runs import StartError, check_league_text, pin_house_urls
+from ..run_start import StartError, check_league_text, pin_house_urls
 from ..schemas import CompetitionCreated, Leaderboard, LeagueEdit, LeagueVersionInfo, NewCompetition, VersionRun
-from ..state import DB, SETTINGS
+from ..app_state import DB, SETTINGS
 from ...tournament.league import League, LeagueError
 from ..validation import check_name, read_body
 from .common import competition_of, json_response, shown_run

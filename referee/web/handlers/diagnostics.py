@@ -31,7 +31,7 @@ from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
 from ..sessions import SignedIn, signed_in
-from ..state import DB
+from ..app_state import DB
 from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
 
@@ -137,7 +137,7 @@ def _seat_and_output(out_dir: Path, idx: int, names: set[str]) -> tuple[Path, in
     """Game `idx` of the run in `out_dir`: its replay, the seat of the
     team's bot (one of `names`) and that bot's name; None if not there."""
     from ...tournament.store import Store
-    from ..runs import replay_path
+    from ...tournament.results import replay_path
 
     db = out_dir / DB_NAME
     if not db.exists():
@@ -229,7 +229,7 @@ async def check_game_page(request: web.Request) -> web.Response:
     """``/team/submissions/{sid}/games/{idx}``: a validation game of the
     submission's admission check from the team's seat, with its bot's output
     next to each of its moves (the signed-in team's)."""
-    from ..admissions import team_dir
+    from ..admission_queue import team_dir
     from .teams import own_submission
 
     who = await signed_in_or_login(request)
@@ -260,7 +260,7 @@ def check_outputs(folder: Path, report: AdmissionReport) -> dict[int, str]:
 
 async def check_games_output(request: web.Request, team: Team, sub: Submission) -> dict[int, str]:
     """The submission page's: the bot's output in each kept validation game."""
-    from ..admissions import team_dir
+    from ..admission_queue import team_dir
 
     if not sub.report:
         return {}

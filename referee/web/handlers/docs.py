@@ -36,8 +36,8 @@ from ...tournament.league import League, LeagueError
 from .. import pages
 from ..db import Competition, ServiceDB
 from ..errors import fail
-from ..runs import check_league_text
-from ..state import DB
+from ..run_start import check_league_text
+from ..app_state import DB
 from .common import competition_of
 
 ROOT: Final = Path(__file__).resolve().parents[3]

@@ -1,13 +1,13 @@
 """A competition's phases (issue 15): open (its ladder plays), freeze, start
 the final; the final's standings as CSV. The admin's JSON API and the admin
-page's buttons, one check each (:mod:`referee.web.ladders`)."""
+page's buttons, one check each (:mod:`referee.web.ladder_service`)."""
 
 from __future__ import annotations
 
 import msgspec
 from aiohttp import web
 
-from .. import deadlines, grading, ladders
+from .. import deadlines, grading, ladder_service
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
@@ -15,7 +15,7 @@ from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
-from ..state import DB
+from ..app_state import DB
 from ..validation import has_body, read_body
 from .admin_pages import require_signed_in
 from .common import competition_of, json_response, run_of
@@ -38,14 +38,14 @@ async def _change(request: web.Request, comp: Competition, action: str, concurre
             why = deadlines.passed_for_open(await request.app[DB].call(deadlines.deadlines_of, comp))
             if why is not None:
                 fail(409, f"competition {comp.id} cannot open: {why}")
-            return (await ladders.open_competition(request.app, comp, concurrency)).id
+            return (await ladder_service.open_competition(request.app, comp, concurrency)).id
         if action == "freeze":
-            thread = request.app[ladders.LADDERS].get(comp.id)
+            thread = request.app[ladder_service.LADDERS].get(comp.id)
             rid = thread.run.id if thread is not None else 0
-            await ladders.freeze(request.app, comp)
+            await ladder_service.freeze(request.app, comp)
             return rid
-        return (await ladders.start_final(request.app, comp, seed)).id
-    except ladders.PhaseError as e:
+        return (await ladder_service.start_final(request.app, comp, seed)).id
+    except ladder_service.PhaseError as e:
         fail(e.status, e.message)
     finally:
         forget(request.app, comp.id)

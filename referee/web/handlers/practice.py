@@ -35,9 +35,9 @@ from ..practice import (
 )
 from ..practice import add_game as _add_game
 from ..practice import seats_for as _seats_for
-from ..runs import replay_path
+from ...tournament.results import replay_path
 from ..sessions import check_csrf, same_origin
-from ..state import DB, SETTINGS
+from ..app_state import DB, SETTINGS
 from ..validation import path_int, read_body
 from .common import competition_of, json_response, team_of
 from .diagnostics import _own_frames, bot_logs

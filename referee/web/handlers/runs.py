@@ -12,10 +12,11 @@ from ..boardcache import forget
 from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
-from ..ladders import executor_of
-from ..runs import RunThread, StartError, games_list, pin_house_text, prepare_run
+from ..ladder_service import executor_of
+from ...tournament.results import games_list
+from ..run_start import RunThread, StartError, pin_house_text, prepare_run
 from ..schemas import StartRun
-from ..state import DB, RUNS, SETTINGS
+from ..app_state import DB, RUNS, SETTINGS
 from ..validation import has_body, path_int, read_body
 from .common import competition_of, json_response, run_of
 

@@ -13,15 +13,15 @@ from pathlib import Path
 from aiohttp import BodyPartReader, web
 
 from .. import pages
-from ..admissions import team_dir
+from ..admission_queue import team_dir
 from ..data import numbered, submission_detail, submission_info, team_standings
 from ..db import Competition, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page
-from ..runs import containers_enabled
+from ..run_start import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
-from ..state import DB, SETTINGS
+from ..app_state import DB, SETTINGS
 from ..storage import UploadGuard, begin_upload
 from ..uploads import check_length, new_upload_path, save_part
 from ..validation import check_extras, check_url_field

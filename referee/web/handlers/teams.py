@@ -7,15 +7,15 @@ from pathlib import Path
 from aiohttp import web
 
 from ...tournament.league import LeagueError
-from ..admissions import PIPELINE, team_dir
+from ..admission_queue import PIPELINE, team_dir
 from ..auth import require_admin, require_team
 from ..boardcache import forget
 from ..data import numbered, submission_detail, submission_info
 from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
-from ..runs import containers_enabled, house_bots
+from ..run_start import containers_enabled, house_bots
 from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamChanged, TeamCreated, TeamInfo, TeamRename
-from ..state import DB, SETTINGS
+from ..app_state import DB, SETTINGS
 from ..storage import begin_upload
 from ..uploads import check_length, new_upload_path, save_body
 from ..validation import check_extras, check_name, check_submission, path_int, read_body
@@ -205,7 +205,7 @@ async def get_submission(request: web.Request) -> web.Response:
 
 async def _reconcile(request: web.Request, cid: int) -> None:
     """An open ladder takes the change in now (a withdrawn team's entries retire, a renamed one's re-enter)."""
-    from ..ladders import submission_accepted
+    from ..ladder_service import submission_accepted
 
     await submission_accepted(request.app, cid)
     forget(request.app, cid)
