@@ -349,7 +349,7 @@ def tournament(
     from referee.tournament.runner import Interrupted, Tournament
 
     if runtime is not None:
-        from referee.bots.container import set_runtime
+        from referee.bots.docker_daemon import set_runtime
 
         if not runtime.strip():
             raise click.BadParameter("must name a runtime (runsc for gVisor)", param_hint="--runtime")

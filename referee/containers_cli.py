@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .bots.base import BotError
-from .bots.container import MANAGED_LABEL, cleanup_containers, find_containers
+from .bots.docker_daemon import MANAGED_LABEL, cleanup_containers, find_containers
 from .bots.instance import INSTANCE_LABEL, Instance, check_instance_id, current
 
 
@@ -56,10 +56,10 @@ def containers_cleanup(out: Path | None, everything: bool, instance_id: str | No
     labels = {"referee.out": str(out.resolve())} if out is not None else None
     try:
         if dry_run:
-            from .bots.container import _referee_alive
+            from .bots.docker_daemon import referee_alive
 
             found = find_containers(labels, instance=inst)
-            names = [str(c.name) for c in found if everything or not _referee_alive(c.labels or {})]
+            names = [str(c.name) for c in found if everything or not referee_alive(c.labels or {})]
         else:
             names = cleanup_containers(labels, orphans_only=not everything, instance=inst)
     except BotError as e:

@@ -90,7 +90,7 @@ Log = Callable[[str], None]
 
 
 def _docker_module() -> Any:
-    from .container import _docker_module as load
+    from .docker_daemon import docker_module as load
 
     return load()
 
@@ -99,7 +99,7 @@ def _client(client: DockerClient | None) -> DockerClient:
     """`client`, else the process's checked one (DockerUnavailable says what to do)."""
     if client is not None:
         return client
-    from .container import docker_client
+    from .docker_daemon import docker_client
 
     return docker_client()
 

@@ -59,7 +59,7 @@ Both return a :class:`BuildResult`: the image id the service pins, the log
 (capped, control characters removed; for that team's eyes only: it names
 their files) and, when refused, one line saying what is wrong and how to
 fix it. A refusal is data; only a missing daemon raises
-(:class:`~referee.bots.container.DockerUnavailable`: not the team's fault).
+(:class:`~referee.bots.docker_daemon.DockerUnavailable`: not the team's fault).
 
 Every image made here carries the labels ``referee.built-by=referee``,
 ``referee.source`` (``image``, ``python`` or ``node``) and
@@ -280,15 +280,15 @@ def _check_tag(tag: str) -> None:
 def _client(client: DockerClient | None) -> DockerClient:
     if client is not None:
         return client
-    from .container import docker_client
+    from .docker_daemon import docker_client
 
     return docker_client()
 
 
 def _docker_errors() -> Any:
-    from .container import _docker_module
+    from .docker_daemon import docker_module
 
-    return _docker_module().errors
+    return docker_module().errors
 
 
 def file_sha256(path: Path) -> str:

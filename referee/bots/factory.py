@@ -23,7 +23,7 @@ import aiohttp
 import msgspec
 
 from .base import Bot, BotError
-from .container import ContainerLimits
+from .container_limits import ContainerLimits
 from .http import HttpBot
 from .instance import Instance, current
 from .process import CommandBot
@@ -180,7 +180,7 @@ class BotFactory:
 
     async def prepare(self, spec: BotSpec) -> list[str]:
         """Before an image bot's first start: check the Docker daemon, its
-        runtime (:func:`~referee.bots.container.effective_runtime`) and the
+        runtime (:func:`~referee.bots.docker_daemon.effective_runtime`) and the
         image, give an image pinned by id a tag of this instance when another
         install took its tags away (so ``docker image prune`` cannot delete
         it mid-run), and remove this bot's containers left in `out_dir` by a
@@ -188,8 +188,8 @@ class BotFactory:
         Nothing for other kinds. Raises :class:`BotError` saying what to do."""
         if spec.image is None:
             return []
-        from .container import (
-            ContainerLimits,
+        from .container_limits import ContainerLimits
+        from .docker_daemon import (
             check_runtime,
             cleanup_containers,
             docker_client,

@@ -23,7 +23,7 @@ import msgspec
 
 from protocol.messages import Rules, Timeouts
 
-from ..bots.container import ContainerLimits, check_limits
+from ..bots.container_limits import ContainerLimits, check_limits
 from ..bots.factory import BotSpec
 from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy

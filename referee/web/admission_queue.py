@@ -102,13 +102,13 @@ def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str
     its tag of this instance again where another install took it, so a
     daemon-wide ``docker image prune`` never deletes a live bot (blocking).
     The tags set."""
-    from ..bots.container import DockerUnavailable, _docker_module, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
 
     try:
         client = docker_client()
     except DockerUnavailable:
         return []
-    errors = _docker_module().errors
+    errors = docker_module().errors
     done = []
     for tid, sid, image_id in pinned:
         try:
@@ -491,7 +491,7 @@ class Pipeline:
     @staticmethod
     def _image_exists(image_id: str) -> str | None:
         """The image's id when the daemon has it (blocking); None when it is gone."""
-        from ..bots.container import DockerUnavailable, _docker_module, docker_client
+        from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
 
         try:
             client = docker_client()
@@ -499,7 +499,7 @@ class Pipeline:
             raise ServiceFault(f"Docker is not reachable: {e}", docker=True) from None
         try:
             return str(client.images.get(image_id).id)
-        except _docker_module().errors.ImageNotFound:
+        except docker_module().errors.ImageNotFound:
             return None
 
     @staticmethod
@@ -512,13 +512,13 @@ class Pipeline:
     def _make_image(self, sub: Submission, tid: int, timeout_s: float) -> tuple[str | None, str, str | None]:
         """(image id, log, why refused) for an upload or a named image (blocking)."""
         from ..bots import builds
-        from ..bots.container import DockerUnavailable, _docker_module, docker_client
+        from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
 
         try:
             client = docker_client()
         except DockerUnavailable as e:
             raise ServiceFault(f"Docker is not reachable: {e}", docker=True) from None
-        errors = _docker_module().errors
+        errors = docker_module().errors
         if sub.kind == "image":
             assert sub.image is not None
             try:
@@ -551,7 +551,7 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
     build folders and the uploads no submission names. Only this instance's:
     every image and container is matched by its ``referee.instance`` label.
     What it removed."""
-    from ..bots.container import DockerUnavailable, _docker_module, cleanup_containers, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, docker_module, cleanup_containers, docker_client
 
     removed: list[str] = []
     named = {Path(s.upload).resolve() for s in db.pending_submissions() if s.upload}
@@ -568,7 +568,7 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
         client = docker_client()
     except DockerUnavailable:
         return removed
-    errors = _docker_module().errors
+    errors = docker_module().errors
     removed += [f"container {n}" for n in cleanup_containers(orphans_only=True, client=client, instance=inst)]
     for image in client.images.list(all=True, filters={"label": [inst.label_filter, "referee.submission"]}):
         labels = image.labels or {}

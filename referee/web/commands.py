@@ -42,7 +42,7 @@ class Size(_IntParam):
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        from ..bots.container import parse_size
+        from ..bots.container_limits import parse_size
 
         try:
             size = parse_size(str(value))
@@ -331,10 +331,10 @@ def open_service_db(db_path: Path) -> ServiceDB:
 
 def use_runtime(runtime: str) -> None:
     """``--runtime``: every container of this process runs under `runtime`
-    (:func:`~referee.bots.container.set_runtime`), checked against the
+    (:func:`~referee.bots.docker_daemon.set_runtime`), checked against the
     daemon now, so a runtime it lacks stops the command before anything runs."""
     from ..bots.base import BotError
-    from ..bots.container import check_runtime, set_runtime
+    from ..bots.docker_daemon import check_runtime, set_runtime
 
     try:
         check_runtime(runtime.strip(), field="--runtime")

@@ -154,7 +154,7 @@ def team_images(db: ServiceDB, tid: int) -> list[Kept]:
 
 
 def _docker() -> Any | None:
-    from ..bots.container import DockerUnavailable, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, docker_client
 
     try:
         return docker_client()

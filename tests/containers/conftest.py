@@ -26,7 +26,7 @@ import pytest
 
 from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED
 
-from referee.bots import container as C
+from referee.bots import docker_daemon
 
 HERE = Path(__file__).resolve().parent
 HOSTILE_IMAGE = "referee-hostile:local"
@@ -42,8 +42,8 @@ CMD ["python", "/app/hostile.py"]
 
 def _docker_or_skip() -> Any:
     try:
-        return C.docker_client()
-    except C.DockerUnavailable as e:
+        return docker_daemon.docker_client()
+    except docker_daemon.DockerUnavailable as e:
         reason = f"container tests need a Docker daemon: {e}"
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so the container tests must run, but: {reason}", pytrace=False)
@@ -63,13 +63,13 @@ def session_runtime() -> Iterator[str | None]:
 
     client = _docker_or_skip()
     try:
-        C.check_runtime(TEST_RUNTIME, client, field="REFEREE_TEST_RUNTIME")
+        docker_daemon.check_runtime(TEST_RUNTIME, client, field="REFEREE_TEST_RUNTIME")
     except BotError as e:
         pytest.fail(str(e), pytrace=False)
     FIGURES["runtime"] = TEST_RUNTIME
-    previous = C.set_runtime(TEST_RUNTIME)
+    previous = docker_daemon.set_runtime(TEST_RUNTIME)
     yield TEST_RUNTIME
-    C.set_runtime(previous)
+    docker_daemon.set_runtime(previous)
 
 
 @pytest.fixture(scope="session")
@@ -105,8 +105,8 @@ def out(tmp_path: Path) -> Iterator[Path]:
     folder.mkdir()
     yield folder
     try:
-        left = C.cleanup_containers({"referee.out": str(folder.resolve())})
-    except C.DockerUnavailable:
+        left = docker_daemon.cleanup_containers({"referee.out": str(folder.resolve())})
+    except docker_daemon.DockerUnavailable:
         return
     assert not left, f"containers left behind: {left}"
 

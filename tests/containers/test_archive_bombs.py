@@ -323,7 +323,7 @@ def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) 
     script = (
         "import json, resource, sys\n"
         "from referee.bots import builds\n"
-        "from referee.bots.container import docker_client\n"
+        "from referee.bots.docker_daemon import docker_client\n"
         "client = docker_client(); client.version()\n"
         "def status(key):\n"
         "    line = next(l for l in open('/proc/self/status') if l.startswith(key + ':'))\n"
@@ -561,7 +561,8 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: An
     from containers_helpers import wait_for_line
 
     from referee.bots.baseimage import build_image
-    from referee.bots.container import ContainerBot, ContainerLimits
+    from referee.bots.container import ContainerBot
+    from referee.bots.container_limits import ContainerLimits
 
     (tmp_path / "volfill.py").write_text(VOLFILL)
     greedy_id = str(client.images.get(images["greedy"]).id)

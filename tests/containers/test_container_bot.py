@@ -16,9 +16,10 @@ from containers_helpers import FIGURES, GVISOR, TEST_RUNTIME, UNREACHABLE
 
 from containers_helpers import wait_for_line
 
-from referee.bots import container as C
+from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
-from referee.bots.container import ContainerBot, ContainerLimits
+from referee.bots.container import ContainerBot
+from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
 from referee.containers_cli import containers_cleanup
 
@@ -40,10 +41,10 @@ async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, im
         assert bot.url == f"unix:{out / 'sockets' / 'greedy' / 'bot.sock'}"
         c = docker_client.containers.get(bot.container_name)
         hc = c.attrs["HostConfig"]
-        assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2 + (C.GVISOR_MEMORY if GVISOR else 0)
+        assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2 + (container_limits.GVISOR_MEMORY if GVISOR else 0)
         assert hc["NanoCpus"] == 500_000_000
         # under gVisor the host's pids limit also holds the sandbox's own threads
-        assert hc["PidsLimit"] == 48 + (C.GVISOR_THREADS if GVISOR else 0)
+        assert hc["PidsLimit"] == 48 + (container_limits.GVISOR_THREADS if GVISOR else 0)
         assert hc["Runtime"] == (TEST_RUNTIME or "runc")
         assert hc["ReadonlyRootfs"] is True
         assert hc["CapDrop"] == ["ALL"]
@@ -64,7 +65,7 @@ async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, im
         t1 = time.perf_counter()
         await bot.stop()
         FIGURES["container stop and removal"] = f"{time.perf_counter() - t1:.2f} s"
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
     assert not (out / "sockets" / "greedy" / "bot.sock").exists()
 
 
@@ -94,7 +95,7 @@ async def test_no_way_out_of_the_sandbox(images: dict[str, str], out: Path, tmp_
     assert probe["write_tmp"]["ok"] is True
     assert probe["cap_eff"] == "0000000000000000"
     assert probe["no_new_privs"] == "1"
-    assert probe["uid"] == (os.getuid() or C.NOBODY)  # the referee's uid, never 0: nobody under root
+    assert probe["uid"] == (os.getuid() or container_limits.NOBODY)  # the referee's uid, never 0: nobody under root
 
 
 async def test_never_ready_is_a_clear_error(images: dict[str, str], out: Path) -> None:
@@ -108,7 +109,7 @@ async def test_never_ready_is_a_clear_error(images: dict[str, str], out: Path) -
     assert "'sleepy'" in text and "did not answer GET / within 1.5 s" in text
     assert "$BOT_UNIX (/run/bot/bot.sock)" in text
     assert "hostile bot: never listening" in text  # the end of its output
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 async def test_crash_at_start_names_the_exit_code_and_output(images: dict[str, str], out: Path) -> None:
@@ -137,7 +138,7 @@ async def test_long_output_folder_falls_back_to_a_short_socket_path(images: dict
         folder = bot.socket_path.parent
         assert (await bot.handshake()).name == "greedy"
     assert not folder.exists()
-    C.cleanup_containers({"referee.out": str(deep.resolve())})
+    docker_daemon.cleanup_containers({"referee.out": str(deep.resolve())})
 
 
 def _stray(client: Any, image: str, out: Path, pid: int, name: str) -> Any:
@@ -172,17 +173,17 @@ def test_cleanup_command_removes_strays_by_label(docker_client: Any, images: dic
     result = runner.invoke(containers_cleanup, ["--out", str(out)])
     assert result.exit_code == 0, result.output
     assert f"removed {orphan.name}" in result.output and alive.name not in result.output
-    assert [c.name for c in C.find_containers({"referee.out": str(out.resolve())})] == [alive.name]
+    assert [c.name for c in docker_daemon.find_containers({"referee.out": str(out.resolve())})] == [alive.name]
     result = runner.invoke(containers_cleanup, ["--out", str(out), "--all"])
     assert f"removed {alive.name}" in result.output
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
     again = runner.invoke(containers_cleanup, ["--out", str(out)])
     assert again.exit_code == 0 and "no stray containers" in again.output
 
 
 def test_cleanup_containers_function(docker_client: Any, images: dict[str, str], out: Path) -> None:
     a = _stray(docker_client, images["greedy"], out, _dead_pid(), "a")
-    names = C.cleanup_containers({"referee.out": str(out.resolve()), "referee.bot": "a"})
+    names = docker_daemon.cleanup_containers({"referee.out": str(out.resolve()), "referee.bot": "a"})
     assert names == [a.name]
 
 
@@ -190,7 +191,7 @@ def test_no_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     """Runs without Docker too: a daemon that is not there."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     bot = ContainerBot("anything:1", out_dir=tmp_path, name="x")
-    with pytest.raises(C.DockerUnavailable) as err:
+    with pytest.raises(docker_daemon.DockerUnavailable) as err:
         asyncio.run(bot.launch())
     assert "no Docker daemon answers at unix://" in str(err.value)
     assert "start it" in str(err.value)

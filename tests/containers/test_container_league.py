@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from containers_helpers import FIGURES, skip_under_runtime
 
-from referee.bots import container as C
-from referee.bots.container import ContainerBot, ContainerLimits
+from referee.bots import docker_daemon
+from referee.bots.container import ContainerBot
+from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
 from referee.match import play_match
 from referee.tournament.league import LeagueError, parse_league
@@ -77,7 +78,7 @@ def test_league_with_a_container_bot(images: dict[str, str], out: Path) -> None:
     assert {r["bot"] for r in saved} == set(rows)
     log = (out / "logs" / "boxed-greedy.container.log").read_text()
     assert "listening on unix:/run/bot/bot.sock" in log and "POST /act" not in log
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 @pytest.mark.slow
@@ -97,7 +98,7 @@ def test_memory_hog_is_killed_and_faulted_while_the_league_goes_on(images: dict[
     details = [d for (d,) in db.execute("SELECT detail FROM faults WHERE bot = 'hog'")]
     assert any("killed for using more than its memory limit of 48m" in d for d in details), details
     assert rows["hog"].rank == 3
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 @pytest.mark.slow
@@ -127,7 +128,7 @@ async def test_fork_bomb_is_held_by_the_pid_limit(docker_client: Any, images: di
         t0 = time.perf_counter()
     assert time.perf_counter() - t0 < 5  # init + SIGKILL: every process of the bomb dies at once
     FIGURES["fork bomb contained at"] = f"{stats['pids_stats']['current']} pids (limit 32)"
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 @pytest.mark.slow

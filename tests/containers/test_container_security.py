@@ -20,11 +20,13 @@ import pytest
 from containers_helpers import FIGURES, skip_under_runtime
 
 from protocol.messages import GameStart, Rules, Timeouts
-from referee.bots import container as C
+from referee.bots import container, container_limits, socket_guard
 from referee.bots.base import BotError
 from containers_helpers import wait_for_line
 
-from referee.bots.container import ContainerBot, ContainerLimits, SocketGuard, SocketRefused, file_key
+from referee.bots.container import ContainerBot
+from referee.bots.container_limits import ContainerLimits, file_key
+from referee.bots.socket_guard import SocketGuard, SocketRefused
 from referee.bots.http import HttpBot
 
 ROOT = os.geteuid() == 0
@@ -86,7 +88,7 @@ def test_file_keys_never_shared() -> None:
     assert file_key("greedy") == "greedy" and file_key("boxed-greedy") == "boxed-greedy"
     for key in keys:
         assert "/" not in key and key not in (".", "..") and not key.startswith(".") and len(key) <= 60
-    assert C.log_file_of("/o", "team a") == Path("/o/logs") / f"{file_key('team a')}.container.log"
+    assert container_limits.log_file_of("/o", "team a") == Path("/o/logs") / f"{file_key('team a')}.container.log"
 
 
 def test_two_bots_named_alike_get_two_folders(tmp_path: Path) -> None:
@@ -103,20 +105,20 @@ def test_two_bots_named_alike_get_two_folders(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("user", ["0", "0:0", "1000:0", "0:1000"])
 def test_uid_or_gid_0_is_refused(user: str) -> None:
-    problems = C.check_limits(ContainerLimits(user=user))
+    problems = container_limits.check_limits(ContainerLimits(user=user))
     assert [k for k, _ in problems] == ["user"] and "never runs as root" in problems[0][1]
     with pytest.raises(ValueError, match="never runs as root"):
         ContainerBot("x:1", out_dir="/tmp", limits=ContainerLimits(user=user))
 
 
 def test_default_user_is_never_root() -> None:
-    uid, gid = C.bot_user(ContainerLimits())
+    uid, gid = container_limits.bot_user(ContainerLimits())
     assert uid != 0 and gid != 0
     if ROOT:
-        assert (uid, gid) == (C.NOBODY, C.NOBODY)
+        assert (uid, gid) == (container_limits.NOBODY, container_limits.NOBODY)
     else:
         assert uid == os.getuid()
-    assert C.bot_user(ContainerLimits(user="1234")) == (1234, 1234)
+    assert container_limits.bot_user(ContainerLimits(user="1234")) == (1234, 1234)
 
 
 # ----------------------------------------------------------- the guard (no daemon)
@@ -183,7 +185,7 @@ def test_guard_reports_a_missing_socket_as_missing(tmp_path: Path) -> None:
         guard.open()
 
 
-@pytest.mark.skipif(not C._BY_FD, reason="needs O_PATH and /proc/self/fd (Linux)")
+@pytest.mark.skipif(not socket_guard._BY_FD, reason="needs O_PATH and /proc/self/fd (Linux)")
 def test_guard_closes_the_window_between_check_and_connect(
     listening: tuple[Path, socket.socket], decoy: Decoy
 ) -> None:
@@ -226,7 +228,7 @@ async def test_guarded_session_refuses_before_connecting(tmp_path: Path, decoy: 
     connection fault, and nothing reaches the link's target."""
     path = tmp_path / "bot.sock"
     path.symlink_to(decoy.path)
-    http = C._GuardedHttpBot(SocketGuard(path, os.getuid()), name="x")
+    http = socket_guard.GuardedHttpBot(SocketGuard(path, os.getuid()), name="x")
     try:
         outcome = await http.act_bytes(b"{}", "r", 1, 1.0)
     finally:
@@ -341,7 +343,7 @@ async def test_without_a_tmpfs_the_watchdog_stops_a_filler(images: dict[str, str
     def no_mount(*args: Any) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
-    monkeypatch.setattr(C, "_mount_tmpfs", no_mount)
+    monkeypatch.setattr(container, "mount_tmpfs", no_mount)  # where the bot looks it up
     bot = ContainerBot(images["hostile"], out_dir=out, name="filler2", env={"HOSTILE": "fill"},
                        limits=ContainerLimits(socket_folder="1m"))
     try:
@@ -381,6 +383,6 @@ async def test_a_root_referee_runs_its_bots_as_nobody(images: dict[str, str], ou
         folder = os.stat(bot.socket_path.parent)
         sock = os.lstat(bot.socket_path)
     probe = json.loads(line[len("PROBE "):])
-    assert probe["uid"] == C.NOBODY != 0
-    assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == C.NOBODY
-    assert sock.st_uid == C.NOBODY
+    assert probe["uid"] == container_limits.NOBODY != 0
+    assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == container_limits.NOBODY
+    assert sock.st_uid == container_limits.NOBODY

@@ -21,9 +21,10 @@ import pytest
 from click.testing import CliRunner
 from containers_helpers import FIGURES, WHY_SKIPPED
 
-from referee.bots import container as C
+from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
-from referee.bots.container import ContainerBot, ContainerLimits
+from referee.bots.container import ContainerBot
+from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
 from referee.cli import main
 from referee.match import play_match
@@ -43,7 +44,7 @@ def runsc(docker_client: Any) -> str:
     """"runsc", when the daemon has it (else a skip, or a failure under CI)."""
     import os
 
-    known, _ = C.daemon_runtimes(docker_client)
+    known, _ = docker_daemon.daemon_runtimes(docker_client)
     if "runsc" not in known:
         reason = (f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
                   "in daemon.json (README)")
@@ -58,9 +59,9 @@ def runsc(docker_client: Any) -> str:
 @pytest.fixture
 def no_override() -> Iterator[None]:
     """The test decides the runtime itself (not the session's ``REFEREE_TEST_RUNTIME``)."""
-    previous = C.set_runtime(None)
+    previous = docker_daemon.set_runtime(None)
     yield
-    C.set_runtime(previous)
+    docker_daemon.set_runtime(previous)
 
 
 def _league(out: Path, bots: str, containers: str = "") -> str:
@@ -87,8 +88,9 @@ async def test_a_league_files_runtime_runs_the_bot_on_gvisors_kernel(
     async with bot, other:
         hc = docker_client.containers.get(bot.container_name).attrs["HostConfig"]
         assert hc["Runtime"] == "runsc" and bot.runtime == "runsc"
-        assert hc["PidsLimit"] == limits.pids + C.GVISOR_THREADS
-        assert hc["Memory"] == hc["MemorySwap"] == C.parse_size(limits.memory) + C.GVISOR_MEMORY
+        assert hc["PidsLimit"] == limits.pids + container_limits.GVISOR_THREADS
+        memory = container_limits.parse_size(limits.memory)
+        assert hc["Memory"] == hc["MemorySwap"] == memory + container_limits.GVISOR_MEMORY
         assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] and hc["CapDrop"] == ["ALL"]
         assert bot.ready_seconds is not None
         FIGURES["runsc container start to ready"] = f"{bot.ready_seconds:.2f} s"
@@ -104,14 +106,14 @@ async def test_the_operators_runtime_wins_over_the_league_files(
         runsc: str, docker_client: Any, images: dict[str, str], out: Path, no_override: None) -> None:
     """``--runtime runsc`` (:func:`set_runtime`) over a league's ``runtime = "runc"``:
     an admin's league file cannot take a team out of gVisor."""
-    C.set_runtime("runsc")
+    docker_daemon.set_runtime("runsc")
     bot = ContainerBot(images["greedy"], out_dir=out, name="op", limits=ContainerLimits(runtime="runc"))
     async with bot:
         assert docker_client.containers.get(bot.container_name).attrs["HostConfig"]["Runtime"] == "runsc"
-    assert C.effective_runtime(ContainerLimits(runtime="runc")) == ("runsc", "--runtime")
-    C.set_runtime(None)
-    assert C.effective_runtime(ContainerLimits(runtime="runc")) == ("runc", "[containers] runtime")
-    assert C.effective_runtime(ContainerLimits()) == (None, "")
+    assert docker_daemon.effective_runtime(ContainerLimits(runtime="runc")) == ("runsc", "--runtime")
+    docker_daemon.set_runtime(None)
+    assert docker_daemon.effective_runtime(ContainerLimits(runtime="runc")) == ("runc", "[containers] runtime")
+    assert docker_daemon.effective_runtime(ContainerLimits()) == (None, "")
 
 
 def test_a_runtime_the_daemon_lacks_stops_the_league_before_any_game(
@@ -124,12 +126,12 @@ def test_a_runtime_the_daemon_lacks_stops_the_league_before_any_game(
     message = str(err.value)
     assert "[[bots]] #1 'boxed'" in message and "[containers] runtime" in message
     assert "no runtime 'runsx'" in message and "runc" in message
-    known, _ = C.daemon_runtimes(docker_client)
+    known, _ = docker_daemon.daemon_runtimes(docker_client)
     assert all(name in message for name in known)  # the ones it has, to choose from
     assert "daemon.json" in message
     with sqlite3.connect(out / "tournament.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 def test_a_runtimes_name_is_checked_with_the_league(tmp_path: Path) -> None:
@@ -157,7 +159,7 @@ def test_runtime_options_are_checked_against_the_daemon(docker_client: Any, imag
     r = runner.invoke(main, ["tournament", str(league), "--no-progress", "--runtime", "runsx"])
     assert r.exit_code == 2, r.output
     assert "--runtime: the Docker daemon has no runtime 'runsx'" in r.output
-    assert C.effective_runtime(ContainerLimits()) == (None, "")
+    assert docker_daemon.effective_runtime(ContainerLimits()) == (None, "")
 
 
 @pytest.mark.slow
@@ -170,7 +172,7 @@ def test_cli_tournament_under_runsc(runsc: str, images: dict[str, str], out: Pat
     with sqlite3.connect(out / "tournament.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 2
         assert db.execute("SELECT COUNT(*) FROM faults").fetchone()[0] == 0
-    assert C.effective_runtime(ContainerLimits()) == (None, "")
+    assert docker_daemon.effective_runtime(ContainerLimits()) == (None, "")
 
 
 @pytest.mark.slow
@@ -199,7 +201,7 @@ async def test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit(
         assert await proc.wait() == 0
         assert (await greedy.handshake()).name  # the other bot still answers
     FIGURES["runsc fork bomb: contained after"] = f"{time.perf_counter() - t0:.1f} s"
-    assert C.find_containers({"referee.out": str(out.resolve())}) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
 
 
 # ------------------------------------------------------------- the service
@@ -236,7 +238,7 @@ async def service(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
     from referee.web import Settings, make_app
     from referee.web.db import ServiceDB
 
-    C.set_runtime(runsc)  # what serve --runtime does (referee.web.commands.use_runtime)
+    docker_daemon.set_runtime(runsc)  # what serve --runtime does (referee.web.commands.use_runtime)
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
@@ -278,8 +280,8 @@ async def test_admission_and_ladder_games_under_runsc(service: Any, docker_clien
         deadline = time.monotonic() + 120
         while True:
             try:
-                listed = docker_client.containers.list(filters={"label": [f"{C.MANAGED_LABEL}=1"]})
-            except C._docker_module().errors.NotFound:  # one went between the listing and its inspection
+                listed = docker_client.containers.list(filters={"label": [f"{docker_daemon.MANAGED_LABEL}=1"]})
+            except docker_daemon.docker_module().errors.NotFound:  # one went between the listing and its inspection
                 listed = []
             for c in listed:
                 if c.labels.get("referee.out", "").startswith(str(tmp_path)):
@@ -337,7 +339,7 @@ async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_r
     assert r.status == 422, await r.text()
     body = await r.json()
     assert "[containers] runtime: the Docker daemon has no runtime 'runsx'" in body["error"], body
-    known, _ = C.daemon_runtimes(docker_client)
+    known, _ = docker_daemon.daemon_runtimes(docker_client)
     assert all(name in body["error"] for name in known)
     r = await client.post("/api/competitions", json={"name": "good", "league": league.replace("runsx", "runc")},
                           headers=auth(token))

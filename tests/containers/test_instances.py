@@ -23,7 +23,7 @@ from containers_helpers import remove_instance_images
 from test_builds import make_zip, python_bot_files
 
 from referee.bots import baseimage, builds
-from referee.bots import container as C
+from referee.bots import docker_daemon
 from referee.bots.container import ContainerBot
 from referee.bots.factory import BotFactory, BotSpec
 from referee.bots.instance import INSTANCE_LABEL, Instance
@@ -57,7 +57,7 @@ def installs(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     assert a.instance.id != b.instance.id
     yield a, b
     for one in (a, b):
-        C.cleanup_containers(client=docker_client, instance=one.instance)
+        docker_daemon.cleanup_containers(client=docker_client, instance=one.instance)
         remove_instance_images(docker_client, one.instance)
 
 
@@ -208,10 +208,10 @@ def test_cleanup_of_one_install_leaves_the_others_containers(
             result = await asyncio.to_thread(runner.invoke, containers_cleanup,
                                              ["--instance", a.instance.id, "--all"])
             assert "no stray containers" in result.output and f"referee.instance={a.instance.id}" in result.output
-            assert [c.name for c in C.find_containers(instance=b.instance)] == [name_b]
+            assert [c.name for c in docker_daemon.find_containers(instance=b.instance)] == [name_b]
 
     asyncio.run(play())
-    assert C.find_containers({"referee.out": str(out.resolve())}, instance=b.instance) == []
+    assert docker_daemon.find_containers({"referee.out": str(out.resolve())}, instance=b.instance) == []
 
 
 async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(

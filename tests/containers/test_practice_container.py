@@ -16,7 +16,7 @@ import pytest
 from containers_helpers import FIGURES
 from test_gvisor import LADDER, no_override, runsc  # noqa: F401 - fixtures
 
-from referee.bots import container as C
+from referee.bots import docker_daemon
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ async def service(aiohttp_client: Any, tmp_path: Path, runsc: str, no_override: 
     from referee.web import Settings, make_app
     from referee.web.db import ServiceDB
 
-    C.set_runtime(runsc)
+    docker_daemon.set_runtime(runsc)
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()

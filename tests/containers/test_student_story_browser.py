@@ -143,7 +143,7 @@ def _clean_up(db_path: Path, client: Any) -> None:
     images: base, SDK, the team's), and only that; then check nothing is left."""
     if not db_path.exists():
         return
-    from referee.bots import container as C
+    from referee.bots import docker_daemon
     from referee.web.admission_queue import service_instance
     from test_web_ladder_browser import remove_team_images
 
@@ -152,9 +152,9 @@ def _clean_up(db_path: Path, client: Any) -> None:
         inst = service_instance(db)
     finally:
         db.close()
-    C.cleanup_containers(None, client=client, instance=inst)
+    docker_daemon.cleanup_containers(None, client=client, instance=inst)
     remove_team_images(db_path)
-    left = [c.name for c in C.find_containers(None, client=client, instance=inst)]
+    left = [c.name for c in docker_daemon.find_containers(None, client=client, instance=inst)]
     left += [t for i in inst.images(client) for t in i.get("RepoTags") or () if t != "<none>:<none>"]
     assert not left, f"left behind by this test: {left}"
 

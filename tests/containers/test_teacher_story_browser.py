@@ -210,10 +210,10 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
             except AssertionError:
                 pass
         bg.close()
-        from referee.bots import container as C
+        from referee.bots import docker_daemon
         from test_web_ladder_browser import remove_team_images
 
-        left = C.cleanup_containers({INSTANCE_LABEL: instance})
+        left = docker_daemon.cleanup_containers({INSTANCE_LABEL: instance})
         remove_team_images(db_path)
         assert not left, f"containers left behind: {left}"
 

@@ -11,7 +11,8 @@ import pytest
 from zoo import SCRIPT as ZOO
 
 from referee.bots import CommandBot, HttpBot
-from referee.bots.container import ContainerBot, ContainerLimits
+from referee.bots.container import ContainerBot
+from referee.bots.container_limits import ContainerLimits
 from referee.bots.factory import BotFactory, BotSpec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -82,7 +82,7 @@ def source_builds_or_reason() -> str | None:
     """None when a Python source upload can be built here, else why not
     (no Docker daemon, or no base image for Python bots)."""
     from referee.bots.builds import ensure_sdk_image
-    from referee.bots.container import DockerUnavailable, docker_client
+    from referee.bots.docker_daemon import DockerUnavailable, docker_client
 
     try:
         client = docker_client()
@@ -132,7 +132,7 @@ def remove_team_images(db_path: Path) -> None:
     teams', its base and SDK images), children first; best effort."""
     if not db_path.exists():
         return
-    from referee.bots.container import docker_client
+    from referee.bots.docker_daemon import docker_client
     from referee.web.admission_queue import service_instance
 
     db = ServiceDB(db_path)

@@ -54,11 +54,11 @@ WATCHED: dict[int, list[str]] = {}
 
 
 def docker_or_skip() -> Any:
-    from referee.bots import container as C
+    from referee.bots import docker_daemon
 
     try:
-        return C.docker_client()
-    except C.DockerUnavailable as e:
+        return docker_daemon.docker_client()
+    except docker_daemon.DockerUnavailable as e:
         reason = f"the team-page browser test needs a Docker daemon (source builds, image bots): {e}"
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so this test must run, but: {reason}", pytrace=False)

@@ -49,7 +49,7 @@ def bot_logs(out_dir: Path, name: str) -> list[Path]:
     """The team bot's own output in a run's folder: its container's log (a
     URL bot has none here). Found by the exact name's key, never by a name
     another team's could share."""
-    from ...bots.container import log_file_of
+    from ...bots.container_limits import log_file_of
 
     path = log_file_of(out_dir, name)
     return [path] if path.is_file() else []
