@@ -380,7 +380,7 @@ def build_node_base_image(client: DockerClient | None = None, *, tag: str | None
     It holds the ``node`` binary and its shared libraries only: no npm, npx
     nor corepack, so nothing in it runs a ``package.json`` script, and its
     ``PATH`` has no ``node_modules/.bin`` (a team's source build checks its
-    files with ``/usr/local/bin/node --check``: see :mod:`referee.bots.builds`)."""
+    files with ``/usr/local/bin/node --check``: see :mod:`referee.bots.source_build`)."""
     import shutil
 
     client = _client(client)

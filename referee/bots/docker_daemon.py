@@ -229,7 +229,7 @@ def volume_tmpfs(client: DockerClient, image: str, options: str, *, skip: Sequen
     anonymous volume under /var/lib/docker/volumes for one not covered);
     `skip`: paths mounted otherwise. BotError for a volume path Docker would
     not clean to an absolute one. Uploaded images with a VOLUME are refused
-    (:func:`~referee.bots.builds.load_image_archive`): this covers the others
+    (:func:`~referee.bots.image_archive.load_image_archive`): this covers the others
     (an admin-named image, house bots)."""
     import posixpath
 

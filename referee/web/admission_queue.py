@@ -4,8 +4,9 @@ One pipeline whatever was submitted:
 
 1. **make it runnable** (status ``building``): a URL is resolved once and
    pinned to its address (:func:`referee.bots.netpolicy.admit_url`, under
-   the service's address policy); a ``docker save`` upload is loaded and a
-   source archive built into an image (:mod:`referee.bots.builds`), tagged
+   the service's address policy); a ``docker save`` upload is loaded
+   (:mod:`referee.bots.image_archive`) and a source archive built
+   (:mod:`referee.bots.source_build`) into an image, tagged
    by the service and pinned by image id; an image named by the admin is
    pinned by its id;
 2. **the admission check** (``checking``): :func:`referee.admission.admit`,
@@ -102,7 +103,7 @@ def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str
     its tag of this instance again where another install took it, so a
     daemon-wide ``docker image prune`` never deletes a live bot (blocking).
     The tags set."""
-    from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
 
     try:
         client = docker_client()
@@ -491,7 +492,7 @@ class Pipeline:
     @staticmethod
     def _image_exists(image_id: str) -> str | None:
         """The image's id when the daemon has it (blocking); None when it is gone."""
-        from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
+        from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
 
         try:
             client = docker_client()
@@ -511,8 +512,9 @@ class Pipeline:
 
     def _make_image(self, sub: Submission, tid: int, timeout_s: float) -> tuple[str | None, str, str | None]:
         """(image id, log, why refused) for an upload or a named image (blocking)."""
-        from ..bots import builds
-        from ..bots.docker_daemon import DockerUnavailable, docker_module, docker_client
+        from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
+        from ..bots.image_archive import load_image_archive
+        from ..bots.source_build import build_source
 
         try:
             client = docker_client()
@@ -532,13 +534,13 @@ class Pipeline:
         path = Path(sub.upload)
         # the upload stays until its image is recorded (issue 25): a stop here resumes from step 1
         if sub.kind == "archive":
-            result = builds.load_image_archive(path, tag=tag, labels=labels, client=client,
-                                               timeout_s=timeout_s,
-                                               max_unpacked=self.app[SETTINGS].max_image_unpacked)
+            result = load_image_archive(path, tag=tag, labels=labels, client=client,
+                                        timeout_s=timeout_s,
+                                        max_unpacked=self.app[SETTINGS].max_image_unpacked)
         else:
-            result = builds.build_source(path, tag=tag, labels=labels, client=client,
-                                         timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
-                                         max_growth_bytes=self.app[SETTINGS].max_build_growth)
+            result = build_source(path, tag=tag, labels=labels, client=client,
+                                  timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
+                                  max_growth_bytes=self.app[SETTINGS].max_build_growth)
         return (result.image_id if result.ok else None), result.log, result.reason
 
 
@@ -551,7 +553,7 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
     build folders and the uploads no submission names. Only this instance's:
     every image and container is matched by its ``referee.instance`` label.
     What it removed."""
-    from ..bots.docker_daemon import DockerUnavailable, docker_module, cleanup_containers, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, cleanup_containers, docker_client, docker_module
 
     removed: list[str] = []
     named = {Path(s.upload).resolve() for s in db.pending_submissions() if s.upload}

@@ -34,7 +34,9 @@ import pytest
 from containers_helpers import FIGURES
 
 from referee.bots import builds as B
-from referee.bots.builds import BuildResult, load_image_archive, remove_image
+from referee.bots import archives
+from referee.bots.builds import BuildResult, remove_image
+from referee.bots.image_archive import load_image_archive
 
 #: The checkout whose referee is tested (the subprocesses import the same).
 ROOT = Path(B.__file__).resolve().parents[2]
@@ -296,7 +298,7 @@ def test_a_huge_header_inside_a_gzip_layer_is_refused(client: Any, tmp_path: Pat
     layer = layer_files(tmp_path / "l", {"hello": 10}, compress="gzip", before=special(type_, 64 * MiB))
     archive, image_id = image_archive(tmp_path / "a.tar", [layer])
     what = "a pax header" if type_ == b"x" else "a GNU long name"
-    refused_before_the_daemon(client, load(archive, "hdr", client, cap=B.DEFAULT_MAX_IMAGE_UNPACKED), image_id,
+    refused_before_the_daemon(client, load(archive, "hdr", client, cap=archives.DEFAULT_MAX_IMAGE_UNPACKED), image_id,
                               f"{what} in layer 1 is 64.0 MiB, more than 1.0 MiB")
 
 
@@ -322,7 +324,8 @@ def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) 
     peak memory grew during the call."""
     script = (
         "import json, resource, sys\n"
-        "from referee.bots import builds\n"
+        "from referee.bots.image_archive import load_image_archive\n"
+        "from referee.bots.source_build import build_source\n"
         "from referee.bots.docker_daemon import docker_client\n"
         "client = docker_client(); client.version()\n"
         "def status(key):\n"
@@ -332,10 +335,10 @@ def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) 
         "rss = status('VmRSS')\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
         "if sys.argv[4] == 'source':\n"
-        "    r = builds.build_source(sys.argv[1], tag=sys.argv[2], client=client)\n"
+        "    r = build_source(sys.argv[1], tag=sys.argv[2], client=client)\n"
         "else:\n"
-        "    r = builds.load_image_archive(sys.argv[1], tag=sys.argv[2], client=client,\n"
-        "                                  max_unpacked=int(sys.argv[3]))\n"
+        "    r = load_image_archive(sys.argv[1], tag=sys.argv[2], client=client,\n"
+        "                           max_unpacked=int(sys.argv[3]))\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
         "print(json.dumps({'ok': r.ok, 'reason': r.reason, 'log': r.log, 'image_id': r.image_id,\n"
         "                  'seconds': r.seconds, 'rss_before': rss, 'peak': status('VmHWM'),\n"
@@ -397,7 +400,7 @@ def test_a_1_gib_upload_loads_in_bounded_memory(client: Any, tmp_path: Path) -> 
     gz = layer_files(tmp_path / "g", {f"f{i}": 64 * MiB for i in range(8)}, compress="gzip")
     archive, image_id = image_archive(tmp_path / "a.tar", [plain, gz])
     plain.path.unlink()
-    m = _measure(archive, "onegib", cap=B.DEFAULT_MAX_IMAGE_UNPACKED)
+    m = _measure(archive, "onegib", cap=archives.DEFAULT_MAX_IMAGE_UNPACKED)
     FIGURES["1 GiB upload loaded"] = f"{m['seconds']:.1f} s, {_memory(m)}"
     assert m["ok"], m["log"]
     counted = [line for line in m["log"].splitlines() if "unpacked in all" in line or "checked in" in line]

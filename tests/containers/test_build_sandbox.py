@@ -35,7 +35,9 @@ import pytest
 from containers_helpers import FIGURES
 
 from referee.bots import builds as B
-from referee.bots.builds import BuildResult, build_source, remove_image
+from referee.bots import source_build
+from referee.bots.builds import BuildResult, remove_image
+from referee.bots.source_build import build_source
 
 #: Tags this module makes (removed at its end).
 PREFIX = "referee-test-sandbox"
@@ -96,7 +98,7 @@ def make_zip(path: Path, files: dict[str, bytes | str]) -> Path:
 
 @pytest.fixture(scope="module")
 def client(docker_client: Any) -> Iterator[Any]:
-    B.ensure_sdk_image(docker_client)
+    source_build.ensure_sdk_image(docker_client)
     yield docker_client
     for image in docker_client.api.images(name=f"{PREFIX}-*"):
         for t in image.get("RepoTags") or ():
@@ -263,9 +265,9 @@ def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
     """Were code to run in the build (it cannot: see above), the service's
     build call would give it the pids cap, the CPU quota, the memory cap, no
     capabilities and a file-size cap: a fork bomb stops at the cap."""
-    parent = B.ensure_sdk_image(client)
+    parent = source_build.ensure_sdk_image(client)
     limits = B.BuildLimits(max_growth_bytes=16 * 1024**2)
-    uid = B.build_uid(secrets.token_hex(16))
+    uid = source_build.build_uid(secrets.token_hex(16))
     dockerfile = "\n".join([f"FROM {parent}", f"USER {uid}:{uid}",
                             f"RUN {json.dumps(['/usr/local/bin/python', '-I', '-c', SANDBOX_PROBE])}", ""])
     context = io.BytesIO()
@@ -274,10 +276,10 @@ def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
         info.size = len(dockerfile.encode())
         tar.addfile(info, io.BytesIO(dockerfile.encode()))
     context.seek(0)
-    log = B._Log()
+    log = B.BuildLog()
     try:
-        image_id = B._build(client, context, tag=tag("probe"), timeout_s=60, log=log, limits=limits)
-    except B._Refused as e:  # the file-size cap ends the write with SIGXFSZ: a failed step
+        image_id = B.daemon_build(client, context, tag=tag("probe"), timeout_s=60, log=log, limits=limits)
+    except B.Refused as e:  # the file-size cap ends the write with SIGXFSZ: a failed step
         image_id = None
         assert "non-zero code" in str(e) or "build failed" in str(e), str(e)
     text = log.text()

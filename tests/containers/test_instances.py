@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from containers_helpers import remove_instance_images
 from test_builds import make_zip, python_bot_files
 
-from referee.bots import baseimage, builds
+from referee.bots import baseimage, source_build
 from referee.bots import docker_daemon
 from referee.bots.container import ContainerBot
 from referee.bots.factory import BotFactory, BotSpec
@@ -68,7 +68,7 @@ def _labels(inst: Instance, tid: int, sid: int) -> dict[str, str]:
 
 def _team_image(client: Any, inst: Instance, tmp_path: Path, tid: int, sid: int, name: str) -> str:
     """A team's source upload built by `inst` as the service builds it; the image id."""
-    r = builds.build_source(make_zip(tmp_path / f"{name}.zip", python_bot_files(name)),
+    r = source_build.build_source(make_zip(tmp_path / f"{name}.zip", python_bot_files(name)),
                             tag=image_tag(tid, sid, inst), labels=_labels(inst, tid, sid), client=client,
                             workdir=tmp_path, instance=inst)
     assert r.ok, r.log
@@ -129,7 +129,7 @@ def test_a_forged_base_image_under_our_tag_is_never_used(docker_client: Any, ins
         assert baseimage.build_base_image(docker_client, instance=a) == real
         assert docker_client.images.get(a.base_tag).id == real  # the tag is A's again
         # what is built FROM the base names it by id: the SDK image and a team's build
-        sdk = builds.ensure_sdk_image(docker_client, instance=a)
+        sdk = source_build.ensure_sdk_image(docker_client, instance=a)
         layers = {h["Id"] for h in docker_client.images.get(sdk).history()}
         assert real in layers and forged_id not in layers
         docker_client.images.get(forged_id).tag(a.base_tag)  # forged again, right before a build

@@ -81,7 +81,7 @@ url = "{house}"
 def source_builds_or_reason() -> str | None:
     """None when a Python source upload can be built here, else why not
     (no Docker daemon, or no base image for Python bots)."""
-    from referee.bots.builds import ensure_sdk_image
+    from referee.bots.source_build import ensure_sdk_image
     from referee.bots.docker_daemon import DockerUnavailable, docker_client
 
     try:
