@@ -1,4 +1,4 @@
-"""The pages' stylesheet and script (:mod:`referee.web.assets`)."""
+"""The pages' stylesheet, script and icon (files under ``referee/web/static/``, read by :mod:`referee.web.assets`)."""
 
 from __future__ import annotations
 
