@@ -25,11 +25,11 @@ import pytest
 from containers_helpers import FIGURES
 
 from referee.bots import builds as B
-from referee.bots import image_archive, source_build
+from referee.bots import source_build
 from referee.bots.baseimage import ROOT
 from referee.bots.instance import current
 from referee.bots.builds import BuildResult, remove_image
-from referee.bots.image_archive import load_image_archive
+from referee.bots.image_archive import DEFAULT_MAX_IMAGE_BYTES, load_image_archive
 from referee.bots.source_build import build_source
 from referee.bots.container import ContainerBot
 from referee.match import play_match
@@ -538,7 +538,7 @@ def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles:
     }[case]
     archive = make()
     r = load_image_archive(archive, tag=tag("refused"), client=client,
-                           max_bytes=1024 if case == "too big" else image_archive.DEFAULT_MAX_IMAGE_BYTES)
+                           max_bytes=1024 if case == "too big" else DEFAULT_MAX_IMAGE_BYTES)
     refused(r, *needles)
     assert str(client.images.get(current().base_tag).id) == base_id
     assert not _exists(client, tag("refused"))
