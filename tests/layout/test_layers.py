@@ -2,10 +2,13 @@
 
 Every import is counted, the ones inside functions too (a lazy import is
 still a dependency). Modules are files; a package's ``__init__`` is its own
-module. The layers, from the top: the CLI and the service; tournaments; the
-match runner (with its record, replays and report); the transports; the
-engine; the protocol. ``sample_bots`` sit beside the referee and may use only
-the protocol and the pure engine.
+module. The layers, from the top: the CLI and the service; competitions
+(tournaments, ladders, admission, diagnostics); the match runner (with its
+record, replays and report); the transports; the engine; support (the package
+root, config); the protocol. Every top-level module has a layer (LAYERS), and
+imports only its own and lower ones; ALLOWED narrows some further.
+``sample_bots`` sit beside the referee and may use only the protocol and the
+pure engine.
 """
 
 from __future__ import annotations
@@ -148,6 +151,79 @@ def test_dependencies_point_down(layer: str) -> None:
         if not _allowed(target, ALLOWED[layer])
     )
     assert wrong == []
+
+
+#: The layer of every top-level module (a package's modules are its own), from
+#: the bottom: a module may import its own layer and the layers below it.
+LAYERS = (
+    ("protocol", ("protocol",)),
+    # the package root (version()), its compiled-engine check, TOML loading
+    ("support", ("referee", "referee._compiled", "referee.config")),
+    ("engine", ("referee.game",)),
+    ("transports", ("referee.bots",)),
+    # one game: the runner, its record, replays and report; a bot's checks
+    ("match", ("referee.match", "referee.record", "referee.replay", "referee.report", "referee.check")),
+    # many games: tournaments and ladders, a submission's admission games, a team's diagnostics
+    ("competition", ("referee.tournament", "referee.admission", "referee.diagnostics")),
+    ("service", ("referee.cli", "referee.web", "referee.containers_cli")),
+    # beside the referee: nothing imports them (what they may import: ALLOWED)
+    ("sample bots", ("sample_bots",)),
+)
+#: Imports that go up a layer, each with its reason.
+UPWARD = {
+    ("referee.report", "referee.tournament.ratings"): "type names only (TYPE_CHECKING): the tables it formats",
+}
+
+
+def _top(module: str) -> str:
+    """The top-level module `module` belongs to: ``referee.web.pages`` -> ``referee.web``."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "referee" and len(parts) > 1 else parts[0]
+
+
+def _layer(module: str) -> int | None:
+    """The rank of `module`'s layer in LAYERS; None when it has none."""
+    top = _top(module)
+    return next((rank for rank, (_, tops) in enumerate(LAYERS) if top in tops), None)
+
+
+def _without_layer(modules: set[str] | dict[str, set[str]]) -> list[str]:
+    return sorted(m for m in modules if _layer(m) is None)
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in graph.items():
+        here = _layer(module)
+        for target in targets:
+            there = _layer(target)
+            if here is None or there is None or there <= here or (module, target) in UPWARD:
+                continue
+            wrong.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
+    return sorted(wrong)
+
+
+def test_every_module_has_a_layer() -> None:
+    """A new top-level module fails here until LAYERS says where it sits."""
+    graph = _graph()
+    assert _without_layer(graph) == []
+    assert {_top(m) for m in graph} == {top for _, tops in LAYERS for top in tops}  # no stale entry
+
+
+def test_layers_point_down() -> None:
+    graph = _graph()
+    assert _upward(graph) == []
+    for module, target in UPWARD:  # each exception is still needed
+        assert target in graph[module], f"{module} no longer imports {target}: drop it from UPWARD"
+
+
+def test_the_layer_checks_find_what_is_wrong() -> None:
+    """The checks above could not pass by finding nothing."""
+    assert _without_layer({"referee.newthing", "referee.web.pages", "elsewhere"}) == ["elsewhere", "referee.newthing"]
+    assert _layer("referee.bots.container") == _layer("referee.bots") != _layer("referee.web.app")
+    graph = {"referee.game.cards": {"referee.bots.http"}, "referee.web.app": {"referee.game.cards"},
+             "referee.match": {"referee.match"}}
+    assert _upward(graph) == ["referee.game.cards (engine) imports referee.bots.http (transports)"]
 
 
 def test_nothing_below_the_service_imports_it() -> None:
