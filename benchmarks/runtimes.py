@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from protocol import Rules, Timeouts  # noqa: E402
 from referee import engine_status  # noqa: E402
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits
-from referee.bots.docker_daemon import check_runtime, docker_client, set_runtime
+from referee.bots.container import ContainerBot  # noqa: E402
+from referee.bots.container_limits import ContainerLimits  # noqa: E402
+from referee.bots.docker_daemon import check_runtime, docker_client, set_runtime  # noqa: E402
 from referee.match import Match  # noqa: E402
 from referee.record import RequestLine  # noqa: E402
 
