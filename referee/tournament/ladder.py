@@ -42,7 +42,7 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -53,7 +53,7 @@ from ..report import Progress
 from .executors import Executor
 from .league import League, LeagueError
 from .ratings import Standing, Table
-from .runner import Interrupted, Tournament, league_fingerprint, redacted
+from .runner import Tournament, league_fingerprint, redacted
 from .schedule import GameSpec, deal_seed
 from .store import Store
 
@@ -723,52 +723,49 @@ class Ladder(Tournament):
         return super().finish(store)
 
     async def _play_ladder(self, todo: list[GameSpec], recorded: Mapping[int, object], store: Store) -> None:
+        """Play `todo` (planned before a restart), then block after block
+        (:meth:`_planned`), through the runner's game loop until :meth:`stop`."""
         progress = Progress(0, len(recorded), enabled=False)
         self._finished = {o.index: o for o in store.outcomes()}
         self._gate = math.inf  # the ladder's table follows every game as soon as its turn comes
         self._apply_ready()
         self._queue.extend(todo)
         self.planned = self.plan.next_index
-        semaphore = asyncio.Semaphore(self.concurrency)
-        counter = [len(recorded)]
         try:
-            while not self._stopping and self._failure is None:
-                if not self._queue:
-                    self._wake.clear()
-                    await self._fill()
-                    mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
-                    block = self.plan.block(mu, self._tables())
-                    if not block:
-                        self.waiting = self._why_waiting()
-                        await self._wake.wait()
-                        continue
-                    self.waiting = None
-                    _put_plan(store, block)
-                    for g in block:
-                        self._owed.update(g.seats)
-                    self._queue.extend(block)
-                    self.planned = self.plan.next_index
-                await semaphore.acquire()
-                if self._stopping or self._failure is not None:
-                    semaphore.release()
-                    break
-                spec = self._queue.popleft()
-                task = asyncio.create_task(self._ladder_game(spec, store, semaphore, counter, progress))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._play_games(self._planned(store), store, progress, len(recorded), "the ladder stopped")
         finally:
             self._apply_ready()
-        self.played = counter[0] - len(recorded)
-        if self._failure is not None:
-            raise self._failure
-        raise Interrupted(f"the ladder stopped with {counter[0]} games recorded")
 
-    async def _ladder_game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
-                           counter: list[int], progress: Progress) -> None:
+    async def _planned(self, store: Store) -> AsyncGenerator[GameSpec, None]:
+        """The ladder's games in plan order until it stops: those queued,
+        then, when none is, the next block, planned from the live table (its
+        empty seats filled first) and stored before any of its games is
+        played; while no block can be planned, :attr:`waiting` says why and
+        the ladder waits to be woken (an entry comes, one is dropped, a stop)."""
+        while not self._stopping and self._failure is None:
+            if not self._queue:
+                self._wake.clear()
+                await self._fill()
+                mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
+                block = self.plan.block(mu, self._tables())
+                if not block:
+                    self.waiting = self._why_waiting()
+                    await self._wake.wait()
+                    continue
+                self.waiting = None
+                _put_plan(store, block)
+                for g in block:
+                    self._owed.update(g.seats)
+                self._queue.extend(block)
+                self.planned = self.plan.next_index
+            yield self._queue.popleft()
+
+    async def _game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
+                    counter: list[int], progress: Progress) -> None:
+        """A game as the runner plays it; then its seats owe one game less,
+        and a retired entry that owes none is closed."""
         try:
-            await self._game(spec, store, semaphore, counter, progress)
+            await super()._game(spec, store, semaphore, counter, progress)
         finally:
             for name in spec.seats:
                 self._owed[name] -= 1
