@@ -44,6 +44,7 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal, get_args
 
 import msgspec
 
@@ -85,7 +86,8 @@ CREATE TABLE IF NOT EXISTS ladder_plan (
 #: An entry's life: it plays (active), was replaced by its team's new
 #: version (retired), stopped answering (dropped), or could not be reached
 #: when it came (unreachable: it never played).
-ENTRY_STATUSES = ("active", "retired", "dropped", "unreachable")
+EntryStatus = Literal["active", "retired", "dropped", "unreachable"]
+ENTRY_STATUSES: tuple[EntryStatus, ...] = get_args(EntryStatus)
 
 
 class Entry(msgspec.Struct, kw_only=True):
@@ -100,7 +102,7 @@ class Entry(msgspec.Struct, kw_only=True):
     games0: int
     joined_at: float
     first_index: int
-    status: str = "active"
+    status: EntryStatus = "active"
     reason: str | None = None
     ended_at: float | None = None
 
@@ -146,17 +148,22 @@ def open_ladder_store(path: Path) -> Store:
     return store
 
 
+_ENTRY_COLUMNS = ("name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
+                  " ended_at")
+_ENTRY_NAMES = _ENTRY_COLUMNS.replace(" ", "").split(",")
+
+
+def _entry(row: Sequence[object]) -> Entry:
+    """An entry from its stored row, checked (its status one of :data:`ENTRY_STATUSES`)."""
+    fields = dict(zip(_ENTRY_NAMES, row, strict=True))
+    fields["spec"] = msgspec.json.decode(str(fields["spec"]), type=BotSpec)
+    return msgspec.convert(fields, Entry)
+
+
 def read_entries(store: Store) -> list[Entry]:
     store.db.executescript(LADDER_SCHEMA)
-    rows = store.db.execute(
-        "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
-        " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
-    out = []
-    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
-        out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
-                         mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
-                         status=status, reason=reason, ended_at=ended))
-    return out
+    rows = store.db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
+    return [_entry(r) for r in rows]
 
 
 def ladder_entries(out_dir: str | Path) -> list[Entry]:
@@ -182,21 +189,13 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
         tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"ladder_entries", "ladder_plan", "games"} <= tables:
             return []
-        rows = db.execute(
-            "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
-            " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
+        rows = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
         owing: set[str] = set()
         for (seats,) in db.execute("SELECT seats FROM ladder_plan WHERE idx NOT IN (SELECT idx FROM games)"):
             owing.update(json.loads(seats))
     finally:
         db.close()
-    out = []
-    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
-        if status == "active" or name in owing:
-            out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
-                             mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
-                             status=status, reason=reason, ended_at=ended))
-    return out
+    return [e for e in map(_entry, rows) if e.status == "active" or e.name in owing]
 
 
 def _put_entry(store: Store, e: Entry) -> None:
@@ -364,7 +363,7 @@ class EntryResult(msgspec.Struct, kw_only=True):
 
     name: str
     #: "entered", "kept" (it plays already), or "unreachable".
-    outcome: str
+    outcome: Literal["entered", "kept", "unreachable"]
     reason: str | None = None
     #: The entry it replaced (its team's previous version), now retired.
     replaced: str | None = None
@@ -568,8 +567,9 @@ class Ladder(Tournament):
                 continue
             why = await self._reinstate(e, f"back in play: {dropped.name} was dropped ({dropped.reason})")
             if any(x.status == "active" for x in self.entries.values() if x.team == team and x is not e):
-                # a newer version entered meanwhile: it plays
-                if e.status == "active":
+                # a newer version entered meanwhile: it plays (e's status, read
+                # again: the awaits above may have put it back in play)
+                if self.entries[e.name].status == "active":
                     self._retire(e, "retired", "replaced by a newer version")
                 return None
             if why is None:
@@ -579,7 +579,7 @@ class Ladder(Tournament):
         self.log(f"ladder: {dropped.name!r} was dropped and its team has no earlier version to put back in play")
         return None
 
-    def _retire(self, entry: Entry, status: str, reason: str) -> None:
+    def _retire(self, entry: Entry, status: EntryStatus, reason: str) -> None:
         entry.status, entry.reason, entry.ended_at = status, reason, time.time()
         self.plan.retire(entry.name)
         if entry.name not in self.table.retired:
