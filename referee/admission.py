@@ -68,16 +68,9 @@ BUDGET_WHAT = "time budget"
 LOG_TAIL = 2000
 
 
-class AdmissionLine(msgspec.Struct, kw_only=True):
-    """One line of the report: PASS or FAIL, what was checked, what happened, the fix."""
-
-    ok: bool
-    what: str
-    detail: str
-    fix: str = ""
-
-    def render(self) -> str:
-        return CheckLine(self.ok, self.what, self.detail, self.fix).render()
+#: One line of the report: the compliance check's own line type
+#: (:class:`referee.check.CheckLine`), for the check's lines and its own.
+AdmissionLine = CheckLine
 
 
 class ValidationGame(msgspec.Struct, kw_only=True):
@@ -118,10 +111,6 @@ class AdmissionReport(msgspec.Struct, kw_only=True):
                 first = line.detail.splitlines()[0] if line.detail else ""
                 return f"{line.what}: {first}"
         return None
-
-
-def _line(c: CheckLine) -> AdmissionLine:
-    return AdmissionLine(ok=c.ok, what=c.what, detail=c.detail, fix=c.fix)
 
 
 def _log_of(bot: Bot) -> Path | None:
@@ -246,7 +235,7 @@ async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, r
         checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address, rules=rules,
                                   players=table.pair(), latencies=pace.track([]),
                                   output=OutputProbe(output_files(bot)) if spec.started_here else None)
-        lines += [_line(c) for c in checks]
+        lines += checks
         if not all(line.ok for line in lines):
             return
         await _validation_games(bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines,

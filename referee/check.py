@@ -53,8 +53,11 @@ from referee.record import latency_stats
 from referee.report import describe
 
 
-class CheckLine(NamedTuple):
-    """One line of ``referee check``: PASS or FAIL, what, and the fix for a FAIL."""
+class CheckLine(msgspec.Struct):
+    """One line of a check's report: PASS or FAIL, what was checked, what
+    happened, and the fix for a FAIL. ``referee check`` prints them; the
+    admission check (:mod:`referee.admission`) keeps them in its report, as
+    its ``AdmissionLine``, in the service's database as JSON."""
 
     ok: bool
     what: str
@@ -390,7 +393,7 @@ async def _quoted(line: CheckLine, output: OutputProbe | None, mark: Sequence[in
     """A FAIL line with the bot's output since `mark` (a PASS line as it is)."""
     if line.ok or output is None:
         return line
-    return line._replace(detail=with_output(line.detail, await output.around(mark)))
+    return msgspec.structs.replace(line, detail=with_output(line.detail, await output.around(mark)))
 
 
 def _notified(call: str, fault: Fault | None, limit_ms: int) -> CheckLine:

@@ -8,11 +8,9 @@ cursor movement when the output is not a terminal (CI logs, pipes, files).
 from __future__ import annotations
 
 import io
-import math
 import sys
 import time
 from collections.abc import Sequence
-from statistics import NormalDist
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
@@ -156,36 +154,15 @@ def format_table(standings: Sequence[Standing]) -> str:
     return _render(table)
 
 
-#: Below this |z| (p within about 0.08 of 1/2) a pair looks equal: more
-#: games may never separate it (:func:`format_settled` says so; the adaptive
-#: schedule weighs such a pair as if at this |z|).
-LOOKS_EQUAL_Z = 0.2
-
-_NORMAL = NormalDist()
-
-
-def z_of(p: float) -> float:
-    """The standard normal quantile of `p`, clamped to (1e-9, 1 - 1e-9)."""
-    return _NORMAL.inv_cdf(min(max(p, 1e-9), 1.0 - 1e-9))
-
-
-def more_games(games: float, z: float, target: float) -> float:
-    """About how many more games a bot of a pair at |z| = `z`, after `games`,
-    needs to reach |z| = `target`: the evidence for an order grows with the
-    square root of the games, as it does for a fixed difference in strength
-    (:func:`format_settled`'s estimate, and the adaptive schedule's weight of
-    a pair)."""
-    return games * max(0.0, (target / z) ** 2 - 1.0)
-
-
 def format_settled(standings: Sequence[Standing], confidence: float) -> str:
     """Which ranks are settled at `confidence`, and an estimate of how many
     more games would settle the rest.
 
-    The estimate assumes the evidence for an order grows with the square
-    root of the games played, as it does for a fixed difference in
-    strength: a pair at probability p needs about (z(conf)/z(p))² times the
-    games it has. Pairs that look equal (p near 1/2) may never separate.
+    The estimate is :meth:`Standing.games_to_separate
+    <referee.tournament.ratings.Standing.games_to_separate>` of each open
+    pair (the statistics live in :mod:`referee.tournament.settle`): a pair
+    at probability p needs about (z(conf)/z(p))² times the games it has.
+    Pairs that look equal (p near 1/2) may never separate.
     """
     ranked = [s for s in standings if not s.retired]
     if len(ranked) < 2:
@@ -204,16 +181,14 @@ def format_settled(standings: Sequence[Standing], confidence: float) -> str:
             groups.append([a, b])
     shown = ", ".join(f"{g[0].rank}-{g[-1].rank} ({', '.join(x.bot for x in g)})" for g in groups)
     lines = [f"not settled at {confidence:.0%}: ranks {shown}"]
-    target = z_of(confidence)
     estimates = []
     for a, b in open_pairs:
-        p = a.p_above_next if a.p_above_next is not None else 0.5
-        z = abs(z_of(p))
-        games = min(a.games, b.games)
-        if z < LOOKS_EQUAL_Z or games == 0:
+        more = a.games_to_separate(b, confidence)
+        if more is None:
+            p = a.p_above_next if a.p_above_next is not None else 0.5
             lines.append(f"  {a.bot} and {b.bot} look equal (p = {p:.2f}): more games may not separate them")
             continue
-        estimates.append(math.ceil(more_games(games, z, target)))
+        estimates.append(more)
     if estimates:
         lines.append(f"  about {max(estimates)} more games per bot would settle the separable pairs")
     return "\n".join(lines)

@@ -42,8 +42,9 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal, get_args
 
 import msgspec
 
@@ -53,7 +54,7 @@ from ..report import Progress
 from .executors import Executor
 from .league import League, LeagueError
 from .ratings import Standing, Table
-from .runner import Interrupted, Tournament, league_fingerprint, redacted
+from .runner import Tournament, league_fingerprint, redacted
 from .schedule import GameSpec, deal_seed
 from .store import Store
 
@@ -85,7 +86,8 @@ CREATE TABLE IF NOT EXISTS ladder_plan (
 #: An entry's life: it plays (active), was replaced by its team's new
 #: version (retired), stopped answering (dropped), or could not be reached
 #: when it came (unreachable: it never played).
-ENTRY_STATUSES = ("active", "retired", "dropped", "unreachable")
+EntryStatus = Literal["active", "retired", "dropped", "unreachable"]
+ENTRY_STATUSES: tuple[EntryStatus, ...] = get_args(EntryStatus)
 
 
 class Entry(msgspec.Struct, kw_only=True):
@@ -100,7 +102,7 @@ class Entry(msgspec.Struct, kw_only=True):
     games0: int
     joined_at: float
     first_index: int
-    status: str = "active"
+    status: EntryStatus = "active"
     reason: str | None = None
     ended_at: float | None = None
 
@@ -146,17 +148,22 @@ def open_ladder_store(path: Path) -> Store:
     return store
 
 
+_ENTRY_COLUMNS = ("name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
+                  " ended_at")
+_ENTRY_NAMES = _ENTRY_COLUMNS.replace(" ", "").split(",")
+
+
+def _entry(row: Sequence[object]) -> Entry:
+    """An entry from its stored row, checked (its status one of :data:`ENTRY_STATUSES`)."""
+    fields = dict(zip(_ENTRY_NAMES, row, strict=True))
+    fields["spec"] = msgspec.json.decode(str(fields["spec"]), type=BotSpec)
+    return msgspec.convert(fields, Entry)
+
+
 def read_entries(store: Store) -> list[Entry]:
     store.db.executescript(LADDER_SCHEMA)
-    rows = store.db.execute(
-        "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
-        " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
-    out = []
-    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
-        out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
-                         mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
-                         status=status, reason=reason, ended_at=ended))
-    return out
+    rows = store.db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
+    return [_entry(r) for r in rows]
 
 
 def ladder_entries(out_dir: str | Path) -> list[Entry]:
@@ -182,21 +189,13 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
         tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"ladder_entries", "ladder_plan", "games"} <= tables:
             return []
-        rows = db.execute(
-            "SELECT name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
-            " ended_at FROM ladder_entries ORDER BY joined_at, name").fetchall()
+        rows = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
         owing: set[str] = set()
         for (seats,) in db.execute("SELECT seats FROM ladder_plan WHERE idx NOT IN (SELECT idx FROM games)"):
             owing.update(json.loads(seats))
     finally:
         db.close()
-    out = []
-    for name, team, sub, spec, mu0, sigma0, games0, joined, first, status, reason, ended in rows:
-        if status == "active" or name in owing:
-            out.append(Entry(name=name, team=team, submission=sub, spec=msgspec.json.decode(spec, type=BotSpec),
-                             mu0=mu0, sigma0=sigma0, games0=games0, joined_at=joined, first_index=first,
-                             status=status, reason=reason, ended_at=ended))
-    return out
+    return [e for e in map(_entry, rows) if e.status == "active" or e.name in owing]
 
 
 def _put_entry(store: Store, e: Entry) -> None:
@@ -364,7 +363,7 @@ class EntryResult(msgspec.Struct, kw_only=True):
 
     name: str
     #: "entered", "kept" (it plays already), or "unreachable".
-    outcome: str
+    outcome: Literal["entered", "kept", "unreachable"]
     reason: str | None = None
     #: The entry it replaced (its team's previous version), now retired.
     replaced: str | None = None
@@ -568,8 +567,9 @@ class Ladder(Tournament):
                 continue
             why = await self._reinstate(e, f"back in play: {dropped.name} was dropped ({dropped.reason})")
             if any(x.status == "active" for x in self.entries.values() if x.team == team and x is not e):
-                # a newer version entered meanwhile: it plays
-                if e.status == "active":
+                # a newer version entered meanwhile: it plays (e's status, read
+                # again: the awaits above may have put it back in play)
+                if self.entries[e.name].status == "active":
                     self._retire(e, "retired", "replaced by a newer version")
                 return None
             if why is None:
@@ -579,7 +579,7 @@ class Ladder(Tournament):
         self.log(f"ladder: {dropped.name!r} was dropped and its team has no earlier version to put back in play")
         return None
 
-    def _retire(self, entry: Entry, status: str, reason: str) -> None:
+    def _retire(self, entry: Entry, status: EntryStatus, reason: str) -> None:
         entry.status, entry.reason, entry.ended_at = status, reason, time.time()
         self.plan.retire(entry.name)
         if entry.name not in self.table.retired:
@@ -723,52 +723,49 @@ class Ladder(Tournament):
         return super().finish(store)
 
     async def _play_ladder(self, todo: list[GameSpec], recorded: Mapping[int, object], store: Store) -> None:
+        """Play `todo` (planned before a restart), then block after block
+        (:meth:`_planned`), through the runner's game loop until :meth:`stop`."""
         progress = Progress(0, len(recorded), enabled=False)
         self._finished = {o.index: o for o in store.outcomes()}
         self._gate = math.inf  # the ladder's table follows every game as soon as its turn comes
         self._apply_ready()
         self._queue.extend(todo)
         self.planned = self.plan.next_index
-        semaphore = asyncio.Semaphore(self.concurrency)
-        counter = [len(recorded)]
         try:
-            while not self._stopping and self._failure is None:
-                if not self._queue:
-                    self._wake.clear()
-                    await self._fill()
-                    mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
-                    block = self.plan.block(mu, self._tables())
-                    if not block:
-                        self.waiting = self._why_waiting()
-                        await self._wake.wait()
-                        continue
-                    self.waiting = None
-                    _put_plan(store, block)
-                    for g in block:
-                        self._owed.update(g.seats)
-                    self._queue.extend(block)
-                    self.planned = self.plan.next_index
-                await semaphore.acquire()
-                if self._stopping or self._failure is not None:
-                    semaphore.release()
-                    break
-                spec = self._queue.popleft()
-                task = asyncio.create_task(self._ladder_game(spec, store, semaphore, counter, progress))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._play_games(self._planned(store), store, progress, len(recorded), "the ladder stopped")
         finally:
             self._apply_ready()
-        self.played = counter[0] - len(recorded)
-        if self._failure is not None:
-            raise self._failure
-        raise Interrupted(f"the ladder stopped with {counter[0]} games recorded")
 
-    async def _ladder_game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
-                           counter: list[int], progress: Progress) -> None:
+    async def _planned(self, store: Store) -> AsyncGenerator[GameSpec, None]:
+        """The ladder's games in plan order until it stops: those queued,
+        then, when none is, the next block, planned from the live table (its
+        empty seats filled first) and stored before any of its games is
+        played; while no block can be planned, :attr:`waiting` says why and
+        the ladder waits to be woken (an entry comes, one is dropped, a stop)."""
+        while not self._stopping and self._failure is None:
+            if not self._queue:
+                self._wake.clear()
+                await self._fill()
+                mu = {b: float(self.table.ratings[b].mu) for b in self.plan.active}
+                block = self.plan.block(mu, self._tables())
+                if not block:
+                    self.waiting = self._why_waiting()
+                    await self._wake.wait()
+                    continue
+                self.waiting = None
+                _put_plan(store, block)
+                for g in block:
+                    self._owed.update(g.seats)
+                self._queue.extend(block)
+                self.planned = self.plan.next_index
+            yield self._queue.popleft()
+
+    async def _game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
+                    counter: list[int], progress: Progress) -> None:
+        """A game as the runner plays it; then its seats owe one game less,
+        and a retired entry that owes none is closed."""
         try:
-            await self._game(spec, store, semaphore, counter, progress)
+            await super()._game(spec, store, semaphore, counter, progress)
         finally:
             for name in spec.seats:
                 self._owed[name] -= 1

@@ -76,6 +76,14 @@ class Standing(msgspec.Struct, kw_only=True):
     #: Retired from the league: kept in the standings, never proposed for more games.
     retired: bool = False
 
+    def games_to_separate(self, below: Standing, confidence: float) -> int | None:
+        """About how many more games this bot and `below` (the bot ranked
+        right below it) each need to be separated at `confidence`; None when
+        they look equal or one has no games (:func:`settle.games_to_separate`,
+        from :attr:`p_above_next`, 1/2 when unknown)."""
+        p = self.p_above_next if self.p_above_next is not None else 0.5
+        return settle.games_to_separate(p, min(self.games, below.games), confidence)
+
 
 class HeadToHead(msgspec.Struct, kw_only=True):
     """Row bot against column bot over the games both played."""

@@ -19,7 +19,7 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable, Container
 from pathlib import Path
 from typing import IO, Any
 
@@ -277,10 +277,9 @@ class Tournament:
             await self._progressed.wait()
 
     async def _play(self, recorded: dict[int, Outcome], store: Store) -> None:
-        """Play the schedule block by block. Block k is planned from the
-        standings after every game of the blocks before k-1, so the games of
-        block k-1 keep the workers busy while block k is decided, and the
-        choice does not depend on which game finished first."""
+        """Play the schedule block by block (:meth:`_scheduled`) through
+        :meth:`_play_games`, the game loop the ladder shares, with the
+        progress bar and Ctrl-C handled here."""
         limit = self.scheduler.total if self.scheduler.total is not None else self.scheduler.limit
         progress = Progress(limit or 0, len(recorded), enabled=self.show_progress)
         progress.update(len(recorded), force=True)
@@ -291,39 +290,8 @@ class Tournament:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
                 handled.append(sig)
-        semaphore = asyncio.Semaphore(self.concurrency)
-        counter = [len(recorded)]
-        starts: list[int] = []  # the first index of each block
         try:
-            k = 0
-            while not self._stopping and self._failure is None:
-                standings = None
-                if k >= 2:
-                    await self._until_applied(starts[k - 1])
-                    if self._stopping or self._failure is not None:
-                        break
-                    standings = self.table.standings(self.confidence)
-                block = self.scheduler.block(k, standings)
-                if not block:
-                    break
-                starts.append(block[0].index)
-                self.planned = block[-1].index + 1
-                # The plan of block k+1 sees the games before this block only.
-                self._gate = block[0].index if k >= 1 else 0
-                self._apply_ready()
-                for spec in block:
-                    if spec.index in recorded:
-                        continue
-                    await semaphore.acquire()
-                    if self._stopping or self._failure is not None:
-                        semaphore.release()
-                        break
-                    task = asyncio.create_task(self._game(spec, store, semaphore, counter, progress))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                k += 1
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._play_games(self._scheduled(recorded), store, progress, len(recorded), "stopped")
         finally:
             self._gate = math.inf  # the league is over: every finished game counts
             self._apply_ready()
@@ -331,11 +299,64 @@ class Tournament:
             for sig in handled:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-        self.played = counter[0] - len(recorded)
+
+    async def _scheduled(self, recorded: Container[int]) -> AsyncGenerator[GameSpec, None]:
+        """The schedule's games not yet `recorded`, block by block, until it
+        ends or the run stops. Block k is planned from the standings after
+        every game of the blocks before k-1, so the games of block k-1 keep
+        the workers busy while block k is decided, and the choice does not
+        depend on which game finished first."""
+        starts: list[int] = []  # the first index of each block
+        k = 0
+        while not self._stopping and self._failure is None:
+            standings = None
+            if k >= 2:
+                await self._until_applied(starts[k - 1])
+                if self._stopping or self._failure is not None:
+                    return
+                standings = self.table.standings(self.confidence)
+            block = self.scheduler.block(k, standings)
+            if not block:
+                return
+            starts.append(block[0].index)
+            self.planned = block[-1].index + 1
+            # The plan of block k+1 sees the games before this block only.
+            self._gate = block[0].index if k >= 1 else 0
+            self._apply_ready()
+            for spec in block:
+                if spec.index not in recorded:
+                    yield spec
+            k += 1
+
+    async def _play_games(self, games: AsyncGenerator[GameSpec, None], store: Store, progress: Progress,
+                          recorded: int, stopped: str) -> None:
+        """The game loop of a tournament and of a ladder: each game `games`
+        yields is played (:meth:`_game`) as soon as one of the `concurrency`
+        slots is free, the games in flight finish after the last one (or
+        after :meth:`stop`; abandoned ones are cancelled), then the first
+        game that could not be played is raised, or :class:`Interrupted`
+        (``"<stopped> with N games recorded"``) if the run was stopped.
+        `games` decides the order and when the next game is known (it may
+        wait: the ladder's next block); `recorded`: the games recorded
+        before this run, which :attr:`played` does not count."""
+        semaphore = asyncio.Semaphore(self.concurrency)
+        counter = [recorded]
+        async with contextlib.aclosing(games):
+            async for spec in games:
+                await semaphore.acquire()
+                if self._stopping or self._failure is not None:
+                    semaphore.release()
+                    break
+                task = asyncio.create_task(self._game(spec, store, semaphore, counter, progress))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.played = counter[0] - recorded
         if self._failure is not None:
             raise self._failure
         if self._stopping:
-            raise Interrupted(f"stopped with {counter[0]} games recorded")
+            raise Interrupted(f"{stopped} with {counter[0]} games recorded")
 
     def _on_signal(self) -> None:
         self.stop(abandon=self._stopping > 0)

@@ -77,8 +77,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from ..report import LOOKS_EQUAL_Z, more_games, z_of
-from .settle import normal_cdf, separations
+from .settle import LOOKS_EQUAL_Z, more_games, normal_cdf, separations, z_of
 
 if TYPE_CHECKING:
     from .league import League
@@ -745,10 +744,10 @@ class AdaptiveScheduler(BalancedScheduler):
         A pair at probability p, whose bots have played n games (their
         harmonic mean), needs about G = n·((z*/z(p))² − 1) more games a bot,
         the evidence growing with the square root of the games for a fixed
-        difference (:func:`referee.report.format_settled` estimates the
-        same); z* is the threshold of the next separation under the
+        difference (:func:`~referee.tournament.settle.games_to_separate`
+        estimates the same); z* is the threshold of the next separation under the
         false-discovery rule (:func:`~referee.tournament.settle.separations`),
-        and |z(p)| is taken as at least :data:`~referee.report.LOOKS_EQUAL_Z`. With L games a bot left
+        and |z(p)| is taken as at least :data:`~referee.tournament.settle.LOOKS_EQUAL_Z`. With L games a bot left
         before ``max_games``, a pair with G ≤ L weighs 1 + G/L: the games left
         can settle it, and the one needing most goes first so that they all
         settle together (with no real limit, as in ``benchmarks/schedule.py``,

@@ -30,6 +30,11 @@ variance correction removes that bias, so such a league can show separations
 that are not real. Real games, where skill matters, are what the benchmark
 measures.
 
+How far a pair is from settled (:func:`games_to_separate`, which
+``referee tournament``'s summary prints and the adaptive schedule weighs
+pairs by): the evidence for an order grows with the square root of the
+games, as it does for a fixed difference in strength.
+
 Everything here is deterministic: the rank intervals' Monte Carlo uses fixed
 normal draws (one fixed column per place in the table), never global
 randomness.
@@ -41,6 +46,7 @@ import math
 import random
 import threading
 from collections.abc import Sequence
+from statistics import NormalDist
 
 #: How many joint draws of the strengths the rank intervals use.
 SAMPLES = 200
@@ -242,6 +248,42 @@ def p_above(mu_a: float, var_a: float, mu_b: float, var_b: float) -> float:
     if sd == 0.0:
         return 0.5 if mu_a == mu_b else float(mu_a > mu_b)
     return normal_cdf((mu_a - mu_b) / sd)
+
+
+#: Below this |z| (p within about 0.08 of 1/2) a pair looks equal: more
+#: games may never separate it (:func:`games_to_separate` says so, and
+#: :func:`referee.report.format_settled` with it; the adaptive schedule
+#: weighs such a pair as if at this |z|).
+LOOKS_EQUAL_Z = 0.2
+
+_NORMAL = NormalDist()
+
+
+def z_of(p: float) -> float:
+    """The standard normal quantile of `p`, clamped to (1e-9, 1 - 1e-9)."""
+    return _NORMAL.inv_cdf(min(max(p, 1e-9), 1.0 - 1e-9))
+
+
+def more_games(games: float, z: float, target: float) -> float:
+    """About how many more games a bot of a pair at |z| = `z`, after `games`,
+    needs to reach |z| = `target`: the evidence for an order grows with the
+    square root of the games, as it does for a fixed difference in strength
+    (:func:`games_to_separate`'s estimate, and the adaptive schedule's weight
+    of a pair)."""
+    return games * max(0.0, (target / z) ** 2 - 1.0)
+
+
+def games_to_separate(p: float, games: float, confidence: float) -> int | None:
+    """About how many more games a bot of an adjacent pair at P(upper
+    truly above lower) = `p`, after `games` each, needs for the pair to be
+    separated at `confidence`: (z(confidence)/z(p))² times the games it has,
+    less those. None when the pair looks equal (|z(p)| below
+    :data:`LOOKS_EQUAL_Z`: more games may never separate it) or has played
+    no game."""
+    z = abs(z_of(p))
+    if z < LOOKS_EQUAL_Z or games == 0:
+        return None
+    return math.ceil(more_games(games, z, z_of(confidence)))
 
 
 class _Draws:

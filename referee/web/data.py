@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 from aiohttp import web
@@ -20,7 +20,7 @@ from aiohttp import web
 from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
-from ..tournament.ladder import is_filler, ladder_entries
+from ..tournament.ladder import EntryStatus, is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from ..tournament.store import Store
@@ -265,7 +265,7 @@ class TeamStanding(msgspec.Struct, kw_only=True):
 
     name: str
     #: active, retired, dropped or unreachable (a ladder); "playing" in a run.
-    status: str
+    status: EntryStatus | Literal["playing"]
     reason: str | None
     standing: Standing | None
     of: int

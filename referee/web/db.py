@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, Literal, ParamSpec, TypeVar, get_args
 
 import msgspec
 
@@ -187,8 +187,21 @@ RUN_KINDS = ("run", "ladder", "final")
 #: Or waiting (issue 25): the service itself could not check it (Docker
 #: unreachable, the disk full, ...); nothing is wrong with the bot: it is
 #: retried at ``retry_at`` (``reason`` says why, for the team and the admin).
-STATUSES = ("queued", "building", "checking", "accepted", "refused", "superseded", "waiting")
-PENDING = ("queued", "building", "checking", "waiting")
+SubmissionStatus = Literal["queued", "building", "checking", "accepted", "refused", "superseded", "waiting"]
+STATUSES: tuple[SubmissionStatus, ...] = get_args(SubmissionStatus)
+PENDING: tuple[SubmissionStatus, ...] = ("queued", "building", "checking", "waiting")
+
+#: A run's life (a run by hand, a ladder, a final): running, then finished
+#: (every game played; a ladder: its competition froze), interrupted
+#: (stopped, or the service stopped meanwhile: it can be resumed) or failed
+#: (its ``error`` says why).
+RunStatus = Literal["running", "finished", "interrupted", "failed"]
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+#: A practice game's life (:mod:`referee.web.practice`): queued, playing,
+#: then finished or failed; the first two are in flight.
+PracticeStatus = Literal["queued", "playing", "finished", "failed"]
+PRACTICE_STATUSES: tuple[PracticeStatus, ...] = get_args(PracticeStatus)
 
 #: How long a signed-in team's session lasts.
 SESSION_S = 12 * 3600.0
@@ -250,7 +263,8 @@ class Submission(msgspec.Struct, kw_only=True):
     secret: str | None
     note: str
     created_at: float
-    status: str = "accepted"
+    #: See :data:`SubmissionStatus`.
+    status: SubmissionStatus = "accepted"
     #: Why it was refused (one line; the team's own pages only).
     reason: str | None = None
     #: The admission report (JSON of :class:`referee.admission.AdmissionReport`).
@@ -293,7 +307,8 @@ class Run(msgspec.Struct, kw_only=True):
     out_dir: str
     league_json: str
     total_games: int
-    status: str
+    #: See :data:`RunStatus`.
+    status: RunStatus
     error: str | None
     pid: int | None
     started_at: float
@@ -595,7 +610,7 @@ class ServiceDB:
 
     def add_submission(
         self, tid: int, *, kind: str, url: str | None, image: str | None, secret: str | None, note: str,
-        rate_limit: tuple[int, float] | None = None, status: str = "queued", upload: str | None = None,
+        rate_limit: tuple[int, float] | None = None, status: SubmissionStatus = "queued", upload: str | None = None,
         slot: str | None = None,
     ) -> Submission | None:
         """Record a submission (queued for its admission check unless
@@ -857,6 +872,11 @@ class ServiceDB:
             return run
 
     def end_run(self, rid: int, status: str, error: str | None = None) -> None:
+        """Record the end of run `rid`: `status` is one of :data:`RUN_STATUSES`
+        (checked here, where it is stored: the run threads still carry it as
+        a plain string)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"not a run status: {status!r} (one of {', '.join(RUN_STATUSES)})")
         self.db.execute(
             "UPDATE runs SET status = ?, error = ?, finished_at = ?, pid = NULL WHERE id = ?",
             (status, error, time.time(), rid),

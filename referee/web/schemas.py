@@ -8,12 +8,15 @@ in the JSON. The pages render the same Structs the API sends.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from ..admission import AdmissionReport
 
 from ..tournament.ratings import Standing
 from ..tournament.results import GameRow
+from .db import RunStatus, SubmissionStatus
 
 # ------------------------------------------------------------ request bodies
 
@@ -82,7 +85,7 @@ class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
 class RunInfo(msgspec.Struct, kw_only=True):
     id: int
     #: running, finished, interrupted or failed
-    status: str
+    status: RunStatus
     total_games: int
     error: str | None
     started_at: float
@@ -102,7 +105,7 @@ class CompetitionSummary(msgspec.Struct, kw_only=True):
     #: How many teams.
     teams: int
     #: The latest run's status, or "no run yet".
-    status: str
+    status: RunStatus | Literal["no run yet"]
     games: int
     total_games: int
     run: RunInfo | None
@@ -182,7 +185,7 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     note: str
     created_at: float
     #: queued, building, checking, accepted, refused or superseded (replaced by a newer one before its check).
-    status: str = "accepted"
+    status: SubmissionStatus = "accepted"
     #: Why it was refused (one line).
     reason: str | None = None
     #: The image an upload was made into, pinned by id.
@@ -244,7 +247,7 @@ class Submitted(msgspec.Struct, kw_only=True):
     has_secret: bool
     note: str
     created_at: float
-    status: str = "queued"
+    status: SubmissionStatus = "queued"
     #: Its number among the team's submissions: see :attr:`SubmissionInfo.version`.
     version: int = 0
 
@@ -265,7 +268,7 @@ class OwnBot(msgspec.Struct, kw_only=True):
 class VersionRun(msgspec.Struct, kw_only=True):
     id: int
     kind: str
-    status: str
+    status: RunStatus
     started_at: float
 
 
