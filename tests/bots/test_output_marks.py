@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -268,3 +269,37 @@ def test_run_bot_puts_stdout_and_stderr_between_its_marks(tmp_path: Path) -> Non
         assert f"logged in g.{n}" in part and f"RuntimeError: a bug in g.{n}" in part, text
         assert "decide raised; answering index 0" in part
         assert f"g.{3 - n}" not in part
+
+
+@pytest.mark.parametrize("script", ["sample_bots/node/bot.js", "starter_kits/node/bot.js"])
+def test_the_node_bots_print_their_marks_with_stderr_between(script: str, tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the Node.js bots cannot be tested")
+    sock = tmp_path / "bot.sock"
+    env = {**os.environ, "BOT_UNIX": str(sock), "BOT_OUTPUT_MARKS": "tok"}
+    proc = subprocess.Popen([node, str(ROOT / script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    broken = {"apiversion": "1", "game_id": "g", "request_id": "g.4", "seat": 0, "turn": 3, "deadline_ms": 1000,
+              "bank_ms": None, "state": {}, "legal": [None]}  # its decide throws: a line on stderr
+
+    async def ask() -> None:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as s:
+            async with s.post("http://bot/act", json=broken) as r:
+                assert r.status == 200 and (await r.json())["index"] == 0
+            async with s.post("http://bot/act", data=body(by_name("ordinary play").request(request_id="g.5"))) as r:
+                assert r.status == 200
+
+    try:
+        asyncio.run(ask())
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    text = out.decode()
+    part = text.split("--- tok act g.4 3\n", 1)[1].split("--- tok done g.4\n", 1)
+    assert part[0].startswith("decide failed, answering index 0: TypeError"), text
+    assert "--- tok act g.5 " in part[1] and "--- tok done g.5\n" in part[1]
+    assert b"decide failed" not in err

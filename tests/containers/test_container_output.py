@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from containers_helpers import FIGURES
+from sdk_talker import expected
 
 from protocol.messages import Timeouts
 from referee.bots.baseimage import build_image
@@ -43,9 +44,6 @@ CMD ["python", "/app/sdk_talker.py"]
 """
 PLAIN_TALKER = ["python", "/app/talker.py"]
 TIMEOUTS = Timeouts(move_ms=3000)
-
-sys.path.insert(0, str(HERE))
-from sdk_talker import expected  # noqa: E402
 
 
 @pytest.fixture(scope="module")
