@@ -26,14 +26,19 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from protocol import Timeouts  # noqa: E402
 from referee.bots.baseimage import build_bot_image, build_image  # noqa: E402
-from referee.bots.container import ContainerBot, check_runtime, cleanup_containers, docker_client, set_runtime  # noqa: E402
+from referee.bots.container import (  # noqa: E402
+    ContainerBot,
+    check_runtime,
+    cleanup_containers,
+    docker_client,
+    set_runtime,
+)
 from referee.diagnostics import output_by_request  # noqa: E402
 from referee.match import play_match  # noqa: E402
 from referee.record import steps  # noqa: E402
