@@ -46,8 +46,8 @@ from referee.bots import (
     Clock,
     HttpBot,
 )
-from referee.bots.container import without_marks
 from referee.bots.http import INFO_SHAPE
+from referee.bots.marks import without_marks
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.record import latency_stats
 from referee.report import describe

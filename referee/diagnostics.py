@@ -24,7 +24,8 @@ import msgspec
 from protocol.codec import ENCODER
 from protocol.messages import APIVERSION
 
-from .bots.container import ACT_MARK, GAME_MARK, without_marks
+from .bots.managed import ACT_MARK, GAME_MARK
+from .bots.marks import DONE_MARK, without_marks
 from .bots.process import tail_of
 from .game import view
 from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
@@ -122,6 +123,8 @@ def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
                     if game_id:
                         recent.append(game_id)
                     continue
+                if line.startswith(DONE_MARK):  # the bot answered: its game goes on
+                    continue
                 if line.startswith(ACT_MARK):  # the request names its game
                     game_id = line[len(ACT_MARK):].split(" ", 1)[0].rsplit(".", 1)[0]
                     current = out.setdefault(game_id, [])
@@ -148,10 +151,11 @@ def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPU
     """What the bot printed while it answered each ``/act`` of game
     `game_id`, by request id (``<game id>.<n>``), each capped at `cap`: the
     lines after the referee's ``--- act <request id> <turn>`` mark up to the
-    next mark (container bots: the log pump places the marks by the
-    daemon's timestamps, :class:`referee.bots.container.ContainerBot`). A
-    bot that plays several games at once has its lines given to the request
-    it was sent last."""
+    next mark (``--- done <request id>`` included). Container bots: the log
+    pump places the marks where the bot's own marks were (the SDK's, exact)
+    or else by the daemon's timestamps (:mod:`referee.bots.marks`). A bot
+    that answers several requests at once has the lines printed meanwhile
+    given to the request it started on last."""
     out: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     current: list[str] | None = None
@@ -162,7 +166,8 @@ def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPU
         with contextlib.suppress(OSError), path.open("rb") as f:
             for raw in f:
                 line = raw.decode("utf-8", "replace")
-                if line.startswith((ACT_MARK, GAME_MARK)) or line.startswith("--- ") and " start of a container" in line:
+                if line.startswith((ACT_MARK, GAME_MARK, DONE_MARK)) \
+                        or line.startswith("--- ") and " start of a container" in line:
                     if line.startswith(prefix):
                         key = line[len(ACT_MARK):].split(" ", 1)[0]
                         current = out.setdefault(key, [])

@@ -31,7 +31,16 @@ What the SDK does for the bot (PROTOCOL.md):
   shortly before the request's ``deadline_ms``, the SDK logs it (WARNING) and
   answers ``index 0`` (a legal action) in time. A hook that raises is logged
   and the request still gets ``200``;
-- logs one line per request at DEBUG on the ``sample_bots.sdk`` logger.
+- logs one line per request at DEBUG on the ``sample_bots.sdk`` logger;
+- when the referee sets ``BOT_OUTPUT_MARKS`` (a container referee does; see
+  docs/protocol.md), prints ``--- <token> act <request_id> <turn>`` before
+  ``decide`` runs and ``--- <token> done <request_id>`` after it answered,
+  so that what the bot prints meanwhile (``print``, logging, a traceback)
+  is shown next to that move in the team's replay, exactly. :func:`run_bot`
+  then also sends stderr to stdout and makes stdout line-buffered, so that
+  the lines of both keep their order around the marks. Lines printed by
+  other threads while ``decide`` runs go to that move too; lines printed
+  when several requests are being answered at once, to the latest.
 
 Threads: a plain (non-async) ``decide`` or hook runs in a worker thread, so
 the server stays responsive while a search bot thinks. Calls for different
@@ -49,11 +58,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import io
 import logging
 import os
+import re
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeAlias, TypeVar
@@ -76,6 +88,7 @@ from protocol import (
 )
 
 __all__ = [
+    "OUTPUT_MARKS_ENV",
     "Decide",
     "Decision",
     "EndHook",
@@ -85,6 +98,7 @@ __all__ = [
     "checked_decision",
     "deadline_guard_s",
     "make_app",
+    "output_marks_token",
     "run_bot",
 ]
 
@@ -103,6 +117,56 @@ log = logging.getLogger("sample_bots.sdk")
 WORKERS: Final = 4
 
 T = TypeVar("T")
+
+#: The environment variable by which a referee asks for output marks, with their token.
+OUTPUT_MARKS_ENV: Final = "BOT_OUTPUT_MARKS"
+
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def output_marks_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """The token of ``$BOT_OUTPUT_MARKS`` (in `environ`, default the process's);
+    None when it is not set (no referee reads marks) or not a token."""
+    value = (os.environ if environ is None else environ).get(OUTPUT_MARKS_ENV, "")
+    return value if _TOKEN.fullmatch(value) else None
+
+
+class _OutputMarks:
+    """Prints the marks around a request's ``decide``, each one line at once
+    on file descriptor 1, after what the bot printed before it."""
+
+    def __init__(self, token: str) -> None:
+        self.prefix = f"--- {token} "
+
+    def _write(self, line: str) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        try:
+            os.write(1, line.encode())
+        except OSError:
+            pass
+
+    def act(self, act: ActRequest) -> None:
+        self._write(f"{self.prefix}act {act.request_id} {act.turn}\n")
+
+    def done(self, act: ActRequest) -> None:
+        self._write(f"{self.prefix}done {act.request_id}\n")
+
+
+def _join_output() -> None:
+    """stderr to stdout, stdout line-buffered: one ordered stream of lines
+    (the marks are placed in it)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(1, 2)
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(line_buffering=True)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 class SeatMemory(Generic[T]):
@@ -167,6 +231,7 @@ class _Bot:
     on_start: StartHook | None
     on_end: EndHook | None
     guard: bool
+    marks: _OutputMarks | None = None
 
 
 _BOT: Final = web.AppKey("bot", _Bot)
@@ -314,7 +379,13 @@ async def _act(request: web.Request) -> web.Response:
         act = decode_act_request(body)
     except ProtocolError as e:
         return _bad_body(request, e)
-    decision = await _decide(request.app, bot, act)
+    if bot.marks is not None:
+        bot.marks.act(act)
+    try:
+        decision = await _decide(request.app, bot, act)
+    finally:
+        if bot.marks is not None:
+            bot.marks.done(act)
     if isinstance(decision, int):
         return _json(200, {"request_id": act.request_id, "index": decision})
     return _json(200, {"request_id": act.request_id, "action": decision})
@@ -335,16 +406,23 @@ def make_app(
     on_end: EndHook | None = None,
     *,
     deadline_guard: bool = True,
+    output_marks: str | None = None,
 ) -> web.Application:
     """The aiohttp application of a bot (see the module docstring for what it does).
 
     ``secret``: when given, every ``POST`` must carry a valid
     ``X-Referee-Signature``. ``deadline_guard``: answer ``index 0`` when
     ``decide`` has not answered within :func:`deadline_guard_s` of the
-    request's deadline (on by default).
+    request's deadline (on by default). ``output_marks``: the token of the
+    marks printed around each ``decide`` (default: ``$BOT_OUTPUT_MARKS``,
+    :func:`output_marks_token`; ``""``: none).
     """
+    token = output_marks_token() if output_marks is None else output_marks or None
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise ValueError(f"output_marks must be letters, digits, '_' or '-' (1 to 128), not {token!r}")
     app = web.Application(middlewares=[_log_requests])
-    app[_BOT] = _Bot(decide, info, secret, on_start, on_end, deadline_guard)
+    app[_BOT] = _Bot(decide, info, secret, on_start, on_end, deadline_guard,
+                     _OutputMarks(token) if token is not None else None)
     app.cleanup_ctx.append(_executor_ctx)
     app.router.add_get("/", _info)
     app.router.add_post("/start", _start)
@@ -396,10 +474,14 @@ def run_bot(
     already parsed with :func:`arg_parser`) and serve the bot until interrupted."""
     if args is None:
         args = arg_parser(f"{info.name}: a 3UP 3DOWN bot").parse_args(argv)
+    token = output_marks_token()
+    if token is not None:
+        _join_output()  # logging writes to stderr: now the same ordered stream
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    app = make_app(decide, info, secret=args.secret, on_start=on_start, on_end=on_end)
+    app = make_app(decide, info, secret=args.secret, on_start=on_start, on_end=on_end,
+                   output_marks=token or "")
     unix = args.unix if args.port is None else None  # --port wins over $BOT_UNIX
     where = f"unix:{unix}" if unix else f"http://{args.host}:{args.port}"
     log.info("%s %s listening on %s%s", info.name, info.version, where,

@@ -13,7 +13,8 @@ container, and the bot must serve HTTP on ``/run/bot/bot.sock``. The
 container gets ``BOT_UNIX=/run/bot/bot.sock`` in its environment (the SDK in
 ``sample_bots/sdk.py`` listens there by itself) and, when a `command` is
 given, ``{unix}`` in it is replaced by that path. A league secret arrives as
-``BOT_SECRET``.
+``BOT_SECRET``; ``BOT_OUTPUT_MARKS`` holds the token of this container's
+marks of its output (:mod:`referee.bots.marks`).
 
 The socket folder is the one place the container can write on the host, so
 it is guarded (:func:`~referee.bots.container_limits.file_key`,
@@ -89,7 +90,6 @@ import socket
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -128,6 +128,8 @@ from .instance import INSTANCE_LABEL, Instance, current
 from .managed import ACT_MARK as ACT_MARK
 from .managed import GAME_MARK as GAME_MARK
 from .managed import ManagedBot
+from .marks import OUTPUT_MARKS_ENV, OutputMarks
+from .marks import without_marks as without_marks
 from .process import tail_of
 from .socket_folder import FolderWatch, empty_folder, mount_tmpfs, unmount
 from .socket_guard import GuardedHttpBot, SocketGuard
@@ -152,9 +154,6 @@ _MAX_SOCKET_PATH: Final = 100
 # ------------------------------------------------------------- the bot
 
 
-#: Marks waiting for the bot's next line (the oldest are dropped beyond it).
-_MARKS_KEPT: Final = 256
-
 #: A line of ``docker logs --timestamps``: the daemon's time it read the line, a space, the line.
 _STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
 
@@ -171,63 +170,17 @@ def _stamp_of(line: bytes) -> tuple[float | None, bytes]:
     return at, line[m.end():]
 
 
-def without_marks(text: str) -> str:
-    """A container log's text without the referee's ``--- act`` lines (for
-    quoting the bot's own output)."""
-    if ACT_MARK not in text:
-        return text
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(ACT_MARK))
-
-
-class _Marks:
-    """The referee's marks (a game's start, an ``/act`` request) waiting for
-    the bot's next line of output, with the time each was made. The log pump
-    writes the game marks and the latest act mark made before a line (by the
-    daemon's timestamp of that line) just before it: a line is attributed to
-    the request being answered when the daemon read it, and act marks are
-    written only where the bot printed something. The daemon reads a
-    container's output a little late on a busy machine: a line may then land
-    on a later move, never on an earlier one (a command bot's output file is
-    marked directly, and split exactly). Appending is a deque append: cheap
-    enough for every move."""
-
-    def __init__(self) -> None:
-        self.pending: deque[tuple[float, bool, bytes]] = deque(maxlen=_MARKS_KEPT)
-
-    def add(self, game: bool, text: str) -> None:
-        self.pending.append((time.time(), game, text.encode()))
-
-    def due(self, at: float) -> list[bytes]:
-        """The marks to write before a line read at `at` (removed from the
-        queue): every game mark (a game's id must be known to split its
-        lines, even when several start at once), then the latest act mark."""
-        out: list[bytes] = []
-        act: bytes | None = None
-        while self.pending and self.pending[0][0] <= at:
-            _, is_game, text = self.pending.popleft()
-            if is_game:
-                out.append(text)
-                act = None
-            else:
-                act = text
-        if act is not None:
-            out.append(act)
-        return out
-
-    def drain(self) -> list[bytes]:
-        return self.due(float("inf"))
-
-
 class _LogPump(threading.Thread):
     """Copies a container's output into a file, up to a cap (blocking stream),
-    with the referee's `marks` placed by the daemon's timestamps of its lines."""
+    with the referee's `marks` placed by the bot's marks or the daemon's
+    timestamps of its lines (:class:`referee.bots.marks.OutputMarks`)."""
 
-    def __init__(self, container: Container, path: Path, cap: int, marks: _Marks | None = None) -> None:
+    def __init__(self, container: Container, path: Path, cap: int, marks: OutputMarks | None = None) -> None:
         super().__init__(name=f"logs-{container.name}", daemon=True)
         self.container = container
         self.path = path
         self.cap = cap
-        self.marks = marks or _Marks()
+        self.marks = marks or OutputMarks()
 
     def run(self) -> None:
         written = 0
@@ -240,9 +193,7 @@ class _LogPump(threading.Thread):
                         if written >= self.cap:
                             continue
                         at, chunk = _stamp_of(chunk)
-                        out = b"".join((b"" if at_line_start else b"\n") + m for m in self.marks.due(at)) \
-                            if at is not None else b""
-                        chunk = out + chunk
+                        chunk = self.marks.place(at, chunk, at_line_start)
                         if written + len(chunk) > self.cap:
                             chunk = chunk[: self.cap - written] + b"\n--- log cap reached: the rest is dropped\n"
                         if chunk:
@@ -326,7 +277,7 @@ class ContainerBot(ManagedBot):
         self.runtime: str | None = None
         self._container: Container | None = None
         self._pump: _LogPump | None = None
-        self._marks = _Marks()
+        self._marks = OutputMarks()
         self._exited: str | None = None
         self._socket_dir: Path | None = None
         self._tmp_socket_dir = False
@@ -495,7 +446,8 @@ class ContainerBot(ManagedBot):
         lim = self.limits
         assert self._socket_dir is not None
         user = f"{self.uid}:{self.gid}"
-        env = {"BOT_UNIX": CONTAINER_SOCKET, "HOME": "/tmp", **self.env}
+        env = {"BOT_UNIX": CONTAINER_SOCKET, "HOME": "/tmp", **self.env,
+               OUTPUT_MARKS_ENV: self._marks.new_container()}  # a fresh token: the bot's marks (marks.py)
         if self.secret is not None:
             env["BOT_SECRET"] = self.secret.decode() if isinstance(self.secret, bytes) else self.secret
         command = [part.replace("{unix}", CONTAINER_SOCKET) for part in self.command] \

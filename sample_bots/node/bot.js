@@ -12,7 +12,10 @@
 // Everything a bot must do is here, in ~150 lines: serve GET / (identity) and
 // POST /start, /act, /end; check X-Referee-Signature (HMAC-SHA256 of the raw
 // body, keyed by the secret) when a secret is given; answer 400 with a JSON
-// error for a body it cannot read; echo request_id.
+// error for a body it cannot read; echo request_id. When the referee sets
+// BOT_OUTPUT_MARKS (a container referee does), it prints a mark line before and
+// after each decision, so that what it prints meanwhile is shown next to that
+// move in the team's replay (docs/protocol.md).
 "use strict";
 
 const http = require("http");
@@ -20,6 +23,15 @@ const crypto = require("crypto");
 
 const INFO = { apiversion: "1", name: "node-greedy", author: "sample_bots", version: "1.0" };
 const MAX_BODY = 8 * 1024 * 1024;
+
+// Output marks: "--- <token> act <request_id> <turn>" and "--- <token> done <request_id>".
+const TOKEN = process.env.BOT_OUTPUT_MARKS || "";
+const MARKS = /^[A-Za-z0-9_-]{1,128}$/.test(TOKEN) ? `--- ${TOKEN} ` : null;
+if (MARKS) process.stderr.write = process.stdout.write.bind(process.stdout); // one ordered stream of lines
+
+function mark(line) {
+  if (MARKS) process.stdout.write(MARKS + line + "\n"); // synchronous for a pipe or a file
+}
 
 function parseArgs(argv) {
   // BOT_SECRET and BOT_UNIX give defaults (a container referee sets BOT_UNIX); --port wins over BOT_UNIX.
@@ -141,11 +153,13 @@ function handle(args, req, res, raw) {
   if (why) return send(res, 400, { error: why });
   if (path === "/act") {
     let index = 0;
+    mark(`act ${body.request_id} ${body.turn}`);
     try {
       index = decide(body);
     } catch (e) {
       console.error(`decide failed, answering index 0: ${e.stack}`);
     }
+    mark(`done ${body.request_id}`);
     return send(res, 200, { request_id: body.request_id, index });
   }
   return send(res, 200, { ok: true });

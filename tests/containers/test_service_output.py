@@ -9,6 +9,8 @@ container through the classroom service over HTTP.
   printed while choosing it (the talker prints the request's turn), and
   nobody else (another team, the public) sees them. (A command bot's lines
   are split exactly: tests/match/test_admission_output.py.)
+* A bot on the SDK marks its requests in its output (``BOT_OUTPUT_MARKS``):
+  its replay has every line on its own move, exactly.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from referee.web.db import ServiceDB  # noqa: E402
 pytestmark = pytest.mark.slow
 
 TALKER = (Path(__file__).resolve().parents[1] / "match" / "talker.py").read_text()
+SDK_TALKER = (Path(__file__).resolve().parent / "sdk_talker.py").read_text()
 DATA = re.compile(r'<script type="application/json" id="replay-data">(.*?)</script>', re.S)
 
 
@@ -168,6 +171,37 @@ async def test_validation_games_are_kept_and_the_replay_shows_the_bots_lines_at_
     assert "output_seat" not in public and all("output" not in f for f in public["frames"])
     text = await (await client.get(f"/c/{cid}/runs/{rid}/games/{idx}?seat={seat}")).text()
     assert "turn 1 of" not in text and "bot-output" not in text
+
+
+async def test_a_bot_on_the_sdk_has_exactly_its_lines_at_each_move(client: Any, tmp_path: Path) -> None:
+    """tests/containers/sdk_talker.py names its request in each line and
+    prints lines like marks (the referee's, and its own for an earlier
+    request, with its real token): each shown at the move it was printed
+    for, all of them, moving nothing (test_container_output.py: over a game)."""
+    from sdk_talker import expected
+
+    cid = await new_competition(client, client.admin, house={})
+    tid, token = await new_team(client, client.admin, cid, "ada")
+    done = await upload(client, cid, tid, token, make_zip(tmp_path / "bot.zip", {"bot.py": SDK_TALKER}))
+    sid = done["submission"]["id"]
+    assert done["submission"]["status"] == "accepted", done
+    await login(client, token)
+    for g in done["report"]["validation"]:
+        r = await client.get(f"/team/submissions/{sid}/games/{g['number']}?seat={g['seat']}")
+        assert r.status == 200, await r.text()
+        data = replay_data(await r.text())
+        own = [f for f in data["frames"][1:] if f["seat"] == g["seat"]]
+        assert len(own) >= 3
+        last: tuple[str, int] | None = None
+        for f in own:
+            m = re.match(rf"turn {f['turn']} of ({re.escape(data['game_id'])}\.\d+)\n", f["output"])
+            assert m is not None, f
+            forged = re.search(r"^ --- (\w+) act ", f["output"], re.M)
+            assert (forged is None) == (last is None), f
+            want = expected(m.group(1), f["turn"], data["game_id"], last, forged.group(1) if forged else "")
+            assert f["output"] == want
+            last = (m.group(1), f["turn"])
+        assert all("output" not in f for f in data["frames"][1:] if f["seat"] != g["seat"])
 
 
 @pytest.fixture
