@@ -419,6 +419,7 @@ class PracticeProcess:
                     start_new_session=True,  # its own group: the terminal's Ctrl-C is the service's to handle
                 )
             except OSError as e:
+                log_file.write(f"--- the service could not start {self.argv[0]}: {e}\n".encode())
                 return Ending(start_error=f"{type(e).__name__}: {e}")
         process = self.process
         assert process.stdin is not None
@@ -445,6 +446,11 @@ class PracticeProcess:
             # whatever it started in its group (its own group: nothing of the service's)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+        rc = process.returncode
+        with contextlib.suppress(OSError), (self.out / LOG_FILE).open("ab") as log_file:
+            how = f"killed by {_signal_name(rc)}" if rc is not None and rc < 0 else f"exit code {rc}"
+            log_file.write(f"--- the service: the practice process ended ({how})"
+                           f"{', past its bound' if timed_out else ''}\n".encode())
         outcome = None
         with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
             outcome = msgspec.json.decode((self.out / OUTCOME_FILE).read_bytes(), type=Outcome)
@@ -516,6 +522,8 @@ class PracticeQueue:
         self.current: PracticeProcess | None = None
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
+        #: The interpreter of the children (the service's own).
+        self.python = sys.executable
         #: Practice games played since the server started.
         self.played = 0
 
@@ -551,7 +559,7 @@ class PracticeQueue:
 
     async def run_job(self, job: PracticeJob) -> Ending:
         """Play `job` in a child process (:attr:`current` meanwhile)."""
-        child = PracticeProcess(job)
+        child = PracticeProcess(job, python=self.python)
         self.current = child
         try:
             if self.stopping:
