@@ -15,11 +15,34 @@ nothing of it reaches the ladder's store, the standings or the ratings.
 
 Limits, per team: one game in flight (queued or playing) and
 ``practice_per_hour`` asked for in the last hour (then 429 with
-``Retry-After``). The ladder keeps its pace (:class:`PracticeQueue`): the
-whole service plays one practice game at a time, in a thread of its own
-that runs at the lowest CPU priority (nice 19: on a busy machine the
-ladder's thread is always scheduled first), and never takes a slot of a
-ladder's concurrency, a ladder's bots or its event loop.
+``Retry-After``).
+
+The ladder keeps its pace (:class:`PracticeQueue`): the whole service plays
+one practice game at a time, each in a **child process** of its own
+(:class:`PracticeProcess`, :mod:`~referee.web.practice_worker`) at the
+lowest CPU priority (nice 19, set before it imports anything: on a busy
+machine the ladder is always scheduled first), so it shares neither the
+ladder's interpreter lock nor its event loop, and never takes a slot of a
+ladder's concurrency or a ladder's bots. The child is given, explicitly, the
+pinned league (over its stdin, with the bots' secrets), the game's folder,
+the operator's container runtime, the service's instance (its containers'
+names and labels), the executor (in the child, or on the service's Ray
+cluster) and ``DOCKER_HOST`` (:meth:`PracticeQueue.job_of`); the bot
+address policy is applied here, when the league is pinned (every URL bot at
+the address admitted), so the child resolves no name. Its stdout and stderr
+go to the game folder's ``practice.log``. ``benchmarks/practice.py``
+measures the ladder's pace during a flood of practice games.
+
+Whose failure it is, as data: a bot's faults are the team's, recorded in
+the game as on the ladder; the child killed (``kill -9``, the OOM killer),
+crashing, failing to start, or running past ``practice_timeout_s``
+(``referee serve --practice-timeout``) fails the game with a message that
+says it is the service's (:data:`SERVICE_FAULT`), the containers a killed
+child left removed, and the queue plays on. Stopping the service closes the
+child's stdin (it abandons the game, stopping its bots and containers; it is
+killed :data:`STOP_GRACE_S` later if it has not exited) and the game is
+queued again, played from the start at the next start; a child whose
+service died sees its stdin end and stops the same way.
 
 Private: only the team's own token or session, and the admin, see its
 practice games; anyone else is told there is no such game (404).
@@ -49,6 +72,7 @@ from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from .db import Competition, ServiceDB, Team
+from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .runs import (
     StartError,
     check_league_text,
@@ -59,7 +83,6 @@ from .runs import (
     still_allowed,
     team_entry,
 )
-from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .state import DB, SETTINGS
 
 log = logging.getLogger("referee.web")
@@ -538,7 +561,7 @@ class PracticeQueue:
                 continue
             try:
                 await self.play(game)
-            except Exception:  # noqa: BLE001 - the queue plays on
+            except Exception:  # the queue plays on
                 log.exception("practice game %s", game.id)
                 await db.call(set_ended, game.id, "failed",
                               f"the service failed to play it (the admin's to look at): {SERVICE_FAULT}")
@@ -585,12 +608,12 @@ class PracticeQueue:
         job, instance = await self.job_of(game, league)
         ending = await self.run_job(job)
         outcome = ending.outcome
-        if outcome is None or outcome.status in ("interrupted", "crashed"):
-            if any(b.image is not None for b in league.bots):  # what a killed child left
-                removed = await asyncio.to_thread(remove_orphans, game.out_dir, instance)
-                if removed:
-                    log.warning("practice game %s: removed its containers left behind: %s", game.id,
-                                ", ".join(removed))
+        ended_badly = outcome is None or outcome.status in ("interrupted", "crashed")
+        if ended_badly and any(b.image is not None for b in league.bots):  # what a killed child left
+            removed = await asyncio.to_thread(remove_orphans, game.out_dir, instance)
+            if removed:
+                log.warning("practice game %s: removed its containers left behind: %s", game.id,
+                            ", ".join(removed))
         if self.stopping and (outcome is None or outcome.status != "played"):
             await db.call(requeue_playing)  # played again at the next start
             return

@@ -2,7 +2,10 @@
 bots on loopback: a team plays its newest version against its own earlier
 version or a house bot, unrated and private; other teams' versions only
 where the league file allows it; per-team limits (429 with Retry-After);
-the ladder keeps its pace while a flood of practice games is asked for."""
+a flood of practice games plays one at a time beside the ladder (its pace
+is benchmarks/practice.py's); each game's process killed, past its bound,
+unable to start, or stopped with the service fails or requeues it as the
+service's doing."""
 
 from __future__ import annotations
 
@@ -258,9 +261,9 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
     print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
           f"{asked[0]} practice games asked, {finished} played")
     assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
-    # The pace itself is a figure, not an assertion: a timed ratio on a shared machine is noise
-    # (seen: 0.47 to 0.84 at nice 19; about a third at nice 0). What holds whatever the load: the
-    # practice games played one at a time, outside the ladder's standings.
+    # The pace itself is a figure, not an assertion (benchmarks/practice.py measures it: a timed ratio
+    # on a shared machine is noise). What holds whatever the load: the practice games played one at
+    # a time, outside the ladder's standings.
     # one practice game at a time in the whole service, whichever team asked
     with sqlite3.connect(db_path) as db:
         spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
