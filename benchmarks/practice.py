@@ -32,7 +32,7 @@ practice games "never slowing the ladder").
 
 Measured on the 2-core machine shared with other work (load average 8 to
 17 during the run, several engineers' test suites beside it; pure-Python
-engine; 2026-12-02, at 45200e2 with its tests): ``--window 20 --rounds 4``.
+engine; 2026-12-02, at cff4733): ``--window 20 --rounds 4``.
 The ladder alone 2.4-5.1 games/s (the machine's drift). During the flood,
 over the alone windows on either side: **process 1.17x** (median; windows
 1.19, 1.14, 0.89, 1.41), 2-5 practice games finished per 20 s window;
