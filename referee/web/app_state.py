@@ -116,6 +116,10 @@ class Settings(msgspec.Struct, kw_only=True):
     #: Practice games a team may ask for in an hour (``referee serve
     #: --practice-per-hour``; 0: no practice games); one in flight at a time.
     practice_per_hour: int = 20
+    #: A practice game (its ``table_size`` deals, from its process's start)
+    #: longer than this is stopped and failed as the service's
+    #: (``referee serve --practice-timeout``).
+    practice_timeout_s: float = 900.0
 
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)

@@ -128,13 +128,17 @@ class Size(_IntParam):
                    "often, and once it answers every waiting submission goes on.")
 @click.option("--practice-per-hour", default=20, show_default=True, type=click.IntRange(min=0),
               help="Practice games a team may ask for in an hour (one in flight at a time; 0: none).")
+@click.option("--practice-timeout", default=900.0, show_default=True, type=click.FloatRange(min=1),
+              metavar="SECONDS", help="A practice game running longer than this is stopped, failed as the "
+                                      "service's (each plays in a process of its own at the lowest priority).")
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
           house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
           address: str | None, workers: int, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
           team_image_quota: int, check_budget: float, runtime: str | None, header_timeout: float,
           body_timeout: float, min_body_rate: int, idle_timeout: float, max_conns_per_client: int,
-          max_connections: int, fault_retry: float, practice_per_hour: int) -> None:
+          max_connections: int, fault_retry: float, practice_per_hour: int,
+          practice_timeout: float = 900.0) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -198,7 +202,8 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
                                      min_free_disk=min_free_disk, team_image_quota=team_image_quota,
                                      check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere,
-                                     fault_retry_s=fault_retry, practice_per_hour=practice_per_hour))
+                                     fault_retry_s=fault_retry, practice_per_hour=practice_per_hour,
+                                     practice_timeout_s=practice_timeout))
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     raised = f" (raised from {files_before})" if files > files_before else ""

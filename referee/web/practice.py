@@ -15,11 +15,34 @@ nothing of it reaches the ladder's store, the standings or the ratings.
 
 Limits, per team: one game in flight (queued or playing) and
 ``practice_per_hour`` asked for in the last hour (then 429 with
-``Retry-After``). The ladder keeps its pace (:class:`PracticeQueue`): the
-whole service plays one practice game at a time, in a thread of its own
-that runs at the lowest CPU priority (nice 19: on a busy machine the
-ladder's thread is always scheduled first), and never takes a slot of a
-ladder's concurrency, a ladder's bots or its event loop.
+``Retry-After``).
+
+The ladder keeps its pace (:class:`PracticeQueue`): the whole service plays
+one practice game at a time, each in a **child process** of its own
+(:class:`PracticeProcess`, :mod:`~referee.web.practice_worker`) at the
+lowest CPU priority (nice 19, set before it imports anything: on a busy
+machine the ladder is always scheduled first), so it shares neither the
+ladder's interpreter lock nor its event loop, and never takes a slot of a
+ladder's concurrency or a ladder's bots. The child is given, explicitly, the
+pinned league (over its stdin, with the bots' secrets), the game's folder,
+the operator's container runtime, the service's instance (its containers'
+names and labels), the executor (in the child, or on the service's Ray
+cluster) and ``DOCKER_HOST`` (:meth:`PracticeQueue.job_of`); the bot
+address policy is applied here, when the league is pinned (every URL bot at
+the address admitted), so the child resolves no name. Its stdout and stderr
+go to the game folder's ``practice.log``. ``benchmarks/practice.py``
+measures the ladder's pace during a flood of practice games.
+
+Whose failure it is, as data: a bot's faults are the team's, recorded in
+the game as on the ladder; the child killed (``kill -9``, the OOM killer),
+crashing, failing to start, or running past ``practice_timeout_s``
+(``referee serve --practice-timeout``) fails the game with a message that
+says it is the service's (:data:`SERVICE_FAULT`), the containers a killed
+child left removed, and the queue plays on. Stopping the service closes the
+child's stdin (it abandons the game, stopping its bots and containers; it is
+killed :data:`STOP_GRACE_S` later if it has not exited) and the game is
+queued again, played from the start at the next start; a child whose
+service died sees its stdin end and stops the same way.
 
 Private: only the team's own token or session, and the admin, see its
 practice games; anyone else is told there is no such game (404).
@@ -33,23 +56,24 @@ import logging
 import os
 import secrets
 import shutil
-import threading
+import signal
+import sys
 import time
-import traceback
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import msgspec
 from aiohttp import web
 
+from ..bots.container import RUNTIME_ENV
 from ..bots.factory import BotSpec
+from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
-from ..tournament.executors import Executor
 from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
-from ..tournament.runner import Interrupted, Tournament
 from .db import Competition, ServiceDB, Team
 from ..tournament.results import games_list
+from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
     StartError,
     check_league_text,
@@ -68,7 +92,7 @@ STATUSES = ("queued", "playing", "finished", "failed")
 IN_FLIGHT = ("queued", "playing")
 #: Retry-After (seconds) while a team's practice game is in flight.
 IN_FLIGHT_RETRY_S = 15
-#: The CPU priority of the practice thread (the ladder's is the process's, 0).
+#: The CPU priority of the practice process (the ladder's is the service's, 0).
 NICE = 19
 
 
@@ -330,64 +354,199 @@ def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | N
 
 # ------------------------------------------------------------ playing
 
+#: The child's first statement: the lowest CPU priority, before it imports
+#: anything of the referee's (its start-up costs the ladder nothing either).
+_BOOT = ("import os, sys; os.setpriority(os.PRIO_PROCESS, 0, int(sys.argv[1])); "
+         "from referee.web.practice_worker import main; sys.exit(main())")
+#: Seconds a stopped child has to abandon its game (its bots stopped, its
+#: containers removed) before it is killed.
+STOP_GRACE_S = 10.0
+#: What a practice game's failure says when it is the service's.
+SERVICE_FAULT = "a fault of the service, not of your bot: ask for the game again"
 
-def _lower_priority() -> None:
-    """This thread (only: a Linux thread is its own task) at the lowest CPU priority."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+
+def _source_root() -> str:
+    """The folder that holds this ``referee`` package: the child runs the service's own code."""
+    return str(Path(__file__).resolve().parents[2])
 
 
-class PracticeThread:
-    """One practice game in a thread of its own, at the lowest CPU priority."""
+def ray_address(kind: str, address: str | None) -> str | None:
+    """The Ray cluster a child joins: the service's ``--executor-address``,
+    else the cluster the service started (:func:`~.runs.start_ray`), else
+    None (the child's executor starts one of its own, as a run's would)."""
+    if kind != "ray" or address is not None:
+        return address
+    try:
+        import ray  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    if not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().gcs_address)
 
-    def __init__(self, league: League, out: Path, executor: Callable[[], Executor]) -> None:
-        self.league, self.out, self.make_executor = league, out, executor
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.tournament: Tournament | None = None
-        self.error: str | None = None
-        self.log: list[str] = []
-        self.thread = threading.Thread(target=self._main, name=f"practice-{out.name}", daemon=True)
 
-    def _main(self) -> None:
-        _lower_priority()
-        loop = asyncio.new_event_loop()
-        self.loop = loop
-        executor: Executor | None = None
+class Ending(msgspec.Struct, kw_only=True):
+    """How a child's game ended, as the service saw it."""
+
+    #: The child's own report (None: it wrote none: it crashed, was killed or never started).
+    outcome: Outcome | None = None
+    #: The child's exit code (negative: the signal that killed it; None: it never started).
+    returncode: int | None = None
+    #: Why it could not start; or that the service stopped it past its bound.
+    start_error: str | None = None
+    timed_out: bool = False
+
+
+class PracticeProcess:
+    """One practice game played by a child process at the lowest CPU priority
+    (:mod:`~referee.web.practice_worker`), its output to the game folder's
+    ``practice.log``. :meth:`stop` closes its stdin (it abandons the game and
+    exits), and kills it :data:`STOP_GRACE_S` later if it has not."""
+
+    def __init__(self, job: PracticeJob, *, nice: int = NICE, python: str = sys.executable) -> None:
+        self.job = job
+        self.out = Path(job.out_dir)
+        self.argv = [python, "-c", _BOOT, str(nice)]
+        self.process: asyncio.subprocess.Process | None = None
+        self.stopped = False
+        self._kill: asyncio.TimerHandle | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def environment(self) -> dict[str, str]:
+        """The child's environment: the service's, with the settings the job
+        carries set (or unset) explicitly and this package first on the path."""
+        env = dict(os.environ)
+        for key, value in ((RUNTIME_ENV, self.job.runtime), ("DOCKER_HOST", self.job.docker_host)):
+            if value:
+                env[key] = value
+            else:
+                env.pop(key, None)
+        env["PYTHONPATH"] = os.pathsep.join([_source_root(), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    async def play(self, bound_s: float) -> Ending:
+        """Start the child, give it the job and wait for it (at most `bound_s`
+        seconds: then it is stopped, and killed if it does not stop)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.out / OUTCOME_FILE).unlink()
+        with (self.out / LOG_FILE).open("ab") as log_file:
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    *self.argv, stdin=asyncio.subprocess.PIPE, stdout=log_file, stderr=log_file,
+                    env=self.environment(), cwd=os.getcwd(),
+                    start_new_session=True,  # its own group: the terminal's Ctrl-C is the service's to handle
+                )
+            except OSError as e:
+                log_file.write(f"--- the service could not start {self.argv[0]}: {e}\n".encode())
+                return Ending(start_error=f"{type(e).__name__}: {e}")
+        process = self.process
+        assert process.stdin is not None
+        timed_out = False
         try:
-            executor = self.make_executor()
-            self.tournament = Tournament(self.league, self.out, progress=False, log=self.log.append,
-                                         drop_unreachable=True, executor=executor)
-            loop.run_until_complete(self.tournament.run())
-        except Interrupted as e:
-            self.error = f"interrupted: {e}"
-        except Exception as e:  # noqa: BLE001 - a practice game's crash must not take the service down
-            self.error = str(e) if isinstance(e, LeagueError) else f"{type(e).__name__}: {e}"
-            if not isinstance(e, LeagueError):
-                traceback.print_exc()
+            process.stdin.write(msgspec.json.encode(self.job) + b"\n")
+            with contextlib.suppress(ConnectionError):  # it died already: its exit code says how
+                await process.stdin.drain()
+            if self.stopped:  # asked to stop while it started
+                self.stop()
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), bound_s)
+            except TimeoutError:
+                timed_out = not self.stopped
+                self.stop()
+                await process.wait()
         finally:
-            if executor is not None:
+            if process.returncode is None:  # cancelled: never leave the child behind
+                self.kill()
                 with contextlib.suppress(Exception):
-                    loop.run_until_complete(executor.close())
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+                    await asyncio.shield(process.wait())
+            if self._kill is not None:
+                self._kill.cancel()
+            # whatever it started in its group (its own group: nothing of the service's)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        rc = process.returncode
+        with contextlib.suppress(OSError), (self.out / LOG_FILE).open("ab") as log_file:
+            how = f"killed by {_signal_name(rc)}" if rc is not None and rc < 0 else f"exit code {rc}"
+            log_file.write(f"--- the service: the practice process ended ({how})"
+                           f"{', past its bound' if timed_out else ''}\n".encode())
+        outcome = None
+        with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+            outcome = msgspec.json.decode((self.out / OUTCOME_FILE).read_bytes(), type=Outcome)
+        return Ending(outcome=outcome, returncode=process.returncode, timed_out=timed_out)
 
     def stop(self) -> None:
-        loop, t = self.loop, self.tournament
-        if loop is None or t is None or loop.is_closed():
+        """Abandon the game: close the child's stdin; kill it if it is still there after the grace."""
+        self.stopped = True
+        process = self.process
+        if process is None or process.returncode is not None:
             return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(t.stop, True)
+        if process.stdin is not None and not process.stdin.is_closing():
+            process.stdin.close()
+        if self._kill is None:
+            self._kill = asyncio.get_running_loop().call_later(STOP_GRACE_S, self.kill)
+
+    def kill(self) -> None:
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def service_fault(ending: Ending, bound_s: float) -> str | None:
+    """What a child's ending says when the game ended through no bot's doing,
+    naming the service as the one at fault; None when the child reported."""
+    if ending.start_error is not None:
+        return f"the service could not start the practice game's process ({ending.start_error}): {SERVICE_FAULT}"
+    if ending.timed_out:
+        return (f"the service stopped it after {bound_s:.0f} s, the longest it lets a practice game run "
+                f"(its own limit: a bot within its move time is not to blame): {SERVICE_FAULT}")
+    rc = ending.returncode
+    if rc is not None and rc < 0:
+        return (f"the service's practice process was killed mid-game ({_signal_name(rc)}: out of memory, "
+                f"or stopped on the server): {SERVICE_FAULT}")
+    if ending.outcome is None:
+        return f"the service's practice process crashed (exit code {rc}) before it reported: {SERVICE_FAULT}"
+    if ending.outcome.status == "crashed":
+        return f"the service failed to play it ({ending.outcome.error}): {SERVICE_FAULT}"
+    return None
+
+
+def remove_orphans(out: str, instance: Instance) -> list[str]:
+    """The containers a killed child left for this game (blocking): its own
+    (``referee.out`` is the game's folder), of this instance, their referee process gone."""
+    from ..bots.container import DockerUnavailable, cleanup_containers, docker_client
+
+    try:
+        client = docker_client()
+    except DockerUnavailable:
+        return []
+    return cleanup_containers({"referee.out": out}, orphans_only=True, client=client, instance=instance)
 
 
 class PracticeQueue:
-    """The service's practice games, played one at a time, oldest first."""
+    """The service's practice games, played one at a time, oldest first,
+    each by a child process (:class:`PracticeProcess`)."""
 
     def __init__(self, app: web.Application) -> None:
         self.app = app
         self.wake = asyncio.Event()
-        self.current: PracticeThread | None = None
+        self.current: PracticeProcess | None = None
         self.stopping = False
+        self.task: asyncio.Task[None] | None = None
+        #: The interpreter of the children (the service's own).
+        self.python = sys.executable
         #: Practice games played since the server started.
         self.played = 0
 
@@ -402,13 +561,37 @@ class PracticeQueue:
                 continue
             try:
                 await self.play(game)
-            except Exception:  # noqa: BLE001 - the queue plays on
-                traceback.print_exc()
-                await db.call(set_ended, game.id, "failed", "the service failed to play it (the admin's to look at)")
+            except Exception:  # the queue plays on
+                log.exception("practice game %s", game.id)
+                await db.call(set_ended, game.id, "failed",
+                              f"the service failed to play it (the admin's to look at): {SERVICE_FAULT}")
+
+    async def job_of(self, game: PracticeGame, league: League) -> tuple[PracticeJob, Instance]:
+        """The child's job: the league and each setting of the service's it plays under, explicitly."""
+        from .admission_queue import service_instance
+
+        db, settings = self.app[DB], self.app[SETTINGS]
+        instance = await db.call(service_instance)
+        pins = str(instance.pins_file) if instance.pins_file is not None else None
+        job = PracticeJob(league=league, out_dir=game.out_dir, runtime=os.environ.get(RUNTIME_ENV) or None,
+                          instance_id=instance.id, pins_file=pins, executor=settings.executor,
+                          executor_address=ray_address(settings.executor, settings.executor_address),
+                          executor_workers=settings.executor_workers,
+                          docker_host=os.environ.get("DOCKER_HOST") or None)
+        return job, instance
+
+    async def run_job(self, job: PracticeJob) -> Ending:
+        """Play `job` in a child process (:attr:`current` meanwhile)."""
+        child = PracticeProcess(job, python=self.python)
+        self.current = child
+        try:
+            if self.stopping:
+                child.stopped = True
+            return await child.play(self.app[SETTINGS].practice_timeout_s)
+        finally:
+            self.current = None
 
     async def play(self, game: PracticeGame) -> None:
-        from .ladder_service import executor_of
-
         db, settings = self.app[DB], self.app[SETTINGS]
         comp = await db.call(ServiceDB.competition, game.competition_id)
         assert comp is not None
@@ -422,34 +605,50 @@ class PracticeQueue:
         await db.call(set_playing, game.id)
         # a game the server stopped in the middle of is played again from the start
         await asyncio.to_thread(shutil.rmtree, game.out_dir, True)
-        thread = PracticeThread(league, Path(game.out_dir), executor_of(self.app))
-        self.current = thread
-        try:
-            thread.thread.start()
-            await asyncio.to_thread(thread.thread.join)
-        finally:
-            self.current = None
-        if self.stopping and thread.error is not None and thread.error.startswith("interrupted"):
+        job, instance = await self.job_of(game, league)
+        ending = await self.run_job(job)
+        outcome = ending.outcome
+        ended_badly = outcome is None or outcome.status in ("interrupted", "crashed")
+        if ended_badly and any(b.image is not None for b in league.bots):  # what a killed child left
+            removed = await asyncio.to_thread(remove_orphans, game.out_dir, instance)
+            if removed:
+                log.warning("practice game %s: removed its containers left behind: %s", game.id,
+                            ", ".join(removed))
+        if self.stopping and (outcome is None or outcome.status != "played"):
             await db.call(requeue_playing)  # played again at the next start
             return
-        rows = await asyncio.to_thread(games_list, game.out_dir)
         self.played += 1
+        rows = await asyncio.to_thread(games_list, game.out_dir)
         own = game.seats[0].name
         results = [Result(index=r.index, names=r.seats, places=r.places, seat=r.seats.index(own))
                    for r in rows if own in r.seats]
-        if not results or thread.error is not None:
-            why = thread.error or "; ".join(thread.log[-3:]) or "no game was recorded"
+        bound = settings.practice_timeout_s
+        fault = service_fault(ending, bound)
+        if fault is None and outcome is not None and outcome.status == "interrupted":
+            fault = f"the practice process was stopped from outside the service ({outcome.error}): {SERVICE_FAULT}"
+        if fault is not None:
+            log.warning("practice game %s failed: %s (its log: %s)", game.id, fault,
+                        Path(game.out_dir) / LOG_FILE)
+            await db.call(set_ended, game.id, "failed", fault, results)
+            return
+        assert outcome is not None
+        if not results or outcome.error is not None:
+            why = outcome.error or "; ".join(outcome.log) or "no game was recorded"
             await db.call(set_ended, game.id, "failed", f"the game could not be played: {why}", results)
             return
         await db.call(set_ended, game.id, "finished", None, results)
 
     async def stop(self) -> None:
+        """Stop promptly: the game playing is abandoned (played again at the next start)."""
         self.stopping = True
         self.wake.set()
         current = self.current
         if current is not None:
             current.stop()
-            await asyncio.to_thread(current.thread.join, 30)
+        task = self.task
+        if task is not None and not task.done():
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), STOP_GRACE_S + 20)
 
 
 PRACTICE: web.AppKey[PracticeQueue] = web.AppKey("practice", PracticeQueue)
@@ -461,7 +660,7 @@ async def practice_ctx(app: web.Application) -> AsyncIterator[None]:
     await app[DB].call(requeue_playing)
     queue = PracticeQueue(app)
     app[PRACTICE] = queue
-    task = asyncio.create_task(queue.run())
+    task = queue.task = asyncio.create_task(queue.run())
     yield
     await queue.stop()
     task.cancel()

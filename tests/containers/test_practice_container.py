@@ -2,11 +2,14 @@
 sandbox as the ladder: its container under the service's runtime (gVisor's
 ``runsc``, as ``referee serve --runtime runsc``), with no network, a
 read-only root and every capability dropped, its files in the practice
-game's own folder (never the ladder's)."""
+game's own folder (never the ladder's); the practice process killed
+mid-game leaves no container behind."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -99,5 +102,33 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         # the competition saw nothing of it
         data = await (await service.get(f"/api/competitions/{cid}")).json()
         assert data["games"] == 0
+
+        # the practice process killed (kill -9, the OOM killer) while its container runs: the game fails
+        # as the service's, and the service removes the container the dead process left
+        from referee.web.practice import PRACTICE, SERVICE_FAULT
+
+        r = await service.post(f"/api/competitions/{cid}/teams/{tid}/practice", json={"opponents": ["house:house"]},
+                               headers=auth(token))
+        assert r.status == 202, await r.text()
+        pid = (await r.json())["id"]
+        label = [f"referee.tournament=practice-{pid}"]
+        deadline = time.monotonic() + 180
+        while not docker_client.containers.list(filters={"label": label}):
+            assert time.monotonic() < deadline, "the second practice game's container never started"
+            await asyncio.sleep(0.1)
+        current = service.server.app[PRACTICE].current
+        assert current is not None and current.pid is not None
+        os.kill(current.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while True:
+            game = await (await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}",
+                                            headers=auth(token))).json()
+            if game["status"] not in ("queued", "playing"):
+                break
+            assert time.monotonic() < deadline, game
+            await asyncio.sleep(0.1)
+        assert game["status"] == "failed" and SERVICE_FAULT in game["error"], game
+        left = [c.name for c in docker_client.containers.list(all=True, filters={"label": label})]
+        assert left == [], f"the killed practice process's containers were left: {left}"
     finally:
         await runner.cleanup()

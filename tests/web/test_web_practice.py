@@ -2,7 +2,10 @@
 bots on loopback: a team plays its newest version against its own earlier
 version or a house bot, unrated and private; other teams' versions only
 where the league file allows it; per-team limits (429 with Retry-After);
-the ladder keeps its pace while a flood of practice games is asked for."""
+a flood of practice games plays one at a time beside the ladder (its pace
+is benchmarks/practice.py's); each game's process killed, past its bound,
+unable to start, or stopped with the service fails or requeues it as the
+service's doing."""
 
 from __future__ import annotations
 
@@ -258,9 +261,9 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
     print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
           f"{asked[0]} practice games asked, {finished} played")
     assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
-    # The pace itself is a figure, not an assertion: a timed ratio on a shared machine is noise
-    # (seen: 0.47 to 0.84 at nice 19; about a third at nice 0). What holds whatever the load: the
-    # practice games played one at a time, outside the ladder's standings.
+    # The pace itself is a figure, not an assertion (benchmarks/practice.py measures it: a timed ratio
+    # on a shared machine is noise). What holds whatever the load: the practice games played one at
+    # a time, outside the ladder's standings.
     # one practice game at a time in the whole service, whichever team asked
     with sqlite3.connect(db_path) as db:
         spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
@@ -286,3 +289,146 @@ async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_star
     client = await service()
     game = await played(client, cid, ada, token, pid)
     assert game["status"] == "finished" and game["finished_at"] is not None and game["error"] is None, game
+
+
+# ---------------------------------------------------------------- the child process and its faults
+
+
+def slow_bot_app(seconds: float) -> Any:
+    """Greedy, `seconds` late on every move (well within its move time): a game that lasts."""
+    from sample_bots import greedy
+    from sample_bots.sdk import make_app
+
+    def decide(request: Any) -> Any:
+        time.sleep(seconds)  # in the bot's executor thread, not on the loop
+        return greedy.decide(request)
+
+    return make_app(decide, greedy.INFO)
+
+
+@pytest.fixture
+async def slow_house() -> Any:
+    from helpers_web import serve
+
+    runners = []
+
+    async def make(seconds: float) -> str:
+        runner, url = await serve(slow_bot_app(seconds))
+        runners.append(runner)
+        return url
+
+    yield make
+    for r in runners:
+        await r.cleanup()
+
+
+async def child_playing(client: Any, out_dir: Path, timeout: float = 120) -> int:
+    """The pid of the practice process once it has begun the game (its log says so)."""
+    from referee.web.practice import PRACTICE
+
+    deadline = time.monotonic() + timeout
+    while True:
+        current = client.server.app[PRACTICE].current
+        log = out_dir / "practice.log"
+        if current is not None and current.pid is not None and log.exists() and "practice worker" in log.read_text():
+            return int(current.pid)
+        assert time.monotonic() < deadline, "the practice process never began its game"
+        await asyncio.sleep(0.05)
+
+
+def out_dir_of(db_path: Path, pid: int) -> Path:
+    with sqlite3.connect(db_path) as db:
+        return Path(db.execute("SELECT out_dir FROM practice_games WHERE id = ?", (pid,)).fetchone()[0])
+
+
+def gone(pid: int) -> bool:
+    """No process `pid` nor any of its group (the practice process leads its own)."""
+    import os
+
+    from referee.bots.process import pid_alive
+
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return not pid_alive(pid)
+    return False
+
+
+async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_the_queue_plays_on(
+        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path) -> None:
+    import os
+    import signal
+
+    from referee.web.practice import SERVICE_FAULT
+
+    client = await service()
+    cid = await competition(client, admin_token, await slow_house(0.1))
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    pid = (await r.json())["id"]
+    out = out_dir_of(db_path, pid)
+    child = await child_playing(client, out)
+    assert child != os.getpid()  # a process of its own, not a thread of the service
+    assert os.getpriority(os.PRIO_PROCESS, child) == 19
+    os.kill(child, signal.SIGKILL)  # as the kernel's OOM killer would
+    game = await played(client, cid, ada, token, pid)
+    assert game["status"] == "failed", game
+    assert "killed mid-game (SIGKILL" in game["error"] and SERVICE_FAULT in game["error"], game["error"]
+    assert gone(child)
+    # its output went to the game's folder, not the service's terminal
+    assert "practice worker" in (out / "practice.log").read_text()
+
+    # the queue plays on: the next game is played to its end
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    assert r.status == 202, await r.text()
+    game = await played(client, cid, ada, token, (await r.json())["id"], timeout=180)
+    assert game["status"] == "finished" and game["error"] is None, game
+
+
+async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_start_fails_as_the_services(
+        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path,
+        tmp_path: Path) -> None:
+    from referee.web.practice import PRACTICE, SERVICE_FAULT
+
+    client = await service(practice_timeout_s=2)
+    cid = await competition(client, admin_token, await slow_house(0.3))  # 2 deals of 10+ moves each: > 2 s
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    pid = (await r.json())["id"]
+    game = await played(client, cid, ada, token, pid, timeout=120)
+    assert game["status"] == "failed" and "stopped it after 2 s" in game["error"], game
+    assert SERVICE_FAULT in game["error"]
+
+    queue = client.server.app[PRACTICE]
+    queue.python = str(tmp_path / "no-such-python")  # the interpreter gone (a broken install)
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    game = await played(client, cid, ada, token, (await r.json())["id"])
+    assert game["status"] == "failed" and "could not start the practice game's process" in game["error"], game
+    assert SERVICE_FAULT in game["error"]
+    queue.python = "/bin/false"  # it starts, and exits at once without a word
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    game = await played(client, cid, ada, token, (await r.json())["id"])
+    assert game["status"] == "failed" and "crashed (exit code 1)" in game["error"], game
+    assert SERVICE_FAULT in game["error"]
+
+
+async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_game(
+        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path) -> None:
+    client = await service()
+    cid = await competition(client, admin_token, await slow_house(0.1))
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    pid = (await r.json())["id"]
+    child = await child_playing(client, out_dir_of(db_path, pid))
+    await client.close()  # the service stops (SIGINT/SIGTERM run the same cleanup)
+    assert gone(child), "the practice process outlived the service"
+    with sqlite3.connect(db_path) as db:
+        status, error = db.execute("SELECT status, error FROM practice_games WHERE id = ?", (pid,)).fetchone()
+    assert (status, error) == ("queued", None)
+    # played at the next start, from the start
+    client = await service()
+    game = await played(client, cid, ada, token, pid, timeout=180)
+    assert game["status"] == "finished" and game["error"] is None, game
