@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from protocol import Timeouts  # noqa: E402
 from referee.bots.baseimage import build_bot_image, build_image  # noqa: E402
-from referee.bots.container import (  # noqa: E402
-    ContainerBot,
+from referee.bots.container import ContainerBot  # noqa: E402
+from referee.bots.docker_daemon import (  # noqa: E402
     check_runtime,
     cleanup_containers,
     docker_client,

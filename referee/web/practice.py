@@ -65,7 +65,7 @@ from pathlib import Path
 import msgspec
 from aiohttp import web
 
-from ..bots.container import RUNTIME_ENV
+from ..bots.docker_daemon import RUNTIME_ENV
 from ..bots.factory import BotSpec
 from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
@@ -526,7 +526,7 @@ def service_fault(ending: Ending, bound_s: float) -> str | None:
 def remove_orphans(out: str, instance: Instance) -> list[str]:
     """The containers a killed child left for this game (blocking): its own
     (``referee.out`` is the game's folder), of this instance, their referee process gone."""
-    from ..bots.container import DockerUnavailable, cleanup_containers, docker_client
+    from ..bots.docker_daemon import DockerUnavailable, cleanup_containers, docker_client
 
     try:
         client = docker_client()
