@@ -24,6 +24,8 @@ from test_web_team_browser import (  # noqa: F401 - fixtures
     site,
     submit_form,
 )
+
+# isort: split
 from test_builds import make_zip  # noqa: E402 - on the path test_web_team_browser adds
 
 pytestmark = pytest.mark.slow
