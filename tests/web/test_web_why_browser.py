@@ -34,7 +34,10 @@ TALKER = (Path(__file__).resolve().parents[1] / "match" / "talker.py").read_text
 
 
 def test_the_replay_from_the_teams_seat_shows_its_bots_lines_at_their_turn(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None) -> None:  # noqa: F811
+    browser_type_launch_args: dict[str, Any],
+    site: dict[str, Any],  # noqa: F811
+    patient_expect: None,  # noqa: F811
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     SCREENS.mkdir(parents=True, exist_ok=True)
