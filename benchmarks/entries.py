@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.strength import make_bot, play_game  # noqa: E402
+from strength import make_bot, play_game  # noqa: E402
 from protocol import Rules  # noqa: E402
 from referee import engine_status  # noqa: E402
 from referee.tournament.league import Ratings  # noqa: E402

@@ -170,7 +170,8 @@ from protocol import Timeouts  # noqa: E402
 from referee import engine_status  # noqa: E402
 from referee.bots import free_port  # noqa: E402
 from referee.bots.factory import BotSpec  # noqa: E402
-from referee.tournament.league import League, Tournament as TournamentCfg  # noqa: E402
+from referee.tournament.league import League  # noqa: E402
+from referee.tournament.league import Tournament as TournamentCfg  # noqa: E402
 from referee.tournament.runner import Tournament  # noqa: E402
 
 #: The bot processes; team i plays on process i mod 4.

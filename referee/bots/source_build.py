@@ -312,7 +312,8 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
         raw.seek(0)
         capped = io.BufferedReader(_CappedReader(inner, limit), buffer_size=CHUNK)
         try:
-            tar = tarfile.open(fileobj=capped, mode="r|")
+            # its `with` is below: an archive that cannot be opened is refused apart
+            tar = tarfile.open(fileobj=capped, mode="r|")  # noqa: SIM115
         except (tarfile.TarError, OSError, EOFError) as e:
             raise Refused(f"the archive cannot be read ({e}): make it again "
                            "(tar -czf bot.tar.gz -C mybot .)") from None

@@ -729,7 +729,7 @@ class AdaptiveScheduler(BalancedScheduler):
         (the standings' ``rank_low``) still reaches into them."""
         if self.top is None or self.top >= len(order):
             return []
-        first, rest = set(order[: self.top]), set(order[self.top:])
+        rest = set(order[self.top:])
         out = []
         for row in standings:
             b = self.ids.get(row.bot)

@@ -307,7 +307,9 @@ def test_files_over_the_growth_cap_are_refused_before_the_build(client: Any, tmp
                      max_growth_bytes=2 * 1024**2)
     assert not r.ok and r.reason is not None, r.log
     assert "2.0 MiB" in r.reason and "leave out" in r.reason, r.reason
-    with pytest.raises(Exception):
+    import docker.errors
+
+    with pytest.raises(docker.errors.ImageNotFound):
         client.images.get(tag("big"))
 
 
@@ -321,11 +323,13 @@ def test_a_build_whose_compiled_files_go_over_the_cap_is_refused_and_removed(cli
     assert not r.ok and r.reason is not None, r.log
     assert "adds" in r.reason and "2.0 MiB" in r.reason and "compiled" in r.reason, r.reason
     assert r.image_id is None
-    with pytest.raises(Exception):
+    import docker.errors
+
+    with pytest.raises(docker.errors.ImageNotFound):
         client.images.get(tag("blob"))
     ids = [line.split()[-1] for line in r.log.splitlines() if line.startswith("Successfully built")]
     for short in ids:
-        with pytest.raises(Exception):
+        with pytest.raises(docker.errors.ImageNotFound):
             client.images.get(short)
 
 

@@ -31,6 +31,7 @@ from protocol import (
     Pickup,
     Play,
     PlayerView,
+    ProtocolError,
     Rules,
     State,
     Swap,
@@ -412,7 +413,7 @@ def test_reply_schema_agrees_with_decoder(reply: dict[str, Any], ok: bool) -> No
     if ok:
         decode_reply(data)
     else:
-        with pytest.raises(Exception):
+        with pytest.raises(ProtocolError):
             decode_reply(data)
 
 

@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
 from zoo import good_app, serve, zoo_app  # noqa: E402
 
 from referee.bots.factory import BotSpec  # noqa: E402
-from referee.tournament.league import League, LeagueError, Tournament as TournamentTable  # noqa: E402
+from referee.tournament.league import League, LeagueError  # noqa: E402
+from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
 from referee.tournament.runner import DEAD_GAMES, Tournament  # noqa: E402
 from protocol.messages import Timeouts  # noqa: E402
 

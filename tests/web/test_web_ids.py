@@ -73,7 +73,7 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
             continue
         params = re.findall(r"\{(\w+)\}", formatter)
         for key in (p for p in params if p in IDS):
-            def url(value: str, key: str = key) -> str:
+            def url(value: str, key: str = key, formatter: str = formatter) -> str:
                 return formatter.format(**{**real, key: value})
             huge, missing = await status(route.method, url(HUGE)), await status(route.method, url(str(MAX_ID)))
             assert huge == missing, f"{route.method} {url(HUGE)}: {huge}, but {missing} for an id that is missing"

@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from helpers_web import sample_bot_app, serve
 from test_web_api import auth, new_team, submit
-from test_web_ladder import board, until
+from test_web_ladder import until
 
 Service = Any
 

@@ -58,7 +58,7 @@ async def wait_finished(client: Any, cid: int) -> dict[str, Any]:
 
 
 def assert_escaped(html: str, where: str, shown: tuple[str, ...]) -> None:
-    for raw, escaped in ESCAPED.items():
+    for raw in ESCAPED:
         assert raw not in html, f"{where}: {raw!r} is not escaped"
     for raw in shown:
         assert ESCAPED[raw] in html, f"{where}: {raw!r} is not shown"

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
 from helpers_web import LOOPBACK, league_text
 from test_web_api import auth, error_of, new_competition, new_team, play_run, settled, submit
 
@@ -21,6 +23,7 @@ from referee.web.sessions import COOKIE
 from referee.web.app_state import SETTINGS
 
 Service = Any
+Client = TestClient[web.Request, web.Application]
 
 
 # ------------------------------------------------------------ URL bots
@@ -312,7 +315,7 @@ async def test_a_secret_is_stored_once(service: Service, admin_token: str, bot_u
     tid, token = await new_team(client, admin_token, cid, "ada")
     accepted = await submit(client, cid, tid, token, {"url": bot_urls["signed"], "secret": "s3cret"})
     assert accepted["submission"]["status"] == "accepted", accepted
-    data = await play_run(client, cid, admin_token)
+    await play_run(client, cid, admin_token)
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT COUNT(*) FROM submissions WHERE secret = 's3cret'").fetchone()[0] == 1
     (league_json,) = db.execute("SELECT league_json FROM runs").fetchone()

@@ -24,6 +24,8 @@ from test_web_team_browser import (  # noqa: F401 - fixtures
     site,
     submit_form,
 )
+
+# isort: split
 from test_builds import make_zip  # noqa: E402 - on the path test_web_team_browser adds
 
 pytestmark = pytest.mark.slow
@@ -32,7 +34,10 @@ TALKER = (Path(__file__).resolve().parents[1] / "match" / "talker.py").read_text
 
 
 def test_the_replay_from_the_teams_seat_shows_its_bots_lines_at_their_turn(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None) -> None:  # noqa: F811
+    browser_type_launch_args: dict[str, Any],
+    site: dict[str, Any],  # noqa: F811
+    patient_expect: None,  # noqa: F811
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     SCREENS.mkdir(parents=True, exist_ok=True)
