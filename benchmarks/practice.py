@@ -237,7 +237,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 plan += ["process", "alone", "thread", "alone"]
             windows: list[dict[str, Any]] = []
             for mode in plan:
-                stop, finished = asyncio.Event(), []
+                stop = asyncio.Event()
+                finished: list[Any] = []
                 tasks = []
                 if mode != "alone":
                     queue.run_job = process_job if mode == "process" else thread_job  # type: ignore[method-assign]
