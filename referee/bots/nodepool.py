@@ -20,8 +20,10 @@ executor plays its games through the seat it carries.
 Where a node keeps its sockets and logs: ``OUT/nodes/<node>/`` when the
 tournament's output folder ``OUT`` is on the node's file system (one
 machine, or a shared one), else ``$TMPDIR/referee-node-<node>/<hash of OUT>/``.
-Containers left there by a node's worker that died are removed at the
-pool's first use of the folder (their labels name it).
+Containers of a run that a node's worker left when it died (labelled
+``referee.run=OUT`` and ``referee.node=<node>``) are removed from that
+daemon by the next worker there that plays the run (a node started again
+has a new id), or by ``referee cleanup`` with the node's ``DOCKER_HOST``.
 """
 
 from __future__ import annotations
@@ -40,12 +42,22 @@ from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
 
 from .base import ActOutcome, BotError, Endpoint
 from .clock import HANDSHAKE_S
-from .container import ContainerBot, ContainerLimits, DockerUnavailable, check_runtime, cleanup_containers, \
-    docker_client, effective_runtime
+from .container import (
+    ContainerBot,
+    ContainerLimits,
+    DockerUnavailable,
+    check_runtime,
+    cleanup_containers,
+    docker_client,
+    effective_runtime,
+)
 from .instance import Instance
 from .registry import ImageCache, ImageUnavailable, PinnedImage
 
-__all__ = ["ImageSeat", "NodeBot", "NodeError", "NodePool", "RemoteImages", "seat_of"]
+__all__ = ["RUN_LABEL", "ImageSeat", "NodeBot", "NodeError", "NodePool", "RemoteImages", "seat_of"]
+
+#: The label of a node's containers naming their run (the coordinator's output folder).
+RUN_LABEL = "referee.run"
 
 
 class NodeError(RuntimeError):
@@ -176,7 +188,7 @@ class NodePool:
         self._cache = cache
         self._held: dict[str, _Held] = {}
         self._lock = asyncio.Lock()
-        self._swept: set[Path] = set()
+        self._swept: set[str] = set()
         self._runtimes: set[str] = set()
         self._fresh = 0
         #: Containers started on this node (a bot's restarts included).
@@ -222,19 +234,21 @@ class NodePool:
                 raise NodeError(f"node {self.node[:12]}: {e}") from None
             self._runtimes.add(runtime)
         folder = self.folder(seat).resolve()
-        if folder not in self._swept:
+        if seat.out_dir not in self._swept:
             folder.mkdir(parents=True, exist_ok=True)
+            # Containers of this run that a dead worker left on this daemon
+            # (a node killed, then started again under a new id).
             with contextlib.suppress(DockerUnavailable):
-                cleanup_containers({"referee.out": str(folder)}, orphans_only=True, client=self.client,
+                cleanup_containers({RUN_LABEL: seat.out_dir}, orphans_only=True, client=self.client,
                                    instance=Instance(seat.instance))
-            self._swept.add(folder)
+            self._swept.add(seat.out_dir)
         return folder
 
     def _bot(self, seat: ImageSeat, folder: Path, key: str) -> ContainerBot:
         return ContainerBot(
             seat.image.image_id, out_dir=folder, name=seat.name, limits=seat.limits, secret=seat.secret,
             command=seat.command, env=seat.env or None,
-            labels={**seat.labels, "referee.node": self.node[:12]}, client=self.client, key=key,
+            labels={**seat.labels, "referee.node": self.node[:12], RUN_LABEL: seat.out_dir}, client=self.client, key=key,
             instance=Instance(seat.instance),
         )
 

@@ -40,18 +40,25 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from .base import BotError
-from .container import DockerClient, DockerUnavailable, _docker_module, _short, not_found, parse_size
+from .container import (
+    DockerClient,
+    DockerUnavailable,
+    _docker_module,
+    _short,
+    not_found,
+    parse_size,
+)
 from .instance import Instance, current
 
 __all__ = [
     "CACHE_ENV",
-    "ClusterError",
     "DEFAULT_CACHE",
+    "ClusterError",
     "ImageCache",
     "ImageUnavailable",
     "PinnedImage",
