@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -124,6 +124,7 @@ class Registry:
         self.instance = instance or current()
         self.repository = f"{self.address}/referee-{self.instance.id}/bots"
         self._pushed: dict[str, PinnedImage] = {}
+        self._gates: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         #: Seconds the pushes took, and how many there were (benchmarks).
         self.push_seconds = 0.0
@@ -154,9 +155,16 @@ class Registry:
             raise DockerUnavailable(f"the Docker daemon failed: {_short(e)}") from None
         image_id = str(found.id)
         with self._lock:
-            done = self._pushed.get(image_id)
-        if done is not None:
-            return done
+            gate = self._gates.setdefault(image_id, threading.Lock())
+        with gate:  # one push per image, however many bots run it
+            with self._lock:
+                done = self._pushed.get(image_id)
+            if done is not None:
+                return done
+            return self._push(client, found, image, image_id)
+
+    def _push(self, client: DockerClient, found: Any, image: str, image_id: str) -> PinnedImage:
+        docker_mod = _docker_module()
         tag = image_id.removeprefix("sha256:")[:12]
         t0 = time.perf_counter()
         try:

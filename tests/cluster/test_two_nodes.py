@@ -10,6 +10,7 @@ clear error, and the run resumes once it is back with nothing lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
@@ -111,8 +112,6 @@ class SandboxWatch(threading.Thread):
 
 
 def no_containers_left(two_nodes: TwoNodes) -> None:
-    from referee.bots.container import cleanup_containers, docker_client
-
     for client in (docker_client(), two_nodes.daemon.client()):
         left = [c.name for c in client.containers.list(all=True, filters={"label": "referee.node"})]
         assert left == [], left
@@ -231,3 +230,35 @@ def test_the_registry_down_stops_the_run_with_a_clear_error_and_loses_nothing(
     assert t.played == 6
     assert standings_of(tmp_path / "ray") == local
     no_containers_left(two_nodes)
+
+
+def test_a_node_keeps_what_it_pulled_within_its_bound_least_recently_used_out_first(
+        second_daemon: Any, registry: Any, images: dict[str, str], tmp_path: Path) -> None:
+    from referee.bots.registry import Registry
+
+    reg = Registry(registry.address)
+    pinned = [reg.push(docker_client(), images[b]) for b in ("greedy", "tactician")]
+    client2 = second_daemon.client()
+    for p in pinned:  # not on the node yet (a node that never played them)
+        for c in client2.containers.list(all=True, filters={"ancestor": p.image_id}):
+            c.remove(force=True)
+        with contextlib.suppress(Exception):
+            client2.images.remove(p.image_id, force=True)
+    sizes = [int(docker_client().images.get(p.image_id).attrs["Size"]) for p in pinned]
+    cache = ImageCache(client2, cap=max(sizes) + 1, index=tmp_path / "index.json")
+    assert cache.ensure(pinned[0]) == pinned[0].image_id
+    assert cache.cached() == {pinned[0].image_id: sizes[0]}
+    assert cache.ensure(pinned[0]) == pinned[0].image_id and cache.pulls == 1  # kept: no second pull
+    cache.ensure(pinned[1])
+    # Both do not fit: the least recently used one went.
+    assert cache.evicted == [pinned[0].image_id] and cache.cached() == {pinned[1].image_id: sizes[1]}
+    assert {str(i.id) for i in client2.images.list()} >= {pinned[1].image_id}
+    assert pinned[0].image_id not in {str(i.id) for i in client2.images.list()}
+    # An image a container uses is never removed, even past the bound.
+    busy = client2.containers.create(pinned[1].image_id, command=["true"], network_mode="none")
+    try:
+        cache.ensure(pinned[0])
+        assert set(cache.cached()) == {p.image_id for p in pinned}
+    finally:
+        busy.remove(force=True)
+    FIGURES["pulls on the second node"] = f"{cache.pulls} in {cache.pull_seconds:.1f} s"
