@@ -318,6 +318,9 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
 )
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: how many worker actors.")
+@click.option("--registry", metavar="HOST:PORT",
+              help="With --executor ray: the Docker registry image bots' images are pushed to (by digest) "
+                   "for the nodes to pull; without it every node must have them on its own daemon.")
 @RUNTIME
 def tournament(
     league_file: Path,
@@ -329,6 +332,7 @@ def tournament(
     executor: str,
     address: str | None,
     workers: int,
+    registry: str | None,
     runtime: str | None,
 ) -> None:
     """Play the league described in LEAGUE_FILE and print the standings.
@@ -357,15 +361,19 @@ def tournament(
         click.get_current_context().call_on_close(lambda: set_runtime(previous))
     try:
         league = load_league(league_file)
+        if registry is not None and executor != "ray":
+            raise click.BadParameter("a registry serves the nodes of --executor ray only", param_hint="--registry")
         if executor == "ray" and address is not None:
-            local_only = [b.name for b in league.bots if b.started_here]
+            local_only = [b.name for b in league.bots if b.command is not None and b.image is None]
             if local_only:
                 raise LeagueError(
-                    f"{league_file}: --executor ray on a remote cluster reaches bots by URL only; "
-                    f"{', '.join(local_only)} would run on this machine (command or image bots): "
-                    "run them as services the workers can reach and give their url"
+                    f"{league_file}: --executor ray on a remote cluster reaches bots by URL, or starts "
+                    f"image bots on its nodes; {', '.join(local_only)} would run on this machine "
+                    "(command bots): run them as services the workers can reach and give their url, "
+                    "or submit them as images"
                 )
-        ex: Executor = RayExecutor(address=address, workers=workers) if executor == "ray" else LocalExecutor()
+        ex: Executor = (RayExecutor(address=address, workers=workers, registry=registry) if executor == "ray"
+                        else LocalExecutor())
         t = Tournament(
             league, out, concurrency=concurrency, resume=resume,
             progress=not no_progress, replays=not no_replays, executor=ex,

@@ -17,7 +17,7 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import aiohttp
 import msgspec
@@ -27,6 +27,10 @@ from .container_limits import ContainerLimits
 from .http import HttpBot
 from .instance import Instance, current
 from .process import CommandBot
+
+if TYPE_CHECKING:
+    from .nodepool import RemoteImages
+    from .registry import PinnedImage
 
 __all__ = ["BotFactory", "BotSpec", "Kind", "parse_spec"]
 
@@ -129,6 +133,10 @@ class BotFactory:
     `limits`: image bots' limits when their spec has none. `labels`: Docker
     labels of this run's containers. `instance`: the install whose names and
     label they carry (default: the process's, :func:`~referee.bots.instance.current`).
+    `nodes`: the cluster image bots play on (the Ray executor): an image bot
+    is then a :class:`~referee.bots.nodepool.NodeBot`, its image pinned by
+    :meth:`prepare` (by id, pushed to the registry when there is one) and its
+    containers started on the nodes, never here.
     """
 
     def __init__(
@@ -141,8 +149,12 @@ class BotFactory:
         limits: ContainerLimits | None = None,
         labels: Mapping[str, str] | None = None,
         instance: Instance | None = None,
+        nodes: RemoteImages | None = None,
     ) -> None:
         self.instance = instance or current()
+        self.nodes = nodes
+        #: Image bots' images as :meth:`prepare` pinned them, by image name.
+        self.pinned: dict[str, PinnedImage] = {}
         self.log_dir = Path(log_dir)
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.session = session
@@ -157,6 +169,8 @@ class BotFactory:
         name = spec.name or None
         if spec.address is not None and (spec.url is None or spec.image is not None):
             raise ValueError(f"bot {spec.name!r}: an address is pinned for URL bots only")
+        if spec.image is not None and self.nodes is not None:
+            return self._node_bot(spec)
         if spec.image is not None:
             from .container import ContainerBot
 
@@ -178,6 +192,19 @@ class BotFactory:
             cwd=(base / spec.cwd) if spec.cwd else (base if self.base_dir is not None else None),
         )
 
+    def _node_bot(self, spec: BotSpec) -> Bot:
+        from .container_limits import ContainerLimits
+        from .nodepool import NodeBot, seat_of
+
+        assert spec.image is not None and self.nodes is not None
+        pinned = self.pinned.get(spec.image)
+        if pinned is None:
+            raise ValueError(f"bot {spec.name!r}: its image {spec.image!r} was not prepared (pinned) first")
+        seat = seat_of(spec.name, pinned, limits=spec.limits or self.limits or ContainerLimits(),
+                       secret=spec.secret, command=spec.command, env=dict(spec.env), labels=self.labels,
+                       fresh=spec.fresh_process, instance=self.instance.id, out_dir=str(self.out_dir.resolve()))
+        return NodeBot(seat, self.nodes)
+
     async def prepare(self, spec: BotSpec) -> list[str]:
         """Before an image bot's first start: check the Docker daemon, its
         runtime (:func:`~referee.bots.docker_daemon.effective_runtime`) and the
@@ -185,8 +212,16 @@ class BotFactory:
         install took its tags away (so ``docker image prune`` cannot delete
         it mid-run), and remove this bot's containers left in `out_dir` by a
         referee of this instance that crashed (their names are returned).
-        Nothing for other kinds. Raises :class:`BotError` saying what to do."""
+        Nothing for other kinds. Raises :class:`BotError` saying what to do.
+
+        With `nodes` (a cluster), the image is pinned instead (by id; pushed
+        to the registry when there is one): its runtime and containers are
+        the nodes' business. The cluster's errors (a registry down) are the
+        executor's, not a :class:`BotError`: they stop a run, never charge a bot."""
         if spec.image is None:
+            return []
+        if self.nodes is not None:
+            self.pinned[spec.image] = await self.nodes.pin(spec.image)
             return []
         from .container_limits import ContainerLimits
         from .docker_daemon import (

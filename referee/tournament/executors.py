@@ -8,23 +8,32 @@ not depend on the executor.
 
 - :class:`LocalExecutor` (the default): asyncio in this process.
 - :class:`RayExecutor` (``pip install -e .[ray]``): async Ray actors, each
-  playing many games at once over HTTP. Bots must be reachable from the
-  workers by URL; a worker that dies has its games played again elsewhere.
+  playing many games at once over HTTP. URL bots are reached by URL; image
+  bots run on the nodes (one worker actor per node, its
+  :class:`~referee.bots.nodepool.NodePool` starting one container per bot
+  there, every sandbox rule and the socket guard applied on that node), their
+  images pinned by id and, with a `registry`, pushed there and pulled by
+  digest (:mod:`referee.bots.registry`). A worker that dies (its node lost)
+  has its games played again elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
-from protocol.messages import Rules, Timeouts
+from protocol.messages import BotInfo, Rules, Timeouts
 
-from ..bots.base import Bot
+from ..bots.base import Bot, BotError
+from ..bots.nodepool import ImageSeat
+from ..bots.registry import ClusterError, PinnedImage, Registry
 from ..match import Match
 from ..record import FaultPolicy, MatchResult
 from ..replay import compress
@@ -47,6 +56,8 @@ class GameJob(msgspec.Struct, kw_only=True):
     policy: FaultPolicy
     #: Whether to send back the replay record (``--no-replays``: not even made).
     replay: bool = True
+    #: Image bots' seats (None for the others; empty: none): a node starts them.
+    images: list[ImageSeat | None] = msgspec.field(default_factory=list)
 
 
 class GameDone(msgspec.Struct, kw_only=True):
@@ -68,6 +79,7 @@ class LocalExecutor:
     """Games in this process, with the coordinator's own bot transports."""
 
     name = "local"
+    remote_images = False
 
     async def play(self, job: GameJob, bots: Sequence[Bot]) -> GameDone:
         match = Match(bots, job.seed, rules=job.rules, timeouts=job.timeouts,
@@ -87,51 +99,125 @@ class ExecutorError(RuntimeError):
     """The executor cannot run (Ray missing, cluster unreachable)."""
 
 
+class Reply(msgspec.Struct, kw_only=True):
+    """A worker's answer: what was asked, or why not. `failure` "bot": the
+    bot failed (its handshake); "node": the node cannot play (no image, no
+    daemon): the cluster's fault, never the bot's."""
+
+    done: GameDone | None = None
+    info: BotInfo | None = None
+    failure: Literal["bot", "node"] | None = None
+    error: str = ""
+
+
 _ENCODER = msgspec.msgpack.Encoder()
 _JOB = msgspec.msgpack.Decoder(GameJob)
-_DONE = msgspec.msgpack.Decoder(GameDone)
+_SEAT = msgspec.msgpack.Decoder(ImageSeat)
+_REPLY = msgspec.msgpack.Decoder(Reply)
 
 
 class _Worker:
-    """A Ray actor body: plays games over HTTP with its own client session."""
+    """A Ray actor body: plays games over HTTP with its own client session,
+    and the node's image bots in its :class:`~referee.bots.nodepool.NodePool`."""
 
     def __init__(self) -> None:
         self._session: Any = None
+        self._pool: Any = None
 
     def pid(self) -> int:
         return os.getpid()
 
+    def _nodes(self) -> Any:
+        from ..bots.nodepool import NodePool
+
+        if self._pool is None:
+            import ray
+
+            self._pool = NodePool(ray.get_runtime_context().get_node_id())
+        return self._pool
+
     async def play(self, job_bytes: bytes) -> bytes:
         from ..bots.http import HttpBot, make_session
+        from ..bots.nodepool import NodeError
 
         if self._session is None:
             self._session = make_session(connections_per_bot=64)
         job = _JOB.decode(job_bytes)
         addresses = job.addresses or [None] * len(job.urls)
-        # unix-socket and pinned bots own their sessions (see HttpBot), closed after the game
-        own = [url.startswith("unix:") or address is not None for url, address in zip(job.urls, addresses)]
-        bots = [
-            HttpBot(url, name=name, secret=secret, session=None if mine else self._session, address=address)
-            for name, url, secret, address, mine in zip(job.names, job.urls, job.secrets, addresses, own)
-        ]
+        seats = job.images or [None] * len(job.urls)
+        bots: list[Bot] = []
+        own: list[Bot] = []
         try:
-            done = await LocalExecutor().play(job, bots)
-        finally:
-            for b, mine in zip(bots, own):
-                if mine:
-                    await b.close()
-        return _ENCODER.encode(done)
+            async with contextlib.AsyncExitStack() as stack:
+                for name, url, secret, address, seat in zip(job.names, job.urls, job.secrets, addresses, seats):
+                    if seat is not None:
+                        bots.append(await stack.enter_async_context(self._nodes().use(seat)))
+                        continue
+                    # unix-socket and pinned bots own their sessions (see HttpBot), closed after the game
+                    mine = url.startswith("unix:") or address is not None
+                    bot = HttpBot(url, name=name, secret=secret, session=None if mine else self._session,
+                                  address=address)
+                    bots.append(bot)
+                    if mine:
+                        own.append(bot)
+                try:
+                    done = await LocalExecutor().play(job, bots)
+                finally:
+                    for b in own:
+                        await b.close()
+        except NodeError as e:
+            return _ENCODER.encode(Reply(failure="node", error=str(e)))
+        return _ENCODER.encode(Reply(done=done))
+
+    async def handshake(self, seat_bytes: bytes) -> bytes:
+        """Start an image bot on this node and greet it."""
+        from ..bots.nodepool import NodeError
+
+        try:
+            info = await self._nodes().handshake(_SEAT.decode(seat_bytes))
+        except NodeError as e:
+            return _ENCODER.encode(Reply(failure="node", error=str(e)))
+        except BotError as e:
+            return _ENCODER.encode(Reply(failure="bot", error=str(e)))
+        return _ENCODER.encode(Reply(info=info))
+
+    async def retire(self, key: str) -> None:
+        if self._pool is not None:
+            await self._pool.retire(key)
+
+    async def running(self) -> list[str]:
+        """The bots with a container on this node."""
+        return self._pool.running() if self._pool is not None else []
+
+    async def shutdown(self) -> None:
+        """Stop this node's containers (before the actor is killed)."""
+        if self._pool is not None:
+            await self._pool.close()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 class RayExecutor:
     """Games on Ray workers: `workers` async actors, each running up to
     `per_worker` games at once. `address`: an existing cluster (``auto`` or
-    ``ray://host:10001``); None starts a local one."""
+    ``ray://host:10001``); None starts a local one.
+
+    Games with image bots go to the node workers instead: one actor per live
+    node (pinned there), whose pool starts each bot's container on that
+    node's Docker daemon; a game goes to the node with the fewest games in
+    flight. `registry` (``HOST:PORT``): where the coordinator pushes each
+    image bot's image, which nodes pull by digest (without one, every node
+    must have the images on its daemon: a cluster on one machine sharing
+    its daemon). Nodes that join later get games from their first refresh
+    (every `refresh_s`); a node whose worker dies is not used again."""
 
     name = "ray"
+    #: Image bots run on the nodes (:class:`~referee.bots.nodepool.NodeBot`), not here.
+    remote_images = True
 
     def __init__(self, address: str | None = None, workers: int = 2, per_worker: int = 16,
-                 retries: int = 3) -> None:
+                 retries: int = 3, registry: str | None = None, refresh_s: float = 5.0) -> None:
         try:
             import ray as _ray
         except ImportError:
@@ -141,6 +227,10 @@ class RayExecutor:
         self.address = address
         self.retries = retries
         self.per_worker = per_worker
+        try:
+            self.registry = Registry(registry) if registry is not None else None
+        except ValueError as e:
+            raise ExecutorError(str(e)) from None
         if not ray.is_initialized():
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
             try:
@@ -161,12 +251,138 @@ class RayExecutor:
         self._next = 0
         #: Games played again after a worker died.
         self.retried = 0
+        #: The node workers: {Ray node id: actor}, and the games in flight on each.
+        self.nodes: dict[str, Any] = {}
+        self._inflight: dict[str, int] = {}
+        #: Nodes whose worker died: never used again (a node that comes back has a new id).
+        self.lost: set[str] = set()
+        self._refresh_s = refresh_s
+        self._refreshed = -1e9
+        self._node_class = ray.remote(num_cpus=0, max_concurrency=max(64, per_worker * 4))(_Worker)
+        #: Games played per node (by node id).
+        self.played: dict[str, int] = {}
 
     def _new_worker(self) -> Any:
         return self._actor_class.remote()
 
+    # ----------------------------------------------------------- node workers
+
+    def _alive_nodes(self) -> list[str]:
+        return [n["NodeID"] for n in self.ray.nodes()
+                if n.get("Alive") and (n.get("Resources") or {}).get("CPU", 0) > 0]
+
+    async def _refresh(self, force: bool = False) -> None:
+        """A worker on every live node not yet used (nodes that joined the cluster)."""
+        now = time.monotonic()
+        if not force and now - self._refreshed < self._refresh_s:
+            return
+        self._refreshed = now
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        alive = await asyncio.to_thread(self._alive_nodes)
+        for node in alive:
+            if node in self.nodes or node in self.lost:
+                continue
+            self.nodes[node] = self._node_class.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+            self._inflight.setdefault(node, 0)
+        for node in list(self.nodes):
+            if node not in alive:
+                self._lose(node)
+
+    def _lose(self, node: str) -> None:
+        self.lost.add(node)
+        worker = self.nodes.pop(node, None)
+        if worker is not None:
+            with contextlib.suppress(Exception):
+                self.ray.kill(worker)
+
+    async def _pick(self) -> tuple[str, Any]:
+        await self._refresh()
+        if not self.nodes:
+            await self._refresh(force=True)
+        if not self.nodes:
+            raise ExecutorError(
+                "no live Ray node to play image bots on"
+                + (f" (lost: {', '.join(n[:12] for n in sorted(self.lost))})" if self.lost else "")
+                + ": start one (ray start --address HEAD:6379 with DOCKER_HOST of its daemon)")
+        node = min(self.nodes, key=lambda n: (self._inflight.get(n, 0), self.played.get(n, 0)))
+        return node, self.nodes[node]
+
+    async def _on_node(self, method: str, payload: bytes | str) -> tuple[Reply, str]:
+        """Call `method` on a node worker, another one if that one dies."""
+        last: Exception | None = None
+        for _ in range(self.retries + 1):
+            node, worker = await self._pick()
+            self._inflight[node] = self._inflight.get(node, 0) + 1
+            try:
+                out = await getattr(worker, method).remote(payload)
+            except self.ray.exceptions.RayActorError as e:
+                # The worker died (its node lost, killed, out of memory): the
+                # game is played again from its seed on another node.
+                last = e
+                self.retried += 1
+                log.warning("the Ray worker of node %s died; playing the game again elsewhere", node[:12])
+                self._lose(node)
+                continue
+            finally:
+                self._inflight[node] = self._inflight.get(node, 1) - 1
+            return _REPLY.decode(out), node
+        raise ExecutorError(f"a game failed on {self.retries + 1} Ray nodes in a row: {last}")
+
+    @staticmethod
+    def _checked(reply: Reply) -> Reply:
+        if reply.failure == "node":
+            raise ExecutorError(reply.error)
+        if reply.failure == "bot":
+            raise BotError(reply.error)
+        return reply
+
+    # ------------------------------------------------- RemoteImages (image bots)
+
+    async def pin(self, image: str) -> PinnedImage:
+        """`image` on the coordinator's daemon by id, pushed to the registry
+        (by digest) when there is one. ExecutorError when the registry fails."""
+        from ..bots.docker_daemon import docker_client, image_exists, not_found
+
+        def run() -> PinnedImage:
+            client = docker_client()
+            if self.registry is not None:
+                return self.registry.push(client, image)
+            if not image_exists(image, client):
+                raise BotError(not_found(image))
+            return PinnedImage(image_id=str(client.images.get(image).id))
+
+        try:
+            return await asyncio.to_thread(run)
+        except ClusterError as e:
+            raise ExecutorError(str(e)) from None
+
+    async def handshake(self, seat: ImageSeat) -> BotInfo:
+        reply = self._checked((await self._on_node("handshake", _ENCODER.encode(seat)))[0])
+        assert reply.info is not None
+        return reply.info
+
+    async def retire(self, seat: ImageSeat) -> None:
+        key = seat.key
+        await asyncio.gather(*(w.retire.remote(key) for w in self.nodes.values()), return_exceptions=True)
+
+    async def running(self) -> dict[str, list[str]]:
+        """{node id: the bots with a container there}."""
+        nodes = list(self.nodes.items())
+        found = await asyncio.gather(*(w.running.remote() for _, w in nodes), return_exceptions=True)
+        return {n: list(r) for (n, _), r in zip(nodes, found) if not isinstance(r, BaseException)}
+
+    # ------------------------------------------------------------------ games
+
     async def play(self, job: GameJob, bots: Sequence[Bot]) -> GameDone:
         payload = _ENCODER.encode(job)
+        if any(s is not None for s in job.images):
+            reply, node = await self._on_node("play", payload)
+            self._checked(reply)
+            assert reply.done is not None
+            self.played[node] = self.played.get(node, 0) + 1
+            return reply.done
         last: Exception | None = None
         for _ in range(self.retries + 1):
             k = self._next % len(self.workers)
@@ -174,7 +390,9 @@ class RayExecutor:
             worker = self.workers[k]
             try:
                 out = await worker.play.remote(payload)
-                return _DONE.decode(out)
+                reply = self._checked(_REPLY.decode(out))
+                assert reply.done is not None
+                return reply.done
             except self.ray.exceptions.RayActorError as e:
                 # The worker died (killed, out of memory, its node lost): the
                 # game is played again from its seed on another worker.
@@ -186,11 +404,18 @@ class RayExecutor:
         raise ExecutorError(f"a game failed on {self.retries + 1} Ray workers in a row: {last}")
 
     async def close(self) -> None:
-        for w in self.workers:
+        nodes = list(self.nodes.values())
+        # Each node stops its containers before its worker goes.
+        async def stop(worker: Any) -> None:
+            await worker.shutdown.remote()
+
+        await asyncio.gather(*(asyncio.wait_for(stop(w), 60) for w in nodes), return_exceptions=True)
+        for w in [*self.workers, *nodes]:
             try:
                 self.ray.kill(w)
             except Exception:
                 pass
         self.workers = []
+        self.nodes = {}
         if self._owns_ray:
             await asyncio.to_thread(self.ray.shutdown)

@@ -30,6 +30,7 @@ from ..bots.base import Bot, BotError
 from ..bots.dropped import DroppedBot
 from ..bots.factory import BotFactory, BotSpec
 from ..bots.http import make_session
+from ..bots.nodepool import ImageSeat, NodeBot
 from ..record import MatchResult
 from ..report import Progress
 from .executors import Executor, GameJob, LocalExecutor
@@ -165,6 +166,8 @@ class Tournament:
             base_dir=Path(league.path).parent if league.path else Path.cwd(),
             session=session, out_dir=self.out, limits=league.containers,
             labels={"referee.tournament": league.tournament.name},
+            # On a cluster, image bots run on its nodes (the executor's pools).
+            nodes=self.executor if getattr(self.executor, "remote_images", False) else None,  # type: ignore[arg-type]
         )
         return session
 
@@ -423,16 +426,24 @@ class Tournament:
         urls: list[str] = []
         secrets: list[str | None] = []
         addresses: list[str | None] = []
+        images: list[ImageSeat | None] = []
         if self.executor.name != "local":
             for bot in bots:
+                if isinstance(bot, NodeBot):  # a node starts it
+                    urls.append("")
+                    secrets.append(None)
+                    addresses.append(None)
+                    images.append(bot.seat)
+                    continue
                 where = await bot.endpoint()
                 urls.append(where.url)
                 secrets.append(where.secret)
                 addresses.append(where.address)
+                images.append(None)
         league = self.league
         return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets, addresses=addresses,
                        rules=league.rules, timeouts=league.timeouts, policy=league.faults,
-                       replay=self.replays)
+                       replay=self.replays, images=images if any(s is not None for s in images) else [])
 
     def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
         faults = [

@@ -106,6 +106,10 @@ class Settings(msgspec.Struct, kw_only=True):
     executor_address: str | None = None
     #: With "ray": worker actors per run.
     executor_workers: int = 2
+    #: With "ray": the registry (``HOST:PORT``) image bots' images are pushed
+    #: to, by digest, for the nodes to pull (``--registry``); None: the nodes
+    #: share this machine's Docker daemon.
+    executor_registry: str | None = None
     #: A submission the service itself could not check (a service fault:
     #: Docker unreachable, the disk full; issue 25) waits this long before its
     #: next try, doubled at each try up to ``fault_retry_max_s``

@@ -102,6 +102,9 @@ class Size(_IntParam):
                                 "default: a local one.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="With --executor ray: worker actors per run.")
+@click.option("--registry", metavar="HOST:PORT",
+              help="With --executor ray: the Docker registry the teams' images are pushed to (by digest) for "
+                   "the nodes to pull; without it every node must share this machine's Docker daemon.")
 @click.option("--check-budget", default=120.0, show_default=True, type=click.FloatRange(min=1), metavar="SECONDS",
               help="The longest admission check, in all (its compliance checks and validation games): a bot "
                    "slower than that is refused as too slow, and the next team's check starts.")
@@ -134,7 +137,7 @@ class Size(_IntParam):
 def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
           window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
           house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
-          address: str | None, workers: int, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
+          address: str | None, workers: int, registry: str | None, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
           team_image_quota: int, check_budget: float, runtime: str | None, header_timeout: float,
           body_timeout: float, min_body_rate: int, idle_timeout: float, max_conns_per_client: int,
           max_connections: int, fault_retry: float, practice_per_hour: int,
@@ -169,6 +172,15 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                            max_connections=max_connections or server.default_max_connections(files),
                            trusted_proxies=proxies)
 
+    if registry is not None:
+        from ..bots.registry import check_registry
+
+        if executor != "ray":
+            raise click.BadParameter("a registry serves the nodes of --executor ray only", param_hint="--registry")
+        try:
+            registry = check_registry(registry)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--registry") from None
     if executor == "ray":
         from ..tournament.executors import ExecutorError
         from .run_start import start_ray
@@ -198,6 +210,7 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
                                      allow_house_commands=allow_house_commands, max_upload=max_upload,
                                      secure_cookies=secure_cookies, executor=executor,
                                      executor_address=address, executor_workers=workers,
+                                     executor_registry=registry,
                                      trusted_proxies=proxies, live_bytes_per_s=live_rate,
                                      max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
                                      min_free_disk=min_free_disk, team_image_quota=team_image_quota,

@@ -245,7 +245,7 @@ RESTART_RESET_S = 300.0
 def executor_of(app: web.Application) -> Callable[[], Executor]:
     """The executor every run, ladder and final of this server plays on."""
     s = app[SETTINGS]
-    return executor_factory(s.executor, s.executor_address, s.executor_workers)
+    return executor_factory(s.executor, s.executor_address, s.executor_workers, s.executor_registry)
 
 
 # ------------------------------------------------------------ the phases

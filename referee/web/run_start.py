@@ -101,13 +101,15 @@ def decode_league(data: str) -> League:
 # ------------------------------------------------------------------ running
 
 
-def executor_factory(kind: str, address: str | None = None, workers: int = 2) -> Callable[[], Executor]:
+def executor_factory(kind: str, address: str | None = None, workers: int = 2,
+                     registry: str | None = None) -> Callable[[], Executor]:
     """Where a run's games are played (``referee serve --executor``): a new
     executor for each run, made in the run's thread. With Ray, the cluster
     is joined once by the service (:func:`start_ray`); a run's executor has
-    its own worker actors and leaves the cluster up when it closes."""
+    its own worker actors and leaves the cluster up when it closes; its
+    image bots' images go to the nodes through `registry` (``--registry``)."""
     if kind == "ray":
-        return lambda: RayExecutor(address=address, workers=workers)
+        return lambda: RayExecutor(address=address, workers=workers, registry=registry)
     return LocalExecutor
 
 

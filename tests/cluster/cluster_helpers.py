@@ -1,0 +1,175 @@
+"""What the cluster tests share (a module of its own: conftest is not importable)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: Why the cluster tests were skipped (printed at the end of the run).
+WHY_SKIPPED: list[str] = []
+#: Measured figures, printed at the end of the run.
+FIGURES: dict[str, str] = {}
+
+RUNSC_CONFIG = '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-uds=create"]}}}\n'
+
+
+def skip_or_fail(reason: str) -> None:
+    reason = f"two-node cluster tests: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true, so the cluster tests must run, but: {reason}", pytrace=False)
+    if reason not in WHY_SKIPPED:
+        WHY_SKIPPED.append(reason)
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout:.0f} s")
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def has_link(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True, check=False).returncode == 0
+
+
+class SecondDaemon:
+    """A dockerd of its own (data root, exec root, pidfile, socket, bridge)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.bridge = f"rfbr{os.getpid() % 100000}"
+        self.socket = folder / "docker.sock"
+        self.host = f"unix://{self.socket}"
+        self.log = folder / "dockerd.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", "172.31.251.1/24", "dev", self.bridge], check=True)
+        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+        config = self.folder / "daemon.json"
+        runsc = shutil.which("runsc")
+        config.write_text(RUNSC_CONFIG % runsc if runsc else "{}\n")
+        args = ["dockerd", "--config-file", str(config), "--data-root", str(self.folder / "data"),
+                "--exec-root", str(self.folder / "exec"), "--pidfile", str(self.folder / "docker.pid"),
+                "-H", self.host, "--bridge", self.bridge, "--iptables=false", "--ip-masq=false",
+                "--ip-forward=false"]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        import docker
+
+        def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the second dockerd exited:\n{self.log.read_text()[-3000:]}")
+            try:
+                return bool(docker.DockerClient(base_url=self.host, timeout=5).ping())
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+
+        wait_until(up, 60, "the second dockerd did not answer")
+
+    def client(self) -> Any:
+        import docker
+
+        return docker.DockerClient(base_url=self.host, timeout=60)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                client = self.client()
+                for c in client.containers.list(all=True):
+                    c.remove(force=True)
+            stop_process(self.proc, 60)
+        if has_link(self.bridge):
+            subprocess.run(["ip", "link", "delete", self.bridge], check=False)
+        subprocess.run(["umount", "-R", str(self.folder / "exec")], capture_output=True, check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class RegistryProcess:
+    """Debian's docker-registry on 127.0.0.1:<free port>, storage in `folder`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.config = folder / "registry.yml"
+        self.config.write_text(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+            f"    rootdirectory: {folder / 'data'}\n  delete:\n    enabled: true\n"
+            f"http:\n  addr: {self.address}\n"
+        )
+
+    def start(self) -> None:
+        log = (self.folder / "registry.log").open("ab")
+        self.proc = subprocess.Popen(["docker-registry", "serve", str(self.config)], stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+        def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the registry exited:\n{(self.folder / 'registry.log').read_text()}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
+                return True
+            return False
+
+        wait_until(up, 30, "the registry did not listen")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+            self.proc = None
+
+
+class TwoNodes:
+    """The cluster: `head` and `second` are Ray nodes (the second's workers on `daemon`)."""
+
+    def __init__(self, cluster: Any, second: Any, daemon: SecondDaemon, registry: RegistryProcess) -> None:
+        self.cluster = cluster
+        self.second = second
+        self.daemon = daemon
+        self.registry = registry
+
+    def node_ids(self) -> list[str]:
+        import ray
+
+        return [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+
+    def kill_second(self) -> None:
+        """The second node dies at once (its raylet and workers killed)."""
+        self.cluster.remove_node(self.second, allow_graceful=False)
+
+    def add_second(self) -> None:
+        self.second = self.cluster.add_node(num_cpus=1, env_vars={"DOCKER_HOST": self.daemon.host})
+        self.cluster.wait_for_nodes()

@@ -1,0 +1,148 @@
+"""Two Ray nodes on one machine, each with its own Docker daemon, and a registry.
+
+The services these tests need are started here and stopped at the end:
+
+- a second ``dockerd`` with its own data root, exec root, pidfile, socket
+  and bridge (a bridge of its own made with ``ip link``: a second daemon
+  started with ``--bridge none`` deletes the first daemon's ``docker0``, see
+  MACHINE-NOTES), iptables left alone, gVisor registered as on the first;
+- Debian's ``docker-registry`` (distribution) on a free loopback port,
+  storage in the test's folder (Docker talks plain HTTP to loopback);
+- a Ray cluster of two nodes (``ray.cluster_utils.Cluster``): the head's
+  workers use the machine's daemon, the second node's ``DOCKER_HOST`` is the
+  second daemon.
+
+Without root, a daemon, the registry or Ray, the tests skip and say why; with
+``CI=true`` they fail instead (CI must run them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "containers"))
+
+from cluster_helpers import (
+    FIGURES,
+    WHY_SKIPPED,
+    RegistryProcess,
+    SecondDaemon,
+    TwoNodes,
+    has_link,
+    skip_or_fail,
+)
+
+
+@pytest.fixture(scope="session")
+def needs() -> None:
+    if os.geteuid() != 0:
+        skip_or_fail("they start a second Docker daemon and bridges: run as root")
+    for tool in ("dockerd", "docker-registry", "ip"):
+        if shutil.which(tool) is None:
+            package = {"docker-registry": "docker-registry", "dockerd": "docker.io", "ip": "iproute2"}[tool]
+            skip_or_fail(f"no {tool} here: apt-get install {package}")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        skip_or_fail("the ray extra is not installed: pip install -e '.[ray]'")
+    from referee.bots import container as C
+
+    try:
+        C.docker_client()
+    except C.DockerUnavailable as e:
+        skip_or_fail(f"no Docker daemon answers: {e}")
+
+
+@pytest.fixture(scope="session")
+def scratch(needs: None) -> Iterator[Path]:
+    # Short: the second daemon's socket path must fit a unix socket address.
+    folder = Path(tempfile.mkdtemp(prefix="rfcl-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def registry(scratch: Path) -> Iterator[RegistryProcess]:
+    folder = scratch / "registry"
+    folder.mkdir()
+    reg = RegistryProcess(folder)
+    reg.start()
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="session")
+def second_daemon(scratch: Path) -> Iterator[SecondDaemon]:
+    had_docker0 = has_link("docker0")
+    folder = scratch / "d2"
+    folder.mkdir()
+    daemon = SecondDaemon(folder)
+    try:
+        daemon.start()
+        yield daemon
+    finally:
+        daemon.stop()
+        # The first daemon's bridge is untouched by the second.
+        assert has_link("docker0") == had_docker0, "the second dockerd took the first daemon's docker0"
+
+
+@pytest.fixture(scope="session")
+def images() -> dict[str, str]:
+    """{"greedy": tag, "tactician": tag} on the machine's daemon, built or reused."""
+    from referee.bots.baseimage import build_bot_image
+    from referee.bots.docker_daemon import docker_client
+
+    client = docker_client()
+    t0 = time.perf_counter()
+    found = {bot: build_bot_image(bot, client) for bot in ("greedy", "tactician")}
+    FIGURES["sample images ready (built or reused)"] = f"{time.perf_counter() - t0:.1f} s"
+    return found
+
+
+@pytest.fixture(scope="session")
+def two_nodes(scratch: Path, second_daemon: SecondDaemon, registry: RegistryProcess,
+              images: dict[str, str]) -> Iterator[TwoNodes]:
+    """A Ray cluster of two nodes on this machine, the driver connected to it."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    temp = scratch / "ray"
+    (temp / "ray").mkdir(parents=True)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_TMPDIR")}
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ["RAY_TMPDIR"] = str(temp)
+    t0 = time.perf_counter()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "include_dashboard": False, "temp_dir": str(temp),
+        "env_vars": {"DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"}})
+    try:
+        second = cluster.add_node(num_cpus=1, env_vars={"DOCKER_HOST": second_daemon.host})
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+        FIGURES["two Ray nodes up"] = f"{time.perf_counter() - t0:.1f} s"
+        yield TwoNodes(cluster, second, second_daemon, registry)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for reason in WHY_SKIPPED:
+        terminalreporter.write_line(f"SKIPPED cluster tests: {reason}", yellow=True)
+    if FIGURES:
+        terminalreporter.write_line("cluster figures: " + "; ".join(f"{k}: {v}" for k, v in FIGURES.items()))
