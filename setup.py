@@ -115,8 +115,7 @@ def manifest() -> dict[str, object]:
         "group": GROUP,
         "modules": [_module_name(ROOT / p) for p in COMPILED],
         "sources": {
-            p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sources()
+            p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sources()
         },
     }
 

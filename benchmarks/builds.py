@@ -73,11 +73,14 @@ def main() -> None:
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     ns = ap.parse_args(argv[:cut])
-    args = argv[cut + 1:]  # after --: the benchmark's own options
+    args = argv[cut + 1 :]  # after --: the benchmark's own options
     for build in BUILDS:
         line = subprocess.run(
             [sys.executable, "-c", "import referee; print(referee.engine_status())"],
-            env=_env(build), capture_output=True, text=True, check=True,
+            env=_env(build),
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         print(f"{build}: {line}")
     runs: dict[str, list[dict[str, float]]] = {b: [] for b in BUILDS}

@@ -64,10 +64,10 @@ sys.path.insert(0, str(ROOT))
 
 import trueskill  # noqa: E402
 
+from referee.tournament import settle  # noqa: E402
 from referee.tournament.league import Ratings  # noqa: E402
 from referee.tournament.ratings import Outcome, Standing, Table, environment, wilson  # noqa: E402
 from referee.tournament.schedule import make_schedule  # noqa: E402
-from referee.tournament import settle  # noqa: E402
 from referee.tournament.settle import normal_cdf  # noqa: E402
 
 
@@ -175,8 +175,9 @@ def simulate(scn: Scenario, cfg: Config, rng: random.Random) -> League:
         places = [0] * len(seats)
         for p, i in enumerate(sorted(range(len(seats)), key=lambda i: -perf[i])):
             places[i] = p + 1
-        outcomes.append(Outcome(index=index, seats=list(seats), places=places,
-                                deal=deal if scn.duplicate else -1))
+        outcomes.append(
+            Outcome(index=index, seats=list(seats), places=places, deal=deal if scn.duplicate else -1)
+        )
     return League(outcomes, strength, cfg.size)
 
 
@@ -184,7 +185,7 @@ def simulate(scn: Scenario, cfg: Config, rng: random.Random) -> League:
 
 
 def naive_p(a: Standing, b: Standing) -> float:
-    return normal_cdf((a.mu - b.mu) / math.sqrt(a.sigma ** 2 + b.sigma ** 2))
+    return normal_cdf((a.mu - b.mu) / math.sqrt(a.sigma**2 + b.sigma**2))
 
 
 def scaled_p(table: Table, a: Standing, b: Standing, factor: float, shrink: bool) -> float:
@@ -194,8 +195,12 @@ def scaled_p(table: Table, a: Standing, b: Standing, factor: float, shrink: bool
         bots = list(table.ratings)
         i, j = bots.index(a.bot), bots.index(b.bot)
         mus, var = settle.posteriors(
-            [table.ratings[x].mu for x in bots], [table.ratings[x].sigma for x in bots],
-            [table.mu0[x] for x in bots], [table.sigma0[x] for x in bots], factor)
+            [table.ratings[x].mu for x in bots],
+            [table.ratings[x].sigma for x in bots],
+            [table.mu0[x] for x in bots],
+            [table.sigma0[x] for x in bots],
+            factor,
+        )
         return settle.p_above(mus[i], var[i], mus[j], var[j])
     va = settle.effective_variance(a.sigma, table.sigma0[a.bot], factor)
     vb = settle.effective_variance(b.sigma, table.sigma0[b.bot], factor)
@@ -244,11 +249,12 @@ class DealAsGame:
 
     def p(self, a: str, b: str) -> float:
         ra, rb = self.ratings[a], self.ratings[b]
-        return normal_cdf((ra.mu - rb.mu) / math.sqrt(ra.sigma ** 2 + rb.sigma ** 2))
+        return normal_cdf((ra.mu - rb.mu) / math.sqrt(ra.sigma**2 + rb.sigma**2))
 
 
-def bt_bootstrap(outcomes: Sequence[Outcome], bots: Sequence[str], replicates: int,
-                 rng: random.Random) -> Callable[[str, str], float]:
+def bt_bootstrap(
+    outcomes: Sequence[Outcome], bots: Sequence[str], replicates: int, rng: random.Random
+) -> Callable[[str, str], float]:
     """Bradley–Terry (MM, one win and one loss against a ghost of strength 1
     as the prior) on the pairwise results of the games, resampling deals."""
     index = {b: i for i, b in enumerate(bots)}
@@ -325,10 +331,14 @@ class Tally:
     def row(self) -> dict[str, float]:
         low, high = wilson(self.wrong, self.separated) if self.separated else (0.0, 1.0)
         return {
-            "pairs": self.reports, "separated": self.separated,
+            "pairs": self.reports,
+            "separated": self.separated,
             "power": self.separated / self.reports if self.reports else 0.0,
-            "wrong": self.wrong, "expected_wrong": self.expected, "wrong_rate": self.wrong / self.separated if self.separated else 0.0,
-            "wrong_low": low, "wrong_high": high,
+            "wrong": self.wrong,
+            "expected_wrong": self.expected,
+            "wrong_rate": self.wrong / self.separated if self.separated else 0.0,
+            "wrong_low": low,
+            "wrong_high": high,
             "overconfidence": self.lean_wrong / self.lean_expected if self.lean_expected else math.nan,
             "coverage": self.covered / self.intervals if self.intervals else math.nan,
             "mean_width": self.width / self.intervals if self.intervals else math.nan,
@@ -356,8 +366,14 @@ def _count(t: Tally, p: float, upper_truly_above: bool, separated: bool) -> None
 
 
 def calibrate(
-    scn: Scenario, leagues: int, seed: int, *, configs: Sequence[Config] = CONFIGS,
-    methods: Sequence[str] = ("settle",), bootstrap: int = 100, bootstrap_leagues: int | None = None,
+    scn: Scenario,
+    leagues: int,
+    seed: int,
+    *,
+    configs: Sequence[Config] = CONFIGS,
+    methods: Sequence[str] = ("settle",),
+    bootstrap: int = 100,
+    bootstrap_leagues: int | None = None,
     confidence: float = 0.95,
 ) -> Calibration:
     """Simulate `leagues` leagues (cycling over `configs`) and tally each
@@ -452,7 +468,9 @@ def _big_table(bots: int, games: int, size: int, seed: int) -> tuple[Table, floa
     return table, early / 1000 * 1e6, late / 1000 * 1e6
 
 
-def cost(shapes: Sequence[tuple[int, int]] = ((100, 10_000), (1000, 100_000)), size: int = 2) -> list[dict[str, float]]:
+def cost(
+    shapes: Sequence[tuple[int, int]] = ((100, 10_000), (1000, 100_000)), size: int = 2
+) -> list[dict[str, float]]:
     out = []
     for bots, games in shapes:
         table, early, late = _big_table(bots, games, size, seed=bots)
@@ -466,13 +484,17 @@ def cost(shapes: Sequence[tuple[int, int]] = ((100, 10_000), (1000, 100_000)), s
             t0 = time.perf_counter()
             table.uncertain_pairs()
             pair_times.append(time.perf_counter() - t0)
-        out.append({
-            "bots": bots, "games": games,
-            "standings_ms": sorted(times)[len(times) // 2] * 1e3,
-            "uncertain_pairs_ms": sorted(pair_times)[len(pair_times) // 2] * 1e3,
-            "add_us_first_1000": early, "add_us_last_1000": late,
-            "design_effect": table.design.factor(),
-        })
+        out.append(
+            {
+                "bots": bots,
+                "games": games,
+                "standings_ms": sorted(times)[len(times) // 2] * 1e3,
+                "uncertain_pairs_ms": sorted(pair_times)[len(pair_times) // 2] * 1e3,
+                "add_us_first_1000": early,
+                "add_us_last_1000": late,
+                "design_effect": table.design.factor(),
+            }
+        )
     return out
 
 
@@ -484,44 +506,76 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--leagues", type=int, default=200, help="leagues per scenario (default 200)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bootstrap", type=int, default=50, help="replicates of the BT bootstrap (0: skip it)")
-    ap.add_argument("--bootstrap-leagues", type=int, default=50,
-                    help="the BT bootstrap (slow) runs on the first N leagues of each scenario (default 50)")
+    ap.add_argument(
+        "--bootstrap-leagues",
+        type=int,
+        default=50,
+        help="the BT bootstrap (slow) runs on the first N leagues of each scenario (default 50)",
+    )
     ap.add_argument("--no-cost", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    methods = (["naive", "deal-as-game"] + (["bt-bootstrap"] if args.bootstrap else [])
-               + list(VARIANTS) + ["per-pair", "settle"])
+    methods = (
+        ["naive", "deal-as-game"]
+        + (["bt-bootstrap"] if args.bootstrap else [])
+        + list(VARIANTS)
+        + ["per-pair", "settle"]
+    )
     results = []
     t0 = time.perf_counter()
     for scn in SCENARIOS:
-        cal = calibrate(scn, args.leagues, args.seed, methods=methods, bootstrap=args.bootstrap,
-                        bootstrap_leagues=args.bootstrap_leagues)
+        cal = calibrate(
+            scn,
+            args.leagues,
+            args.seed,
+            methods=methods,
+            bootstrap=args.bootstrap,
+            bootstrap_leagues=args.bootstrap_leagues,
+        )
         results.append(cal)
         if not args.json:
-            print(f"\n{scn.name}: {cal.leagues} leagues ({time.perf_counter() - t0:.0f} s so far)", flush=True)
-            print(f"  {'method':<14} {'pairs':>6} {'separated':>9} {'power':>6} {'wrong':>6} "
-                  f"{'expected':>8} {'wrong %':>8} {'95% interval':>14} {'obs/claim':>9} {'rank cover':>10} {'width':>6}")
+            print(
+                f"\n{scn.name}: {cal.leagues} leagues ({time.perf_counter() - t0:.0f} s so far)", flush=True
+            )
+            print(
+                f"  {'method':<14} {'pairs':>6} {'separated':>9} {'power':>6} {'wrong':>6} "
+                f"{'expected':>8} {'wrong %':>8} {'95% interval':>14} {'obs/claim':>9} {'rank cover':>10} {'width':>6}"
+            )
             for m, t in cal.tallies.items():
                 r = t.row()
                 cover = "" if math.isnan(r["coverage"]) else f"{100 * r['coverage']:.1f}%"
                 width = "" if math.isnan(r["mean_width"]) else f"{r['mean_width']:.2f}"
-                print(f"  {m:<14} {t.reports:>6} {t.separated:>9} {100 * r['power']:>5.1f}% {t.wrong:>6} {t.expected:>8.1f} "
-                      f"{100 * r['wrong_rate']:>7.2f}% [{100 * r['wrong_low']:>4.1f}, {100 * r['wrong_high']:>4.1f}]"
-                      f" {r['overconfidence']:>9.2f}"
-                      f" {cover:>10} {width:>6}")
+                print(
+                    f"  {m:<14} {t.reports:>6} {t.separated:>9} {100 * r['power']:>5.1f}% {t.wrong:>6} {t.expected:>8.1f} "
+                    f"{100 * r['wrong_rate']:>7.2f}% [{100 * r['wrong_low']:>4.1f}, {100 * r['wrong_high']:>4.1f}]"
+                    f" {r['overconfidence']:>9.2f}"
+                    f" {cover:>10} {width:>6}"
+                )
     costs = [] if args.no_cost else cost()
     if not args.json:
         for c in costs:
-            print(f"\n{c['bots']} bots, {c['games']} games: standings() {c['standings_ms']:.1f} ms, "
-                  f"uncertain_pairs() {c['uncertain_pairs_ms']:.2f} ms; add() {c['add_us_first_1000']:.0f} µs "
-                  f"over the first 1,000 games, {c['add_us_last_1000']:.0f} µs over the last; design effect {c['design_effect']:.3f}")
+            print(
+                f"\n{c['bots']} bots, {c['games']} games: standings() {c['standings_ms']:.1f} ms, "
+                f"uncertain_pairs() {c['uncertain_pairs_ms']:.2f} ms; add() {c['add_us_first_1000']:.0f} µs "
+                f"over the first 1,000 games, {c['add_us_last_1000']:.0f} µs over the last; design effect {c['design_effect']:.3f}"
+            )
     else:
-        print(json.dumps({
-            "calibration": [{"scenario": c.scenario, "leagues": c.leagues,
-                             "methods": {m: {**asdict(t), **t.row()} for m, t in c.tallies.items()}}
-                            for c in results],
-            "cost": costs,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "calibration": [
+                        {
+                            "scenario": c.scenario,
+                            "leagues": c.leagues,
+                            "methods": {m: {**asdict(t), **t.row()} for m, t in c.tallies.items()},
+                        }
+                        for c in results
+                    ],
+                    "cost": costs,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -109,8 +109,10 @@ def main() -> None:
 
     rlcard_sps = med(("rlcard", 2), "steps_per_s")
     report: dict[str, Any] = {"steps_per_measurement": args.steps, "repeats": args.repeats, "players": {}}
-    print(f"{'players':>7} {'engine steps/s':>15} {'games/s':>9} {'steps/game':>10} "
-          f"{'crazy8 steps/s':>15} {'x crazy8':>9} {'x uno(2p)':>10}")
+    print(
+        f"{'players':>7} {'engine steps/s':>15} {'games/s':>9} {'steps/game':>10} "
+        f"{'crazy8 steps/s':>15} {'x crazy8':>9} {'x uno(2p)':>10}"
+    )
     for n in PLAYERS:
         sps = med(("engine", n), "steps_per_s")
         gps = med(("engine", n), "games_per_s")
@@ -127,8 +129,10 @@ def main() -> None:
             "ratio_vs_rlcard_uno": round(sps / rlcard_sps, 2) if rlcard_sps else None,
         }
         report["players"][str(n)] = row
-        print(f"{n:>7} {sps:>15,.0f} {gps:>9,.0f} {spg:>10.1f} "
-              f"{(ce or 0):>15,.0f} {row['ratio_vs_openspiel'] or '-':>9} {row['ratio_vs_rlcard_uno'] or '-':>10}")
+        print(
+            f"{n:>7} {sps:>15,.0f} {gps:>9,.0f} {spg:>10.1f} "
+            f"{(ce or 0):>15,.0f} {row['ratio_vs_openspiel'] or '-':>9} {row['ratio_vs_rlcard_uno'] or '-':>10}"
+        )
     if rlcard_sps:
         report["rlcard_uno_2p_steps_per_s"] = round(rlcard_sps)
         report["rlcard_uno_2p_games_per_s"] = round(med(("rlcard", 2), "games_per_s") or 0, 1)
@@ -138,8 +142,10 @@ def main() -> None:
     report["target_openspiel_met"] = ok_os if peers_ok["openspiel"] else None
     report["target_rlcard_5x_met"] = ok_rl if peers_ok["rlcard"] else None
     report["engine"] = engine_status()
-    print(f"targets: >= {TARGET_OPENSPIEL}x OpenSpiel: {report['target_openspiel_met']}; "
-          f">= {TARGET_RLCARD:g}x RLCard: {report['target_rlcard_5x_met']}")
+    print(
+        f"targets: >= {TARGET_OPENSPIEL}x OpenSpiel: {report['target_openspiel_met']}; "
+        f">= {TARGET_RLCARD:g}x RLCard: {report['target_rlcard_5x_met']}"
+    )
     if args.json:
         print(json.dumps(report, sort_keys=True))
 

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from strength import make_bot, play_game  # noqa: E402
+
 from protocol import Rules  # noqa: E402
 from referee import engine_status  # noqa: E402
 from referee.tournament.league import Ratings  # noqa: E402
@@ -62,8 +63,14 @@ class Bots:
         self.ids = itertools.count()
 
     def play(self, g: GameSpec, kind: dict[str, str]) -> Outcome:
-        record = play_game([self.players[kind[e]] for e in g.seats], g.deal_seed, RULES,
-                           deadline_ms=2000, game_id=f"g{next(self.ids)}", wire=False)
+        record = play_game(
+            [self.players[kind[e]] for e in g.seats],
+            g.deal_seed,
+            RULES,
+            deadline_ms=2000,
+            game_id=f"g{next(self.ids)}",
+            wire=False,
+        )
         return Outcome(index=g.index, seats=list(g.seats), places=record.places, deal=g.deal_seed)
 
 
@@ -102,8 +109,9 @@ def league(seed: int, max_games: int) -> dict[str, Any]:
         "stopped": scheduler.stopped,
         "strict_order": order == [bot for bot, n in COUNTS.items() for _ in range(n)],
         "order": "".join(bot[0] for bot in order),
-        "same_bot_separated": sum(1 for a, b in zip(rows, rows[1:])
-                                  if kind[a.bot] == kind[b.bot] and a.separated_below),
+        "same_bot_separated": sum(
+            1 for a, b in zip(rows, rows[1:]) if kind[a.bot] == kind[b.bot] and a.separated_below
+        ),
         "mu_sd": {bot: round(statistics.pstdev(v), 3) for bot, v in mus.items()},
         "sigma": round(statistics.mean(sigmas), 3),
         "margin": round(min(mus["tactician"]) - max(mus["greedy"]), 3),
@@ -126,10 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [int(x) for x in args.games.split(",") if x]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     print(engine_status())
-    print(f"40 entries ({', '.join(f'{n} {b}' for b, n in COUNTS.items())}), adaptive, 4 seats, "
-          f"in process; {len(seeds)} league seeds per budget")
-    print(f"{'games':>6}  {'strict order':>12}  {'same bot sep.':>13}  {'mu sd (t/g/r)':>17}  "
-          f"{'sigma':>5}  {'margin min/median':>17}")
+    print(
+        f"40 entries ({', '.join(f'{n} {b}' for b, n in COUNTS.items())}), adaptive, 4 seats, "
+        f"in process; {len(seeds)} league seeds per budget"
+    )
+    print(
+        f"{'games':>6}  {'strict order':>12}  {'same bot sep.':>13}  {'mu sd (t/g/r)':>17}  "
+        f"{'sigma':>5}  {'margin min/median':>17}"
+    )
     figures: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for budget in budgets:
@@ -138,13 +150,24 @@ def main(argv: list[str] | None = None) -> int:
             separated = sum(1 for r in runs if r["same_bot_separated"])
             sd = {bot: statistics.mean(r["mu_sd"][bot] for r in runs) for bot in COUNTS}
             margins = [r["margin"] for r in runs]
-            print(f"{budget:>6}  {f'{right} of {len(runs)}':>12}  {f'{separated} of {len(runs)}':>13}  "
-                  f"{'/'.join(f'{sd[b]:.2f}' for b in COUNTS):>17}  {statistics.mean(r['sigma'] for r in runs):>5.2f}  "
-                  f"{f'{min(margins):+.2f} / {statistics.median(margins):+.2f}':>17}")
-            figures.append({"games": budget, "strict_order": right, "leagues": len(runs),
-                            "same_bot_separated": separated, "runs": runs})
+            print(
+                f"{budget:>6}  {f'{right} of {len(runs)}':>12}  {f'{separated} of {len(runs)}':>13}  "
+                f"{'/'.join(f'{sd[b]:.2f}' for b in COUNTS):>17}  {statistics.mean(r['sigma'] for r in runs):>5.2f}  "
+                f"{f'{min(margins):+.2f} / {statistics.median(margins):+.2f}':>17}"
+            )
+            figures.append(
+                {
+                    "games": budget,
+                    "strict_order": right,
+                    "leagues": len(runs),
+                    "same_bot_separated": separated,
+                    "runs": runs,
+                }
+            )
     if args.json:
-        print(json.dumps({"benchmark": "40 entries in process", "engine": engine_status(), "budgets": figures}))
+        print(
+            json.dumps({"benchmark": "40 entries in process", "engine": engine_status(), "budgets": figures})
+        )
     return 0
 
 

@@ -317,8 +317,10 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
         settled[0] += 1
         if settled[0] >= n:
             first.set()
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                    timeout=aiohttp.ClientTimeout(total=None))
+
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None)
+    )
 
     async def fetch_live(path: str) -> None:
         t0 = time.perf_counter()
@@ -399,7 +401,7 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
                             task = asyncio.create_task(refresh())
                             tasks.add(task)
                             task.add_done_callback(tasks.discard)
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             stats.errors += 1
         finally:
             if not counted:
@@ -408,7 +410,9 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
     tasks = [asyncio.create_task(viewer(i)) for i in range(n)]
     loop = asyncio.get_running_loop()
     stdin_closed = loop.run_in_executor(None, sys.stdin.read)
-    await asyncio.wait([asyncio.ensure_future(first.wait()), stdin_closed], return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait(
+        [asyncio.ensure_future(first.wait()), stdin_closed], return_when=asyncio.FIRST_COMPLETED
+    )
     print("ready", flush=True)
     cpu0, t_ready = time.process_time(), time.perf_counter()
     await stdin_closed
@@ -417,16 +421,28 @@ async def viewers_main(base: str, cid: int, n: int, ramp: float) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await session.close()
-    print(json.dumps({
-        "viewers": n, "streams": stats.streams, "refused": dict(stats.refused), "errors": stats.errors,
-        "page_errors": dict(stats.page_errors), "updates": stats.updates, "updates_in_stream": stats.in_stream,
-        "live_part_kb": round(stats.in_stream_chars / max(1, stats.in_stream) / 1024, 1),
-        "live_fetches": len(stats.fetches), "live_fetch_errors": stats.fetch_errors,
-        "live_p50_ms": _ms(_pct(stats.fetches, 50)), "live_p95_ms": _ms(_pct(stats.fetches, 95)),
-        "page_p50_ms": _ms(_pct(stats.pages, 50)),
-        # the viewers' own CPU while the window was measured (a browser's, elsewhere in real life)
-        "client_cpu_share": round(cpu_s / wall_s, 3) if wall_s > 0 else None,
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "viewers": n,
+                "streams": stats.streams,
+                "refused": dict(stats.refused),
+                "errors": stats.errors,
+                "page_errors": dict(stats.page_errors),
+                "updates": stats.updates,
+                "updates_in_stream": stats.in_stream,
+                "live_part_kb": round(stats.in_stream_chars / max(1, stats.in_stream) / 1024, 1),
+                "live_fetches": len(stats.fetches),
+                "live_fetch_errors": stats.fetch_errors,
+                "live_p50_ms": _ms(_pct(stats.fetches, 50)),
+                "live_p95_ms": _ms(_pct(stats.fetches, 95)),
+                "page_p50_ms": _ms(_pct(stats.pages, 50)),
+                # the viewers' own CPU while the window was measured (a browser's, elsewhere in real life)
+                "client_cpu_share": round(cpu_s / wall_s, 3) if wall_s > 0 else None,
+            }
+        ),
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------- helpers
@@ -454,9 +470,14 @@ def start_bots(log_dir: Path) -> tuple[list[subprocess.Popen[bytes]], list[str]]
     for i, kind in enumerate(BOT_KINDS):
         port = free_port()
         log = open(log_dir / f"bot-{i}-{kind}.log", "wb")  # noqa: SIM115 - closed with the process
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", f"sample_bots.{kind}", "--port", str(port), "--log-level", "WARNING"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", f"sample_bots.{kind}", "--port", str(port), "--log-level", "WARNING"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
+        )
         urls.append(f"http://127.0.0.1:{port}")
     return procs, urls
 
@@ -502,8 +523,14 @@ def baseline(urls: list[str], games: int, table_size: int, concurrency: int, see
     bots = [BotSpec(name=f"{team_name(i)} v1", url=u, address="127.0.0.1") for i, u in enumerate(urls)]
     per_round = len(bots) // table_size * table_size
     league = League(
-        tournament=TournamentCfg(name="baseline", seed=seed, table_size=table_size, schedule="balanced",
-                                 rounds=max(1, math.ceil(games / per_round)), concurrency=concurrency),
+        tournament=TournamentCfg(
+            name="baseline",
+            seed=seed,
+            table_size=table_size,
+            schedule="balanced",
+            rounds=max(1, math.ceil(games / per_round)),
+            concurrency=concurrency,
+        ),
         timeouts=Timeouts(move_ms=MOVE_MS),
         bots=bots,
     )
@@ -584,8 +611,12 @@ class Sampler:
     def between(self, name: str, a: float, b: float) -> dict[str, Any]:
         rows = [(d, s) for t, d, s in self.samples[name] if a <= t < b]
         ok = [d for d, s in rows if s == 200]
-        return {"n": len(rows), "errors": len(rows) - len(ok), "p50_ms": _ms(_pct(ok, 50)),
-                "p95_ms": _ms(_pct(ok, 95))}
+        return {
+            "n": len(rows),
+            "errors": len(rows) - len(ok),
+            "p50_ms": _ms(_pct(ok, 50)),
+            "p95_ms": _ms(_pct(ok, 95)),
+        }
 
 
 class Service:
@@ -606,8 +637,18 @@ class Service:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(tmp / "service.log", "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve-service", str(self.port), str(self.db_path),
-             json.dumps(settings)], stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+            [
+                sys.executable,
+                __file__,
+                "--serve-service",
+                str(self.port),
+                str(self.db_path),
+                json.dumps(settings),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
         self.threads: dict[int, str] = {}
         self.games_db: sqlite3.Connection | None = None
 
@@ -637,8 +678,9 @@ class Service:
         if self.games_db is None:
             if not path.exists():
                 return 0, 0
-            self.games_db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30,
-                                            check_same_thread=False)
+            self.games_db = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, timeout=30, check_same_thread=False
+            )
         try:
             n, moves = self.games_db.execute("SELECT COUNT(*), COALESCE(SUM(turns), 0) FROM games").fetchone()
         except sqlite3.OperationalError:  # the ladder is making its tables
@@ -647,8 +689,11 @@ class Service:
 
 
 async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int], tmp: Path) -> dict[str, Any]:
-    settings = {"validation_games": args.validation_games, "admission_workers": 8,
-                "max_streams_per_client": args.viewers + 16}
+    settings = {
+        "validation_games": args.validation_games,
+        "admission_workers": 8,
+        "max_streams_per_client": args.viewers + 16,
+    }
     service = Service(tmp, settings)
     viewers_proc: asyncio.subprocess.Process | None = None
     bare: subprocess.Popen[bytes] | None = None
@@ -661,26 +706,37 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
         try:
             # the competition, its teams and their URL bots, through the API
             league = LEAGUE.format(table_size=args.table_size, concurrency=args.concurrency, move_ms=MOVE_MS)
-            async with session.post(f"{service.base}/api/competitions", headers=service.admin,
-                                    json={"name": "ladder bench", "league": league}) as r:
+            async with session.post(
+                f"{service.base}/api/competitions",
+                headers=service.admin,
+                json={"name": "ladder bench", "league": league},
+            ) as r:
                 assert r.status == 201, await r.text()
                 cid = int((await r.json())["id"])
             t_admit = time.perf_counter()
             subs: list[tuple[int, str, int]] = []
             for i, url in enumerate(team_urls(urls, args.teams)):
-                async with session.post(f"{service.base}/api/competitions/{cid}/teams", headers=service.admin,
-                                        json={"name": team_name(i)}) as r:
+                async with session.post(
+                    f"{service.base}/api/competitions/{cid}/teams",
+                    headers=service.admin,
+                    json={"name": team_name(i)},
+                ) as r:
                     assert r.status == 201, await r.text()
                     body = await r.json()
                 tid, token = int(body["id"]), str(body["token"])
-                async with session.put(f"{service.base}/api/competitions/{cid}/teams/{tid}/bot",
-                                       headers={"Authorization": f"Bearer {token}"}, json={"url": url}) as r:
+                async with session.put(
+                    f"{service.base}/api/competitions/{cid}/teams/{tid}/bot",
+                    headers={"Authorization": f"Bearer {token}"},
+                    json={"url": url},
+                ) as r:
                     assert r.status == 201, await r.text()
                     subs.append((tid, token, int((await r.json())["id"])))
             for tid, token, sid in subs:
                 while True:
-                    async with session.get(f"{service.base}/api/competitions/{cid}/teams/{tid}/submissions/{sid}",
-                                           headers={"Authorization": f"Bearer {token}"}) as r:
+                    async with session.get(
+                        f"{service.base}/api/competitions/{cid}/teams/{tid}/submissions/{sid}",
+                        headers={"Authorization": f"Bearer {token}"},
+                    ) as r:
                         status = (await r.json())["submission"]["status"]
                     if status == "accepted":
                         break
@@ -688,15 +744,23 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                         raise RuntimeError(f"submission {sid} of team {tid} was refused")
                     await asyncio.sleep(0.2)
             admit_s = time.perf_counter() - t_admit
-            print(f"{args.teams} teams admitted through the API in {admit_s:.1f} s "
-                  f"({settings['admission_workers']} workers, {args.validation_games} validation game(s) each)",
-                  flush=True)
+            print(
+                f"{args.teams} teams admitted through the API in {admit_s:.1f} s "
+                f"({settings['admission_workers']} workers, {args.validation_games} validation game(s) each)",
+                flush=True,
+            )
 
             def mark() -> Mark:
                 games, moves = service.progress(path)
-                return Mark(t=time.perf_counter(), games=games, moves=moves, cpu=cpu_s(service.proc.pid),
-                            threads=thread_cpu(service.proc.pid, service.threads),
-                            bots_cpu=sum(cpu_s(p) for p in bot_pids), loadavg=os.getloadavg()[0])
+                return Mark(
+                    t=time.perf_counter(),
+                    games=games,
+                    moves=moves,
+                    cpu=cpu_s(service.proc.pid),
+                    threads=thread_cpu(service.proc.pid, service.threads),
+                    bots_cpu=sum(cpu_s(p) for p in bot_pids),
+                    loadavg=os.getloadavg()[0],
+                )
 
             async def until(games: int, deadline: float = math.inf) -> Mark:
                 """The mark once `games` are recorded (or at `deadline`, perf_counter time)."""
@@ -721,8 +785,11 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
 
             # open: the ladder plays from now on
             t_open = time.perf_counter()
-            async with session.post(f"{service.base}/api/competitions/{cid}/open", headers=service.admin,
-                                    json={"concurrency": args.concurrency}) as r:
+            async with session.post(
+                f"{service.base}/api/competitions/{cid}/open",
+                headers=service.admin,
+                json={"concurrency": args.concurrency},
+            ) as r:
                 assert r.status == 202, await r.text()
             path = service.ladder_db(cid)
             first = await until(1)
@@ -733,14 +800,24 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
             async with session.get(f"{service.base}/c/{cid}") as r:
                 page_size = len(await r.read())  # every team in the standings by now
             bare_port = free_port()
-            bare = subprocess.Popen([sys.executable, __file__, "--serve-bare", str(bare_port), str(page_size)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            bare = subprocess.Popen(
+                [sys.executable, __file__, "--serve-bare", str(bare_port), str(page_size)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=ROOT,
+            )
             await wait_http(f"http://127.0.0.1:{bare_port}/", "the bare handler")
             # in turn, so that the page and the API are 2/3 of a period apart (more than the
             # service's board_ttl_s, 0.5 s, at --sample-hz 0.5): each finds its board older than that,
             # computed again when games came meanwhile, as a viewer arriving then would
-            sampler = Sampler({"page": f"{service.base}/c/{cid}", "bare": f"http://127.0.0.1:{bare_port}/",
-                               "api": f"{service.base}/api/competitions/{cid}"}, args.sample_hz)
+            sampler = Sampler(
+                {
+                    "page": f"{service.base}/c/{cid}",
+                    "bare": f"http://127.0.0.1:{bare_port}/",
+                    "api": f"{service.base}/api/competitions/{cid}",
+                },
+                args.sample_hz,
+            )
             sampler_task = asyncio.create_task(sampler.run(stopped))
             windows: list[Window] = []
             trend: list[Window] = []  # the quiet windows cut every 5% of the games
@@ -750,8 +827,17 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                 target = start.games + max(1, round(args.games * share))
                 if kind == "viewers":
                     viewers_proc = await asyncio.create_subprocess_exec(
-                        sys.executable, __file__, "--viewers-of", service.base, str(cid), str(args.viewers),
-                        str(args.ramp), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=ROOT)
+                        sys.executable,
+                        __file__,
+                        "--viewers-of",
+                        service.base,
+                        str(cid),
+                        str(args.viewers),
+                        str(args.ramp),
+                        stdin=asyncio.subprocess.PIPE,
+                        stdout=asyncio.subprocess.PIPE,
+                        cwd=ROOT,
+                    )
                     assert viewers_proc.stdout is not None
                     line = await viewers_proc.stdout.readline()
                     assert line.strip() == b"ready", line
@@ -767,8 +853,10 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                     # the viewers are gone, but not always the work they asked for: wait until the
                     # web loop is back to what it costs without them
                     w.viewers["drain_s"] = round(await drain(), 1)
-                    print(f"  the viewers left; the web loop was quiet again {w.viewers['drain_s']} s later",
-                          flush=True)
+                    print(
+                        f"  the viewers left; the web loop was quiet again {w.viewers['drain_s']} s later",
+                        flush=True,
+                    )
                     start = await asyncio.to_thread(mark)
                 else:
                     w = Window(kind, start)
@@ -783,7 +871,9 @@ async def ladder(args: argparse.Namespace, urls: list[str], bot_pids: list[int],
                 print(_window_line(w, sampler), flush=True)
             # freeze: the ladder stops after its games in flight
             t_freeze = time.perf_counter()
-            async with session.post(f"{service.base}/api/competitions/{cid}/freeze", headers=service.admin) as r:
+            async with session.post(
+                f"{service.base}/api/competitions/{cid}/freeze", headers=service.admin
+            ) as r:
                 assert r.status == 200, await r.text()
             freeze_s = time.perf_counter() - t_freeze
             frozen = await asyncio.to_thread(mark)
@@ -845,11 +935,19 @@ def _window(w: Window, sampler: Sampler) -> dict[str, Any]:
         "service_cores": round(cpu / seconds, 2) if seconds > 0 else None,
         "service_us_per_move": round(cpu / moves * 1e6, 1) if moves else None,
         "web_us_per_move": round((b.threads["web"] - a.threads["web"]) / moves * 1e6, 1) if moves else None,
-        "ladder_us_per_move": (round((b.threads["ladder"] - a.threads["ladder"]) / moves * 1e6, 1)
-                               if moves else None),
-        "other_us_per_move": (round((cpu - (b.threads["web"] - a.threads["web"])
-                                     - (b.threads["ladder"] - a.threads["ladder"])) / moves * 1e6, 1)
-                              if moves else None),
+        "ladder_us_per_move": (
+            round((b.threads["ladder"] - a.threads["ladder"]) / moves * 1e6, 1) if moves else None
+        ),
+        "other_us_per_move": (
+            round(
+                (cpu - (b.threads["web"] - a.threads["web"]) - (b.threads["ladder"] - a.threads["ladder"]))
+                / moves
+                * 1e6,
+                1,
+            )
+            if moves
+            else None
+        ),
         "bots_us_per_move": round((b.bots_cpu - a.bots_cpu) / moves * 1e6, 1) if moves else None,
         "web_cores": round((b.threads["web"] - a.threads["web"]) / seconds, 2) if seconds > 0 else None,
         "loadavg_1min": round((a.loadavg + b.loadavg) / 2, 2),
@@ -865,15 +963,19 @@ def _window(w: Window, sampler: Sampler) -> dict[str, Any]:
 
 def _window_line(w: Window, sampler: Sampler) -> str:
     r = _window(w, sampler)
-    line = (f"  {r['kind']:<7} {r['games']:>6} games {r['seconds']:>7.1f} s {r['games_per_s'] or 0:>6.2f} games/s; "
-            f"service {r['service_us_per_move'] or 0:.0f} us/move; page p50/p95 {r['page']['p50_ms']}/"
-            f"{r['page']['p95_ms']} ms, api {r['api']['p50_ms']}/{r['api']['p95_ms']} ms, bare "
-            f"{r['bare']['p50_ms']}/{r['bare']['p95_ms']} ms")
+    line = (
+        f"  {r['kind']:<7} {r['games']:>6} games {r['seconds']:>7.1f} s {r['games_per_s'] or 0:>6.2f} games/s; "
+        f"service {r['service_us_per_move'] or 0:.0f} us/move; page p50/p95 {r['page']['p50_ms']}/"
+        f"{r['page']['p95_ms']} ms, api {r['api']['p50_ms']}/{r['api']['p95_ms']} ms, bare "
+        f"{r['bare']['p50_ms']}/{r['bare']['p95_ms']} ms"
+    )
     if w.viewers:
         v = w.viewers
-        line += (f"; {v['streams']} streams ({v['refused'] or 'none'} refused, pages failed "
-                 f"{v.get('page_errors') or 'none'}), {v['updates']} updates, "
-                 f"{v['live_fetches']} /live fetches; viewers' CPU {v.get('client_cpu_share')} core")
+        line += (
+            f"; {v['streams']} streams ({v['refused'] or 'none'} refused, pages failed "
+            f"{v.get('page_errors') or 'none'}), {v['updates']} updates, "
+            f"{v['live_fetches']} /live fetches; viewers' CPU {v.get('client_cpu_share')} core"
+        )
         if "drain_s" in v:
             line += f"; the web loop quiet {v['drain_s']} s after they left"
     return line
@@ -881,10 +983,12 @@ def _window_line(w: Window, sampler: Sampler) -> str:
 
 def _trend_line(w: Window, sampler: Sampler) -> str:
     r = _window(w, sampler)
-    return (f"    to {r['at_games']:>6} games: {r['games_per_s'] or 0:>5.2f} games/s, service "
-            f"{r['service_us_per_move'] or 0:.0f} us/move (web {r['web_us_per_move'] or 0:.0f}, ladder "
-            f"{r['ladder_us_per_move'] or 0:.0f}, other {r['other_us_per_move'] or 0:.0f}), page p50 "
-            f"{r['page']['p50_ms']} ms, api p50 {r['api']['p50_ms']} ms")
+    return (
+        f"    to {r['at_games']:>6} games: {r['games_per_s'] or 0:>5.2f} games/s, service "
+        f"{r['service_us_per_move'] or 0:.0f} us/move (web {r['web_us_per_move'] or 0:.0f}, ladder "
+        f"{r['ladder_us_per_move'] or 0:.0f}, other {r['other_us_per_move'] or 0:.0f}), page p50 "
+        f"{r['page']['p50_ms']} ms, api p50 {r['api']['p50_ms']} ms"
+    )
 
 
 # --------------------------------------------------------------- driver
@@ -900,9 +1004,12 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
         games = sum(w["games"] for w in ws)
         moves = sum(w["moves"] for w in ws)
         cpu = sum(w["service_cpu_s"] for w in ws)
-        return {"games": games, "seconds": round(seconds, 1),
-                "games_per_s": round(games / seconds, 2) if seconds else None,
-                "service_us_per_move": round(cpu / moves * 1e6, 1) if moves else None}
+        return {
+            "games": games,
+            "seconds": round(seconds, 1),
+            "games_per_s": round(games / seconds, 2) if seconds else None,
+            "service_us_per_move": round(cpu / moves * 1e6, 1) if moves else None,
+        }
 
     quiet, viewed = pooled("quiet"), pooled("viewers")
     # each viewer window against the mean of the quiet windows on either side of it: what a board
@@ -911,8 +1018,11 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
     for i, w in enumerate(windows):
         if w["kind"] != "viewers" or w["games_per_s"] is None:
             continue
-        around = [windows[j]["games_per_s"] for j in (i - 1, i + 1)
-                  if 0 <= j < len(windows) and windows[j]["kind"] == "quiet" and windows[j]["games_per_s"]]
+        around = [
+            windows[j]["games_per_s"]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(windows) and windows[j]["kind"] == "quiet" and windows[j]["games_per_s"]
+        ]
         if around:
             pairs.append(w["games_per_s"] / statistics.mean(around))
     adjacent = round(statistics.median(pairs), 3) if pairs else None
@@ -940,16 +1050,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-size", type=int, default=4)
     parser.add_argument("--viewers", type=int, default=500, help="viewers in the viewer windows")
     parser.add_argument("--ramp", type=float, default=5.0, help="seconds over which the viewers arrive")
-    parser.add_argument("--baseline-games", type=int, default=1000, help="the runner's games (half before, half after)")
+    parser.add_argument(
+        "--baseline-games", type=int, default=1000, help="the runner's games (half before, half after)"
+    )
     parser.add_argument("--sample-hz", type=float, default=0.5, help="latency samples per second per target")
-    parser.add_argument("--viewer-seconds", type=float, default=300.0,
-                        help="a viewer window ends after this long if its games are not played by then")
+    parser.add_argument(
+        "--viewer-seconds",
+        type=float,
+        default=300.0,
+        help="a viewer window ends after this long if its games are not played by then",
+    )
     parser.add_argument("--validation-games", type=int, default=1, help="the service's admission games")
-    parser.add_argument("--quick", action="store_true", help="20 teams, 1,000 games, 100 viewers, 200 baseline games")
+    parser.add_argument(
+        "--quick", action="store_true", help="20 teams, 1,000 games, 100 viewers, 200 baseline games"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on the last line")
-    parser.add_argument("--profile-service", metavar="FILE",
-                        help="profile the service's web loop (cProfile stats to FILE; it slows the service)")
-    parser.add_argument("--serve-service", nargs=3, metavar=("PORT", "DB", "SETTINGS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--profile-service",
+        metavar="FILE",
+        help="profile the service's web loop (cProfile stats to FILE; it slows the service)",
+    )
+    parser.add_argument(
+        "--serve-service", nargs=3, metavar=("PORT", "DB", "SETTINGS"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--serve-bare", nargs=2, type=int, metavar=("PORT", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--viewers-of", nargs=4, metavar=("BASE", "CID", "N", "RAMP"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -975,14 +1098,23 @@ def main(argv: list[str] | None = None) -> int:
 
     figures: dict[str, Any] = {
         "benchmark": "the service's ladder at scale vs the tournament runner, with and without viewers",
-        "engine": engine_status(), "cpus": os.cpu_count(), "teams": args.teams, "games": args.games,
-        "concurrency": args.concurrency, "table_size": args.table_size, "viewers": args.viewers,
-        "bots": list(BOT_KINDS), "loadavg_1min_start": round(os.getloadavg()[0], 2),
+        "engine": engine_status(),
+        "cpus": os.cpu_count(),
+        "teams": args.teams,
+        "games": args.games,
+        "concurrency": args.concurrency,
+        "table_size": args.table_size,
+        "viewers": args.viewers,
+        "bots": list(BOT_KINDS),
+        "loadavg_1min_start": round(os.getloadavg()[0], 2),
     }
     print(figures["engine"])
-    print(f"{args.teams} teams on {len(BOT_KINDS)} bot processes ({', '.join(BOT_KINDS)}), "
-          f"{args.table_size} seats, concurrency {args.concurrency}; {os.cpu_count()} cores, "
-          f"load average {figures['loadavg_1min_start']}", flush=True)
+    print(
+        f"{args.teams} teams on {len(BOT_KINDS)} bot processes ({', '.join(BOT_KINDS)}), "
+        f"{args.table_size} seats, concurrency {args.concurrency}; {os.cpu_count()} cores, "
+        f"load average {figures['loadavg_1min_start']}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="ladder-bench-") as tmp_name:
         tmp = Path(tmp_name)
         procs, urls = start_bots(tmp)
@@ -993,14 +1125,25 @@ def main(argv: list[str] | None = None) -> int:
             halves = []
             b1 = baseline(entries, args.baseline_games // 2, args.table_size, args.concurrency, seed=5)
             halves.append(b1)
-            print(f"runner, before: {b1['games']} games in {b1['seconds']:.1f} s, "
-                  f"{b1['games'] / b1['seconds']:.2f} games/s", flush=True)
+            print(
+                f"runner, before: {b1['games']} games in {b1['seconds']:.1f} s, "
+                f"{b1['games'] / b1['seconds']:.2f} games/s",
+                flush=True,
+            )
             figures["ladder"] = asyncio.run(ladder(args, urls, [p.pid for p in procs], tmp))
-            b2 = baseline(entries, args.baseline_games - args.baseline_games // 2, args.table_size,
-                          args.concurrency, seed=6)
+            b2 = baseline(
+                entries,
+                args.baseline_games - args.baseline_games // 2,
+                args.table_size,
+                args.concurrency,
+                seed=6,
+            )
             halves.append(b2)
-            print(f"runner, after: {b2['games']} games in {b2['seconds']:.1f} s, "
-                  f"{b2['games'] / b2['seconds']:.2f} games/s", flush=True)
+            print(
+                f"runner, after: {b2['games']} games in {b2['seconds']:.1f} s, "
+                f"{b2['games'] / b2['seconds']:.2f} games/s",
+                flush=True,
+            )
         finally:
             for p in procs:
                 stop(p)
@@ -1008,47 +1151,68 @@ def main(argv: list[str] | None = None) -> int:
     seconds = sum(h["seconds"] for h in halves)
     moves = sum(h["moves"] for h in halves)
     figures["baseline"] = {
-        "games": games, "seconds": round(seconds, 1), "games_per_s": round(games / seconds, 2),
+        "games": games,
+        "seconds": round(seconds, 1),
+        "games_per_s": round(games / seconds, 2),
         "us_per_move": round(sum(h["cpu_s"] for h in halves) / moves * 1e6, 1),
         "halves_games_per_s": [round(h["games"] / h["seconds"], 2) for h in halves],
     }
     figures["loadavg_1min_end"] = round(os.getloadavg()[0], 2)
     s = figures["summary"] = summary(figures)
     lad = figures["ladder"]
-    print(f"\nladder: {lad['recorded']} games recorded in {lad['ladder_seconds']} s, {lad['standings']} entries "
-          f"standing, {lad['faults']} faults; frozen in {lad['freeze_s']} s; the service's RSS then "
-          f"{lad['service_rss_mb']} MB")
-    head = (f"{'':<8} {'to games':>8} {'games':>6} {'s':>7} {'games/s':>8} {'svc us/mv':>9} {'web':>5} "
-            f"{'ladder':>6} {'other':>5} {'bots':>5} {'cores':>5} {'page p50/p95':>16} {'api p50/p95':>16} "
-            f"{'bare p50/p95':>13} {'xbare':>6}")
-    for title, rows in (("quiet stretches, every 5% of the games", lad["trend"]), ("windows", lad["windows"])):
-        print(f"\n{title} (us per move: the service's CPU, its web loop, its ladder thread, its other threads; "
-              "the bots' CPU)")
+    print(
+        f"\nladder: {lad['recorded']} games recorded in {lad['ladder_seconds']} s, {lad['standings']} entries "
+        f"standing, {lad['faults']} faults; frozen in {lad['freeze_s']} s; the service's RSS then "
+        f"{lad['service_rss_mb']} MB"
+    )
+    head = (
+        f"{'':<8} {'to games':>8} {'games':>6} {'s':>7} {'games/s':>8} {'svc us/mv':>9} {'web':>5} "
+        f"{'ladder':>6} {'other':>5} {'bots':>5} {'cores':>5} {'page p50/p95':>16} {'api p50/p95':>16} "
+        f"{'bare p50/p95':>13} {'xbare':>6}"
+    )
+    for title, rows in (
+        ("quiet stretches, every 5% of the games", lad["trend"]),
+        ("windows", lad["windows"]),
+    ):
+        print(
+            f"\n{title} (us per move: the service's CPU, its web loop, its ladder thread, its other threads; "
+            "the bots' CPU)"
+        )
         print(head)
         for w in rows:
-            print(f"{w['kind']:<8} {w['at_games']:>8} {w['games']:>6} {w['seconds']:>7.1f} {w['games_per_s'] or 0:>8.2f} "
-                  f"{w['service_us_per_move'] or 0:>9.0f} {w['web_us_per_move'] or 0:>5.0f} "
-                  f"{w['ladder_us_per_move'] or 0:>6.0f} {w['other_us_per_move'] or 0:>5.0f} "
-                  f"{w['bots_us_per_move'] or 0:>5.0f} {w['service_cores'] or 0:>5.2f} "
-                  f"{_pair(w['page']):>16} {_pair(w['api']):>16} {_pair(w['bare']):>13} {w['page_x_bare'] or 0:>6.1f}")
+            print(
+                f"{w['kind']:<8} {w['at_games']:>8} {w['games']:>6} {w['seconds']:>7.1f} {w['games_per_s'] or 0:>8.2f} "
+                f"{w['service_us_per_move'] or 0:>9.0f} {w['web_us_per_move'] or 0:>5.0f} "
+                f"{w['ladder_us_per_move'] or 0:>6.0f} {w['other_us_per_move'] or 0:>5.0f} "
+                f"{w['bots_us_per_move'] or 0:>5.0f} {w['service_cores'] or 0:>5.2f} "
+                f"{_pair(w['page']):>16} {_pair(w['api']):>16} {_pair(w['bare']):>13} {w['page_x_bare'] or 0:>6.1f}"
+            )
     for w in lad["windows"]:
         if "viewers" in w:
             v = w["viewers"]
-            print(f"viewers to {w['at_games']}: {v['streams']} of {v['viewers']} streams open ({v['refused'] or 'none'} "
-                  f"refused, {v['errors']} broken, pages failed {v.get('page_errors') or 'none'}), {v['updates']} updates ({v.get('updates_in_stream')} "
-                  f"carrying the live part, {v.get('live_part_kb')} KB), {v['live_fetches']} /live fetches; the "
-                  f"viewers' own CPU {v.get('client_cpu_share')} core; the web loop quiet {v.get('drain_s')} s "
-                  "after they left")
-    print(f"\nrunner (referee tournament's, same bots): {figures['baseline']['games']} games, "
-          f"{s['runner_games_per_s']} games/s (halves {figures['baseline']['halves_games_per_s']}), "
-          f"{s['runner_us_per_move']} us CPU per move")
-    print(f"ladder, quiet windows: {s['ladder_games_per_s']} games/s = {s['ladder_x_runner']}x the runner's; "
-          f"service {s['service_us_per_move']} us CPU per move = {s['service_x_runner_cpu']}x the runner's")
-    print(f"with {args.viewers} viewers: {s['viewers_games_per_s']} games/s = {s['viewers_x_quiet']}x the quiet "
-          f"windows'; median {s['viewers_x_quiet_around']}x the quiet windows on either side of each "
-          f"{s['viewers_x_quiet_around_each']} (claim: >= {TARGET:.2f}, "
-          f"{'holds' if s['viewers_do_not_slow_games'] else 'does NOT hold'}); "
-          f"service {s['viewers_service_us_per_move']} us CPU per move")
+            print(
+                f"viewers to {w['at_games']}: {v['streams']} of {v['viewers']} streams open ({v['refused'] or 'none'} "
+                f"refused, {v['errors']} broken, pages failed {v.get('page_errors') or 'none'}), {v['updates']} updates ({v.get('updates_in_stream')} "
+                f"carrying the live part, {v.get('live_part_kb')} KB), {v['live_fetches']} /live fetches; the "
+                f"viewers' own CPU {v.get('client_cpu_share')} core; the web loop quiet {v.get('drain_s')} s "
+                "after they left"
+            )
+    print(
+        f"\nrunner (referee tournament's, same bots): {figures['baseline']['games']} games, "
+        f"{s['runner_games_per_s']} games/s (halves {figures['baseline']['halves_games_per_s']}), "
+        f"{s['runner_us_per_move']} us CPU per move"
+    )
+    print(
+        f"ladder, quiet windows: {s['ladder_games_per_s']} games/s = {s['ladder_x_runner']}x the runner's; "
+        f"service {s['service_us_per_move']} us CPU per move = {s['service_x_runner_cpu']}x the runner's"
+    )
+    print(
+        f"with {args.viewers} viewers: {s['viewers_games_per_s']} games/s = {s['viewers_x_quiet']}x the quiet "
+        f"windows'; median {s['viewers_x_quiet_around']}x the quiet windows on either side of each "
+        f"{s['viewers_x_quiet_around_each']} (claim: >= {TARGET:.2f}, "
+        f"{'holds' if s['viewers_do_not_slow_games'] else 'does NOT hold'}); "
+        f"service {s['viewers_service_us_per_move']} us CPU per move"
+    )
     if args.json:
         print(json.dumps(figures))
     return 0

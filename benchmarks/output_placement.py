@@ -60,18 +60,30 @@ def _number(request_id: str) -> int:
 
 def count(log: Path, replay: Path, seat: int, game_id: str) -> dict[str, int]:
     """Where the seat's lines went: {"own", "later", "earlier", "none", "requests", "requests_exact"}."""
-    asked = [s.line.request_id for s in steps(read_replay(replay)) if s.line.seat == seat and s.line.by != "skipped"]
+    asked = [
+        s.line.request_id
+        for s in steps(read_replay(replay))
+        if s.line.seat == seat and s.line.by != "skipped"
+    ]
     outputs = output_by_request([log], game_id, cap=1 << 20)
     tally = {"own": 0, "later": 0, "earlier": 0, "none": 0, "requests": len(asked), "requests_exact": 0}
     for request_id, text in outputs.items():
         for named in LINE.findall(text):
-            key = "own" if named == request_id else "later" if _number(request_id) > _number(named) else "earlier"
+            key = (
+                "own"
+                if named == request_id
+                else "later"
+                if _number(request_id) > _number(named)
+                else "earlier"
+            )
             tally[key] += 1
     for request_id in asked:
         text = outputs.get(request_id, "")
         named = LINE.findall(text)
         tally["requests_exact"] += named.count(request_id) == 3 == len(named)
-    tally["none"] = 3 * len(asked) - tally["own"] - tally["later"] - tally["earlier"]  # e.g. past the game's end
+    tally["none"] = (
+        3 * len(asked) - tally["own"] - tally["later"] - tally["earlier"]
+    )  # e.g. past the game's end
     return tally
 
 
@@ -88,8 +100,14 @@ async def run(games: int) -> dict[str, dict[str, int]]:
                 for g in range(games):
                     bots = [marks, stamps, greedy] if g % 2 == 0 else [stamps, marks, greedy]
                     replay = out / f"g{g}.jsonl.gz"
-                    await play_match(bots, seed=100 + g, names=[b.name for b in bots], game_id=f"g{g}",
-                                     timeouts=Timeouts(move_ms=5000), replay=replay)
+                    await play_match(
+                        bots,
+                        seed=100 + g,
+                        names=[b.name for b in bots],
+                        game_id=f"g{g}",
+                        timeouts=Timeouts(move_ms=5000),
+                        replay=replay,
+                    )
                     played.append((bots, replay, f"g{g}"))
             # the containers are stopped: their logs are complete (the pump may lag behind a game)
             for bots, replay, game_id in played:
@@ -115,8 +133,14 @@ def main() -> int:
         check_runtime(a.runtime, client)
         set_runtime(a.runtime)
     greedy = build_bot_image("greedy", client)
-    build_image(client, IMAGE, DOCKERFILE, {"sdk_talker.py": ROOT / "tests" / "containers" / "sdk_talker.py"},
-                buildargs={"BASE": greedy}, base_id=str(client.images.get(greedy).id))
+    build_image(
+        client,
+        IMAGE,
+        DOCKERFILE,
+        {"sdk_talker.py": ROOT / "tests" / "containers" / "sdk_talker.py"},
+        buildargs={"BASE": greedy},
+        base_id=str(client.images.get(greedy).id),
+    )
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
     try:
         totals = asyncio.run(run(a.games))
@@ -126,13 +150,16 @@ def main() -> int:
             b.wait()
     for name, t in totals.items():
         lines = t["own"] + t["later"] + t["earlier"] + t["none"]
-        print(f"{name:>10}: lines on their own move {t['own']}/{lines} = {100 * t['own'] / lines:.1f} %"
-              f" (later {t['later']}, earlier {t['earlier']}, on none {t['none']});"
-              f" moves with exactly their lines {t['requests_exact']}/{t['requests']}"
-              f" = {100 * t['requests_exact'] / t['requests']:.1f} %")
+        print(
+            f"{name:>10}: lines on their own move {t['own']}/{lines} = {100 * t['own'] / lines:.1f} %"
+            f" (later {t['later']}, earlier {t['earlier']}, on none {t['none']});"
+            f" moves with exactly their lines {t['requests_exact']}/{t['requests']}"
+            f" = {100 * t['requests_exact'] / t['requests']:.1f} %"
+        )
     m, s = totals["marks"], totals["timestamps"]
-    ratio = (m["own"] / max(1, sum(m[k] for k in ("own", "later", "earlier", "none")))) / \
-        max(1e-9, s["own"] / max(1, sum(s[k] for k in ("own", "later", "earlier", "none"))))
+    ratio = (m["own"] / max(1, sum(m[k] for k in ("own", "later", "earlier", "none")))) / max(
+        1e-9, s["own"] / max(1, sum(s[k] for k in ("own", "later", "earlier", "none")))
+    )
     print(f"ratio of shares on their own move, marks / timestamps: {ratio:.2f}")
     if a.json:
         print(json.dumps({"totals": totals, "ratio": ratio, "load": a.load, "runtime": a.runtime}))

@@ -109,9 +109,7 @@ class _Recorder(HttpBot):
 
     log: list[tuple[str, URL, bytes | None]]
 
-    async def _exchange(
-        self, method: str, url: URL, body: bytes | None, cap: int
-    ) -> tuple[int, str, bytes]:
+    async def _exchange(self, method: str, url: URL, body: bytes | None, cap: int) -> tuple[int, str, bytes]:
         self.log.append((method, url, body))
         return await super()._exchange(method, url, body, cap)
 

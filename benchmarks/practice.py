@@ -67,12 +67,12 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from referee import engine_status
-from referee.bots import free_port
-from referee.bots.netpolicy import AddressPolicy, parse_networks
-from referee.web import ServiceDB, Settings, make_app
-from referee.web.practice import NICE, PRACTICE, Ending
-from referee.web.practice_worker import PracticeJob, play
+from referee import engine_status  # noqa: E402
+from referee.bots import free_port  # noqa: E402
+from referee.bots.netpolicy import AddressPolicy, parse_networks  # noqa: E402
+from referee.web import ServiceDB, Settings, make_app  # noqa: E402
+from referee.web.practice import NICE, PRACTICE, Ending  # noqa: E402
+from referee.web.practice_worker import PracticeJob, play  # noqa: E402
 
 LEAGUE = """\
 [tournament]
@@ -99,8 +99,12 @@ url = "{house}"
 
 def start_bot(kind: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port("127.0.0.1")
-    proc = subprocess.Popen([sys.executable, "-m", f"sample_bots.{kind}", "--port", str(port), "--log-level",
-                             "WARNING"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", f"sample_bots.{kind}", "--port", str(port), "--log-level", "WARNING"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -145,23 +149,29 @@ class Bench:
         return {"Authorization": f"Bearer {token}"}
 
     async def competition(self, name: str, house: str) -> int:
-        async with self.http.post(f"{self.base}/api/competitions", headers=self.auth(self.admin),
-                                  json={"name": name, "league": LEAGUE.format(name=name, house=house)}) as r:
+        async with self.http.post(
+            f"{self.base}/api/competitions",
+            headers=self.auth(self.admin),
+            json={"name": name, "league": LEAGUE.format(name=name, house=house)},
+        ) as r:
             assert r.status == 201, await r.text()
             return int((await r.json())["id"])
 
     async def team(self, cid: int, name: str, url: str) -> tuple[int, str]:
-        async with self.http.post(f"{self.base}/api/competitions/{cid}/teams", json={"name": name},
-                                  headers=self.auth(self.admin)) as r:
+        async with self.http.post(
+            f"{self.base}/api/competitions/{cid}/teams", json={"name": name}, headers=self.auth(self.admin)
+        ) as r:
             body = await r.json()
         tid, token = int(body["id"]), str(body["token"])
-        async with self.http.put(f"{self.base}/api/competitions/{cid}/teams/{tid}/bot", json={"url": url},
-                                 headers=self.auth(token)) as r:
+        async with self.http.put(
+            f"{self.base}/api/competitions/{cid}/teams/{tid}/bot", json={"url": url}, headers=self.auth(token)
+        ) as r:
             assert r.status == 201, await r.text()
             sid = (await r.json())["id"]
         while True:
-            async with self.http.get(f"{self.base}/api/competitions/{cid}/teams/{tid}/submissions/{sid}",
-                                     headers=self.auth(token)) as r:
+            async with self.http.get(
+                f"{self.base}/api/competitions/{cid}/teams/{tid}/submissions/{sid}", headers=self.auth(token)
+            ) as r:
                 status = (await r.json())["submission"]["status"]
             if status == "accepted":
                 return tid, token
@@ -173,7 +183,9 @@ class Bench:
             return int((await r.json())["games"])
 
 
-async def flood(bench: Bench, cid: int, tid: int, token: str, stop: asyncio.Event, finished: list[float]) -> None:
+async def flood(
+    bench: Bench, cid: int, tid: int, token: str, stop: asyncio.Event, finished: list[float]
+) -> None:
     """Ask for a practice game, wait for its end, ask again, until `stop`."""
     url = f"{bench.base}/api/competitions/{cid}/teams/{tid}/practice"
     while not stop.is_set():
@@ -205,8 +217,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         db.close()
         assert admin is not None
         policy = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
-        app = make_app(db_path, Settings(bot_policy=policy, validation_games=1, practice_per_hour=1_000_000,
-                                         submissions_per_window=100))
+        app = make_app(
+            db_path,
+            Settings(
+                bot_policy=policy, validation_games=1, practice_per_hour=1_000_000, submissions_per_window=100
+            ),
+        )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         port = free_port("127.0.0.1")
@@ -216,19 +232,26 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             for _, url in bots:
                 await wait_up(session, url)
             bench = Bench(base, session, admin)
-            (ladder_greedy, ladder_random), (practice_greedy, practice_random) = \
-                [u for _, u in bots[:2]], [u for _, u in bots[2:]]
+            (ladder_greedy, ladder_random), (practice_greedy, practice_random) = (
+                [u for _, u in bots[:2]],
+                [u for _, u in bots[2:]],
+            )
             ladder = await bench.competition("ladder", ladder_greedy)
             for i, url in enumerate((ladder_greedy, ladder_random, ladder_greedy, ladder_random)):
                 await bench.team(ladder, f"team{i}", url)
             practice = await bench.competition("practice", practice_greedy)
-            askers = [await bench.team(practice, f"p{i}", url)
-                      for i, url in enumerate((practice_greedy, practice_random))]
-            async with session.post(f"{base}/api/competitions/{ladder}/open", json={"concurrency": 2},
-                                    headers=bench.auth(admin)) as r:
+            askers = [
+                await bench.team(practice, f"p{i}", url)
+                for i, url in enumerate((practice_greedy, practice_random))
+            ]
+            async with session.post(
+                f"{base}/api/competitions/{ladder}/open", json={"concurrency": 2}, headers=bench.auth(admin)
+            ) as r:
                 assert r.status == 202, await r.text()
             print(engine_status())
-            print(f"ladder under way; warm-up {args.warmup:.0f} s; windows of {args.window:.0f} s", flush=True)
+            print(
+                f"ladder under way; warm-up {args.warmup:.0f} s; windows of {args.window:.0f} s", flush=True
+            )
             await asyncio.sleep(args.warmup)
             queue = app[PRACTICE]
             process_job = queue.run_job
@@ -242,19 +265,27 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 tasks = []
                 if mode != "alone":
                     queue.run_job = process_job if mode == "process" else thread_job  # type: ignore[method-assign]
-                    tasks = [asyncio.create_task(flood(bench, practice, tid, token, stop, finished))
-                             for tid, token in askers]
+                    tasks = [
+                        asyncio.create_task(flood(bench, practice, tid, token, stop, finished))
+                        for tid, token in askers
+                    ]
                     await asyncio.sleep(1)  # the first game under way
                 start, t0 = await bench.games(ladder), time.monotonic()
                 await asyncio.sleep(args.window)
                 end, t1 = await bench.games(ladder), time.monotonic()
                 stop.set()
                 await asyncio.gather(*tasks)  # the games asked for end before the next window
-                row = {"mode": mode, "games_per_s": (end - start) / (t1 - t0),
-                       "practice_games": sum(t0 <= t <= t1 for t in finished)}
+                row = {
+                    "mode": mode,
+                    "games_per_s": (end - start) / (t1 - t0),
+                    "practice_games": sum(t0 <= t <= t1 for t in finished),
+                }
                 windows.append(row)
-                print(f"{mode:>8}: ladder {row['games_per_s']:6.2f} games/s; "
-                      f"practice games finished {row['practice_games']}; load {os.getloadavg()[0]:.1f}", flush=True)
+                print(
+                    f"{mode:>8}: ladder {row['games_per_s']:6.2f} games/s; "
+                    f"practice games finished {row['practice_games']}; load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
             queue.run_job = process_job  # type: ignore[method-assign]
     finally:
         if runner is not None:
@@ -273,10 +304,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         ratios[w["mode"]].append(w["ratio"])
     print()
     for mode, values in ratios.items():
-        print(f"ladder's pace during a flood of practice games ({mode}), over its pace alone: "
-              f"{statistics.median(values):.2f}x (windows: {', '.join(f'{v:.2f}' for v in values)})")
-    return {"windows": windows, "median_process": statistics.median(ratios["process"]),
-            "median_thread": statistics.median(ratios["thread"]), "load": os.getloadavg()[0]}
+        print(
+            f"ladder's pace during a flood of practice games ({mode}), over its pace alone: "
+            f"{statistics.median(values):.2f}x (windows: {', '.join(f'{v:.2f}' for v in values)})"
+        )
+    return {
+        "windows": windows,
+        "median_process": statistics.median(ratios["process"]),
+        "median_thread": statistics.median(ratios["thread"]),
+        "load": os.getloadavg()[0],
+    }
 
 
 def main() -> None:

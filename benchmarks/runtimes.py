@@ -69,16 +69,21 @@ async def _timed_game(bot: ContainerBot, seed: int, players: int) -> tuple[float
     return elapsed, requests
 
 
-async def bench(image: str, runtimes: tuple[str, str], pairs: int, players: int, games: int,
-                starts: int, out: Path) -> dict[str, Any]:
+async def bench(
+    image: str, runtimes: tuple[str, str], pairs: int, players: int, games: int, starts: int, out: Path
+) -> dict[str, Any]:
     base, other = runtimes
-    bots = {rt: ContainerBot(image, out_dir=out, name=f"bench-{rt}", key=f"bench-{rt}",
-                             limits=ContainerLimits(runtime=rt)) for rt in runtimes}
+    bots = {
+        rt: ContainerBot(
+            image, out_dir=out, name=f"bench-{rt}", key=f"bench-{rt}", limits=ContainerLimits(runtime=rt)
+        )
+        for rt in runtimes
+    }
     ready: dict[str, list[float]] = {rt: [] for rt in runtimes}
     try:
         # container starts, alternated (each handshake after a stop starts a new one)
         for i in range(starts):
-            for rt in (runtimes if i % 2 == 0 else runtimes[::-1]):
+            for rt in runtimes if i % 2 == 0 else runtimes[::-1]:
                 bot = bots[rt]
                 await bot.stop()
                 await bot.handshake()
@@ -96,9 +101,16 @@ async def bench(image: str, runtimes: tuple[str, str], pairs: int, players: int,
             for rt in order:
                 took[rt] = await _timed_game(bots[rt], seed, players)
             us = {rt: took[rt][0] / took[rt][1] * 1e6 for rt in runtimes}
-            rows.append({"pair": i + 1, "first": order[0], "requests": took[base][1],
-                         f"{base}_us": round(us[base], 1), f"{other}_us": round(us[other], 1),
-                         "ratio": round(us[other] / us[base], 4)})
+            rows.append(
+                {
+                    "pair": i + 1,
+                    "first": order[0],
+                    "requests": took[base][1],
+                    f"{base}_us": round(us[base], 1),
+                    f"{other}_us": round(us[other], 1),
+                    "ratio": round(us[other] / us[base], 4),
+                }
+            )
     finally:
         for each in bots.values():
             await each.close()
@@ -141,25 +153,42 @@ def main(argv: list[str] | None = None) -> int:
         check_runtime(rt, client)
     image = build_bot_image(BOT, client)
     with tempfile.TemporaryDirectory(prefix="referee-bench-rt-") as tmp:
-        figures = asyncio.run(bench(image, (args.baseline, args.runtime), args.pairs, args.players,
-                                    args.games, max(1, args.starts), Path(tmp)))
+        figures = asyncio.run(
+            bench(
+                image,
+                (args.baseline, args.runtime),
+                args.pairs,
+                args.players,
+                args.games,
+                max(1, args.starts),
+                Path(tmp),
+            )
+        )
     figures["engine"] = engine_status()
     figures["cpus"] = os.cpu_count()
     figures["loadavg_1min"] = round(os.getloadavg()[0], 2)
     base, other = args.baseline, args.runtime
     print(figures["engine"])
-    print(f"{figures['players']} players, one container for every seat ({image}); {figures['pairs']} "
-          f"pairs, one game under each runtime, over {figures['games']} deals; us per request")
+    print(
+        f"{figures['players']} players, one container for every seat ({image}); {figures['pairs']} "
+        f"pairs, one game under each runtime, over {figures['games']} deals; us per request"
+    )
     print(f"{'pair':>4}  {'first':>6}  {'requests':>8}  {base:>8}  {other:>8}  {'ratio':>6}")
     for row in figures["rows"]:
-        print(f"{row['pair']:>4}  {row['first']:>6}  {row['requests']:>8}  {row[f'{base}_us']:>8.1f}  "
-              f"{row[f'{other}_us']:>8.1f}  {row['ratio']:>6.3f}")
-    print(f"cost per move under {other} / under {base}: median {figures['median_ratio']:.3f} "
-          f"[quartiles {figures['q1_ratio']:.3f}, {figures['q3_ratio']:.3f}]; "
-          f"{figures[f'{base}_us_median']:.0f} us vs {figures[f'{other}_us_median']:.0f} us")
+        print(
+            f"{row['pair']:>4}  {row['first']:>6}  {row['requests']:>8}  {row[f'{base}_us']:>8.1f}  "
+            f"{row[f'{other}_us']:>8.1f}  {row['ratio']:>6.3f}"
+        )
+    print(
+        f"cost per move under {other} / under {base}: median {figures['median_ratio']:.3f} "
+        f"[quartiles {figures['q1_ratio']:.3f}, {figures['q3_ratio']:.3f}]; "
+        f"{figures[f'{base}_us_median']:.0f} us vs {figures[f'{other}_us_median']:.0f} us"
+    )
     starts = figures["start_s_median"]
-    print(f"container start to first GET / answer (median of {args.starts}): {base} {starts[base]:.2f} s, "
-          f"{other} {starts[other]:.2f} s (x{starts[other] / starts[base]:.2f})")
+    print(
+        f"container start to first GET / answer (median of {args.starts}): {base} {starts[base]:.2f} s, "
+        f"{other} {starts[other]:.2f} s (x{starts[other] / starts[base]:.2f})"
+    )
     if args.json:
         print(json.dumps(figures))
     return 0

@@ -70,8 +70,15 @@ def settled(rows: list[Standing], confidence: float, top: int | None = None) -> 
     return all(r.separated_below for r in links)
 
 
-def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: float, cap: int,
-          stop_when: Callable[[list[Standing]], bool] | None = None) -> dict[str, Any]:
+def drive(
+    s: Scheduler,
+    strength: dict[str, float],
+    *,
+    confidence: float,
+    tau: float,
+    cap: int,
+    stop_when: Callable[[list[Standing]], bool] | None = None,
+) -> dict[str, Any]:
     """Play `s` like the runner: the games until the whole order and the top
     3 were first settled (None: not within `cap` games)."""
     table = Table(list(strength), Ratings(tau=tau))
@@ -114,8 +121,14 @@ def drive(s: Scheduler, strength: dict[str, float], *, confidence: float, tau: f
             look(len(blocks))  # the league is over: rate what is left
             break
         blocks.append(block)
-    return {"all": first_all, "top3": first_top, "wrong": wrong, "top3_wrong": top_wrong, "played": played,
-            "seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "all": first_all,
+        "top3": first_top,
+        "wrong": wrong,
+        "top3_wrong": top_wrong,
+        "played": played,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def strengths(n: int, gap: float) -> dict[str, float]:
@@ -137,9 +150,12 @@ def settle_table(sizes: list[int], seats: list[int], args: argparse.Namespace) -
             rr_chunk = max(t, n // t * t)
             limit = 10**9
             runs: dict[str, Scheduler] = {
-                "adaptive": AdaptiveScheduler(names, t, 1, True, 1, confidence=args.confidence, max_games=limit),
-                "adaptive top=3": AdaptiveScheduler(names, t, 1, True, 1, confidence=args.confidence,
-                                                    top=3, max_games=limit),
+                "adaptive": AdaptiveScheduler(
+                    names, t, 1, True, 1, confidence=args.confidence, max_games=limit
+                ),
+                "adaptive top=3": AdaptiveScheduler(
+                    names, t, 1, True, 1, confidence=args.confidence, top=3, max_games=limit
+                ),
                 "balanced": BalancedScheduler(names, t, 10**9, True, 1),
                 "round-robin": RoundRobinScheduler(names, t, 10**6, True, 1, chunk=rr_chunk),
             }
@@ -147,9 +163,12 @@ def settle_table(sizes: list[int], seats: list[int], args: argparse.Namespace) -
             for name, s in runs.items():
                 r = drive(s, strength, confidence=args.confidence, tau=args.tau, cap=cap)
                 row[name] = r
-                print(f"  {n:>3} bots {t} seats {name:<15} all {fmt(r['all'], r['played'], cap):>8}  top3 "
-                      f"{fmt(r['top3'], r['played'], cap):>8}  wrong {r['wrong']}/{r['top3_wrong']}  ({r['seconds']} s)",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {n:>3} bots {t} seats {name:<15} all {fmt(r['all'], r['played'], cap):>8}  top3 "
+                    f"{fmt(r['top3'], r['played'], cap):>8}  wrong {r['wrong']}/{r['top3_wrong']}  ({r['seconds']} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             rows.append(row)
     return rows
 
@@ -232,8 +251,9 @@ def main() -> None:
     result: dict[str, Any] = {}
     if not args.skip_settle:
         print("games until settled at", args.confidence, file=sys.stderr)
-        result["settle"] = settle_table([int(x) for x in args.sizes.split(",")],
-                                        [int(x) for x in args.seats.split(",")], args)
+        result["settle"] = settle_table(
+            [int(x) for x in args.sizes.split(",")], [int(x) for x in args.seats.split(",")], args
+        )
     if not args.skip_scale:
         print(f"scale: 1000 bots, 6 seats, {args.scale_games} games", file=sys.stderr, flush=True)
         result["scale"] = scale(args.scale_games)

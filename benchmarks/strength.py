@@ -159,8 +159,17 @@ def play_game(
     for seat, p in enumerate(players):
         hook = getattr(p, "on_start", None)
         if hook is not None:
-            _call(hook, GameStart(apiversion=APIVERSION, game_id=gid, seat=seat,
-                                  players=names, rules=rules, timeouts=timeouts))
+            _call(
+                hook,
+                GameStart(
+                    apiversion=APIVERSION,
+                    game_id=gid,
+                    seat=seat,
+                    players=names,
+                    rules=rules,
+                    timeouts=timeouts,
+                ),
+            )
     since = [0] * n
     illegal = [0] * n
     late = [0] * n
@@ -173,9 +182,15 @@ def play_game(
                 break
             legal = list(state.legal_actions(seat))
             request = ActRequest(
-                apiversion=APIVERSION, game_id=gid, request_id=f"{gid}-{k}", seat=seat,
-                turn=state.turn, deadline_ms=deadline_ms, bank_ms=None,
-                state=view(state, seat, since[seat]), legal=legal,
+                apiversion=APIVERSION,
+                game_id=gid,
+                request_id=f"{gid}-{k}",
+                seat=seat,
+                turn=state.turn,
+                deadline_ms=deadline_ms,
+                bank_ms=None,
+                state=view(state, seat, since[seat]),
+                legal=legal,
             )
             since[seat] = len(state.events)
             k += 1
@@ -201,11 +216,21 @@ def play_game(
     for seat, p in enumerate(players):
         hook = getattr(p, "on_end", None)
         if hook is not None:
-            _call(hook, GameEnd(game_id=gid, seat=seat, places=result.places,
-                                adjudicated=result.adjudicated, disqualified=result.disqualified,
-                                faults=[], points=result.points))
-    return GameRecord(result.places, result.adjudicated, result.turns, illegal, late,
-                      [round(x, 1) for x in max_ms], moves)
+            _call(
+                hook,
+                GameEnd(
+                    game_id=gid,
+                    seat=seat,
+                    places=result.places,
+                    adjudicated=result.adjudicated,
+                    disqualified=result.disqualified,
+                    faults=[],
+                    points=result.points,
+                ),
+            )
+    return GameRecord(
+        result.places, result.adjudicated, result.turns, illegal, late, [round(x, 1) for x in max_ms], moves
+    )
 
 
 def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -249,8 +274,12 @@ class PairResult:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         lo, hi = self.interval
-        d.update(win_rate=round(self.win_rate, 4), ci_low=round(lo, 4), ci_high=round(hi, 4),
-                 excludes_50=self.excludes_half)
+        d.update(
+            win_rate=round(self.win_rate, 4),
+            ci_low=round(lo, 4),
+            ci_high=round(hi, 4),
+            excludes_50=self.excludes_half,
+        )
         return d
 
     def line(self) -> str:
@@ -310,8 +339,10 @@ def play_pair(
                 out.max_ms[name] = max(out.max_ms[name], rec.max_ms[seat])
         if progress is not None and out.games % 20 == 0:
             lo, hi = out.interval
-            progress(f"{a} vs {b}: {out.games}/{2 * deals} games, {a} {out.win_rate:.1%} "
-                     f"[{lo:.1%}, {hi:.1%}], {time.perf_counter() - t0:.0f} s")
+            progress(
+                f"{a} vs {b}: {out.games}/{2 * deals} games, {a} {out.win_rate:.1%} "
+                f"[{lo:.1%}, {hi:.1%}], {time.perf_counter() - t0:.0f} s"
+            )
 
     if jobs <= 1:
         for task in tasks:
@@ -330,16 +361,26 @@ DEFAULT_PAIRS = "searcher:tactician,tactician:greedy,greedy:random"
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--pairs", default=DEFAULT_PAIRS,
-                        help=f"comma-separated A:B pairs (default {DEFAULT_PAIRS})")
-    parser.add_argument("--games", type=int, default=400,
-                        help="games per pair, an even number: games/2 deals x 2 seatings (default 400)")
-    parser.add_argument("--deadline-ms", type=int, default=1000,
-                        help="deadline_ms of every request; the searcher thinks ~60%% of it (default 1000)")
+    parser.add_argument(
+        "--pairs", default=DEFAULT_PAIRS, help=f"comma-separated A:B pairs (default {DEFAULT_PAIRS})"
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=400,
+        help="games per pair, an even number: games/2 deals x 2 seatings (default 400)",
+    )
+    parser.add_argument(
+        "--deadline-ms",
+        type=int,
+        default=1000,
+        help="deadline_ms of every request; the searcher thinks ~60%% of it (default 1000)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="first deal's seed (default 1)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object with every pair on the last line")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object with every pair on the last line"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     results = []
@@ -352,8 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         def note(msg: str) -> None:
             print(msg, file=sys.stderr, flush=True)
 
-        res = play_pair(a, b, args.games, args.deadline_ms, args.seed, args.jobs,
-                        progress=None if args.quiet else note)
+        res = play_pair(
+            a, b, args.games, args.deadline_ms, args.seed, args.jobs, progress=None if args.quiet else note
+        )
         print(res.line(), flush=True)
         results.append(res)
     if args.json:

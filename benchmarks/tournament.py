@@ -24,7 +24,8 @@ from pathlib import Path
 
 from protocol import Timeouts
 from referee.bots.factory import BotSpec
-from referee.tournament.league import League, Tournament as TournamentCfg
+from referee.tournament.league import League
+from referee.tournament.league import Tournament as TournamentCfg
 from referee.tournament.runner import Tournament
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,12 +48,14 @@ def league(games_wanted: int, concurrency: int) -> League:
 
 def run(games: int, concurrency: int, executor: str = "local") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
+
         async def go() -> Tournament:
             from referee.tournament.executors import Executor, LocalExecutor, RayExecutor
 
             ex: Executor = RayExecutor(workers=2) if executor == "ray" else LocalExecutor()
-            t = Tournament(league(games, concurrency), Path(tmp) / "out", progress=False,
-                           replays=True, executor=ex)
+            t = Tournament(
+                league(games, concurrency), Path(tmp) / "out", progress=False, replays=True, executor=ex
+            )
             try:
                 await t.run()
             finally:
@@ -84,8 +87,11 @@ def main() -> None:
             pairs.append(loc["games_per_s"] / ray_["games_per_s"])
             print(f"concurrency 8: local {loc['games_per_s']} games/s, ray {ray_['games_per_s']} games/s")
         pairs.sort()
-        ray_report = {"ray_overhead_median": round(pairs[1], 3), "pairs": [round(p, 3) for p in pairs],
-                      "target_met": pairs[1] <= 1.2}
+        ray_report = {
+            "ray_overhead_median": round(pairs[1], 3),
+            "pairs": [round(p, 3) for p in pairs],
+            "target_met": pairs[1] <= 1.2,
+        }
         print(f"ray overhead (local games/s / ray games/s, median of 3): {pairs[1]:.2f}x (target <= 1.2)")
         if args.executor == "ray":
             if args.json:
@@ -97,14 +103,23 @@ def main() -> None:
     print(f"{'concurrency':>11} {'games':>6} {'seconds':>8} {'games/s':>8} {'x c=1':>6}")
     for r in rows:
         r["ratio_vs_c1"] = round(r["games_per_s"] / base, 2)
-        print(f"{r['concurrency']:>11} {r['games']:>6} {r['seconds']:>8.2f} {r['games_per_s']:>8.2f} {r['ratio_vs_c1']:>6}")
+        print(
+            f"{r['concurrency']:>11} {r['games']:>6} {r['seconds']:>8.2f} {r['games_per_s']:>8.2f} {r['ratio_vs_c1']:>6}"
+        )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     big = run(128, 64)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"64 concurrent games: {big['games']} games, {big['games_per_s']} games/s; "
-          f"referee peak RSS {peak:.0f} MB (before: {before:.0f} MB; target <= 150 MB)")
-    report = {"ray": ray_report, "levels": rows, "rss_64_concurrent_mb": round(peak, 1), "rss_target_met": peak <= 150,
-              "games_per_s_64": big["games_per_s"]}
+    print(
+        f"64 concurrent games: {big['games']} games, {big['games_per_s']} games/s; "
+        f"referee peak RSS {peak:.0f} MB (before: {before:.0f} MB; target <= 150 MB)"
+    )
+    report = {
+        "ray": ray_report,
+        "levels": rows,
+        "rss_64_concurrent_mb": round(peak, 1),
+        "rss_target_met": peak <= 150,
+        "games_per_s_64": big["games_per_s"],
+    }
     if args.json:
         print(json.dumps(report, sort_keys=True))
 

@@ -37,11 +37,7 @@ CLEAR_RANKS: Final[dict[str, int]] = {"C": 11, "C+1": 12, "C+2": 13}
 # Every valid card string -> (rank, colour); 73 entries, so parsing is one
 # dict lookup and only failures pay for a detailed message.
 _CARDS: Final[dict[str, tuple[int, str | None]]] = {
-    **{
-        f"{rank}{colour}": (rank, colour)
-        for rank in range(1, MAX_NUMBER_RANK + 1)
-        for colour in COLOURS
-    },
+    **{f"{rank}{colour}": (rank, colour) for rank in range(1, MAX_NUMBER_RANK + 1) for colour in COLOURS},
     **{clear: (rank, None) for clear, rank in CLEAR_RANKS.items()},
 }
 

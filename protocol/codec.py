@@ -15,8 +15,8 @@ import msgspec
 
 from .messages import (
     ACTION_TYPES,
-    ActReply,
     Action,
+    ActReply,
     ActRequest,
     BotInfo,
     GameEnd,
@@ -79,7 +79,9 @@ def encode(obj: Any) -> bytes:
 
 #: msgspec refuses JSON nested deeper than this with a RecursionError; a
 #: hostile bot's reply or handshake nested that deep is a bad_json fault.
-_TOO_DEEP: Final = "is nested too deeply to be a protocol message (JSON arrays or objects nested ~1000 levels)"
+_TOO_DEEP: Final = (
+    "is nested too deeply to be a protocol message (JSON arrays or objects nested ~1000 levels)"
+)
 
 
 def _decode(decoder: msgspec.json.Decoder[T], data: bytes | str, what: str) -> T:
@@ -160,8 +162,7 @@ def _check_action_fields(data: bytes | str, action: Action) -> None:
         have = ", ".join(repr(k) for k in type(action).__struct_fields__) or "no other fields"
         raise ProtocolError(
             "bad_json",
-            f"action of type {action.__struct_config__.tag!r} has unknown field(s) "
-            f"{names}; it takes {have}",
+            f"action of type {action.__struct_config__.tag!r} has unknown field(s) {names}; it takes {have}",
         )
 
 

@@ -218,9 +218,7 @@ class Deck(msgspec.Struct, frozen=True, kw_only=True):
         """What is wrong with this deck on its own, one message per problem (empty: fine)."""
         found: list[str] = []
         bad = sorted({c for c in self.colours if c not in COLOURS}, key=self.colours.index)
-        repeated = sorted(
-            {c for c in self.colours if self.colours.count(c) > 1}, key=self.colours.index
-        )
+        repeated = sorted({c for c in self.colours if self.colours.count(c) > 1}, key=self.colours.index)
         if not self.colours or bad or repeated:
             why = []
             if not self.colours:
@@ -300,9 +298,7 @@ class Rules(msgspec.Struct, kw_only=True):
         """
         found: list[str] = []
         if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-            found.append(
-                f"a game needs {MIN_PLAYERS} to {MAX_PLAYERS} players, got {players}"
-            )
+            found.append(f"a game needs {MIN_PLAYERS} to {MAX_PLAYERS} players, got {players}")
         if self.turn_limit < 1:
             found.append(f"turn_limit must be at least 1, got {self.turn_limit}")
         try:
@@ -517,8 +513,7 @@ class ActReply(msgspec.Struct, kw_only=True):
         assert self.index is not None
         if not 0 <= self.index < len(legal):
             raise ValueError(
-                f"index {self.index} is out of range: legal has {len(legal)} actions"
-                f" (0..{len(legal) - 1})"
+                f"index {self.index} is out of range: legal has {len(legal)} actions (0..{len(legal) - 1})"
             )
         return legal[self.index]
 

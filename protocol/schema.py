@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .messages import ActReply, ActRequest, Action, BotInfo, GameEnd, GameStart, State
+from .messages import Action, ActReply, ActRequest, BotInfo, GameEnd, GameStart, State
 
 __all__ = ["MESSAGES", "SCHEMA_DIR", "main", "rendered", "schemas", "stale", "write"]
 
@@ -114,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = stale(directory)
         if bad:
             print(
-                f"stale JSON Schema in {directory}: {', '.join(bad)}\n"
-                "run: python -m protocol.schema",
+                f"stale JSON Schema in {directory}: {', '.join(bad)}\nrun: python -m protocol.schema",
                 file=sys.stderr,
             )
             return 1

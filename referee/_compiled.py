@@ -66,9 +66,7 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
 def _extensions() -> list[str]:
     """The extension modules in this package's tree (relative paths)."""
     return sorted(
-        p.relative_to(_HERE.parent).as_posix()
-        for p in _HERE.rglob("*")
-        if p.name.endswith(_SUFFIXES)
+        p.relative_to(_HERE.parent).as_posix() for p in _HERE.rglob("*") if p.name.endswith(_SUFFIXES)
     )
 
 

@@ -55,8 +55,9 @@ __all__ = ["AdmissionLine", "AdmissionReport", "GAMES_DIR", "HOUSE_BOT", "Valida
 GAMES_DIR = "games"
 
 #: The validation games' opponent (its name in the report).
-HOUSE_BOT = BotSpec(name="house-greedy",
-                    command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"])
+HOUSE_BOT = BotSpec(
+    name="house-greedy", command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]
+)
 
 #: Validation games: two deals, both seatings.
 VALIDATION_GAMES = 4
@@ -175,20 +176,40 @@ async def admit(
     began = time.perf_counter()
     timeouts = timeouts or Timeouts()
     out_dir.mkdir(parents=True, exist_ok=True)
-    factory = BotFactory(log_dir=out_dir / "logs", out_dir=out_dir, limits=limits,
-                         labels={"referee.purpose": "admission"})
+    factory = BotFactory(
+        log_dir=out_dir / "logs", out_dir=out_dir, limits=limits, labels={"referee.purpose": "admission"}
+    )
     lines: list[AdmissionLine] = []
     bot = factory.make(spec)
     own = seat_name or spec.name
-    table = _Table(own, list(opponents) or [house.name], max(2, table_size), duplicate,
-                   random.SystemRandom() if seed is None else random.Random(seed), spare=house.name)
+    table = _Table(
+        own,
+        list(opponents) or [house.name],
+        max(2, table_size),
+        duplicate,
+        random.SystemRandom() if seed is None else random.Random(seed),
+        spare=house.name,
+    )
     pace = _Pace()
     played = [0]
     kept: list[ValidationGame] = []
     try:
         async with asyncio.timeout(budget_s):
-            await _check(bot, spec, factory, house, rules or Rules(), timeouts, policy or FaultPolicy(), games,
-                         table, pace, played, lines, kept)
+            await _check(
+                bot,
+                spec,
+                factory,
+                house,
+                rules or Rules(),
+                timeouts,
+                policy or FaultPolicy(),
+                games,
+                table,
+                pace,
+                played,
+                lines,
+                kept,
+            )
     except TimeoutError:
         assert budget_s is not None
         lines.append(_over_budget(budget_s, pace, played[0], games, timeouts))
@@ -203,16 +224,30 @@ async def admit(
     return report
 
 
-async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, rules: Rules, timeouts: Timeouts,
-                 policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
-                 lines: list[AdmissionLine], kept: list[ValidationGame]) -> None:
+async def _check(
+    bot: Bot,
+    spec: BotSpec,
+    factory: BotFactory,
+    house: BotSpec,
+    rules: Rules,
+    timeouts: Timeouts,
+    policy: FaultPolicy,
+    games: int,
+    table: _Table,
+    pace: _Pace,
+    played: list[int],
+    lines: list[AdmissionLine],
+    kept: list[ValidationGame],
+) -> None:
     """The check's steps, appending their lines (cut by the time budget)."""
     try:
         url = spec.url
         if spec.started_here:
             try:
                 for name in await factory.prepare(spec):
-                    lines.append(AdmissionLine(ok=True, what="clean-up", detail=f"removed old container {name}"))
+                    lines.append(
+                        AdmissionLine(ok=True, what="clean-up", detail=f"removed old container {name}")
+                    )
                 t0 = time.perf_counter()
                 endpoint = await bot.endpoint()
                 took = (time.perf_counter() - t0) * 1000
@@ -224,47 +259,79 @@ async def _check(bot: Bot, spec: BotSpec, factory: BotFactory, house: BotSpec, r
                     detail += f"\n--- the bot's output ---\n{log}"
                 if path is not None:  # the team need not see the server's folders
                     detail = detail.replace(str(path), path.name)
-                lines.append(AdmissionLine(ok=False, what="start", detail=detail,
-                                           fix="run the bot on your machine and read its errors: it must "
-                                               "serve HTTP on $BOT_UNIX (the SDK's run_bot does)"))
+                lines.append(
+                    AdmissionLine(
+                        ok=False,
+                        what="start",
+                        detail=detail,
+                        fix="run the bot on your machine and read its errors: it must "
+                        "serve HTTP on $BOT_UNIX (the SDK's run_bot does)",
+                    )
+                )
                 return
-            lines.append(AdmissionLine(ok=True, what="start", detail=f"answered GET / {took:.0f} ms after starting"))
+            lines.append(
+                AdmissionLine(ok=True, what="start", detail=f"answered GET / {took:.0f} ms after starting")
+            )
             url = endpoint.url
         assert url is not None
         address = spec.address if not spec.started_here else None
-        checks = await run_checks(url, secret=spec.secret, timeouts=timeouts, address=address, rules=rules,
-                                  players=table.pair(), latencies=pace.track([]),
-                                  output=OutputProbe(output_files(bot)) if spec.started_here else None)
+        checks = await run_checks(
+            url,
+            secret=spec.secret,
+            timeouts=timeouts,
+            address=address,
+            rules=rules,
+            players=table.pair(),
+            latencies=pace.track([]),
+            output=OutputProbe(output_files(bot)) if spec.started_here else None,
+        )
         lines += checks
         if not all(line.ok for line in lines):
             return
-        await _validation_games(bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines,
-                                kept)
+        await _validation_games(
+            bot, factory, house, rules, timeouts, policy, games, table, pace, played, lines, kept
+        )
     except Exception as e:  # noqa: BLE001 - a hostile bot must never break the service's check
-        lines.append(AdmissionLine(ok=False, what="check", detail=f"the check could not finish: {e!r}",
-                                   fix="look at your bot's log; if it seems right, tell the organiser"))
+        lines.append(
+            AdmissionLine(
+                ok=False,
+                what="check",
+                detail=f"the check could not finish: {e!r}",
+                fix="look at your bot's log; if it seems right, tell the organiser",
+            )
+        )
 
 
 def _over_budget(budget_s: float, pace: _Pace, played: int, games: int, timeouts: Timeouts) -> AdmissionLine:
     """The line of a check stopped by its time budget, with the bot's own figures."""
     replies, total_ms, slowest_ms = pace.figures()
     mean_ms = total_ms / replies if replies else 0.0
-    detail = (f"too slow in total: the check was stopped at its budget of {budget_s:g} s, after {replies} "
-              f"moves of your bot taking {total_ms / 1000:.1f} s, {mean_ms:.0f} ms a move on average "
-              f"(slowest {slowest_ms:.0f} ms); {played} of {games} validation games finished")
+    detail = (
+        f"too slow in total: the check was stopped at its budget of {budget_s:g} s, after {replies} "
+        f"moves of your bot taking {total_ms / 1000:.1f} s, {mean_ms:.0f} ms a move on average "
+        f"(slowest {slowest_ms:.0f} ms); {played} of {games} validation games finished"
+    )
     if total_ms < 500 * budget_s:
         # Most of the time went elsewhere (starting the bot, the house bot, a busy server).
-        fix = ("most of the time was not spent waiting for your bot's moves: if its start-up is slow, make it "
-               "faster; else submit again, and if it happens again tell the organiser")
+        fix = (
+            "most of the time was not spent waiting for your bot's moves: if its start-up is slow, make it "
+            "faster; else submit again, and if it happens again tell the organiser"
+        )
     else:
-        fix = (f"answer faster: the league's {timeouts.move_ms} ms is the limit of one move, but the whole check "
-               f"(the scripted positions and {games} games) must finish within {budget_s:g} s")
+        fix = (
+            f"answer faster: the league's {timeouts.move_ms} ms is the limit of one move, but the whole check "
+            f"(the scripted positions and {games} games) must finish within {budget_s:g} s"
+        )
     return AdmissionLine(ok=False, what=BUDGET_WHAT, detail=detail, fix=fix)
 
 
 def _report(lines: list[AdmissionLine], games: int, began: float) -> AdmissionReport:
-    return AdmissionReport(ok=bool(lines) and all(x.ok for x in lines), lines=lines, games=games,
-                           seconds=round(time.perf_counter() - began, 2))
+    return AdmissionReport(
+        ok=bool(lines) and all(x.ok for x in lines),
+        lines=lines,
+        games=games,
+        seconds=round(time.perf_counter() - began, 2),
+    )
 
 
 class _Table:
@@ -273,8 +340,9 @@ class _Table:
     each deal, a secret deal seed, and with `duplicate` each deal played once
     per seat rotation (like the ladder's ``table[(seat + rotation) % size]``)."""
 
-    def __init__(self, own: str, opponents: list[str], size: int, duplicate: bool, rng: random.Random,
-                 spare: str) -> None:
+    def __init__(
+        self, own: str, opponents: list[str], size: int, duplicate: bool, rng: random.Random, spare: str
+    ) -> None:
         self.own = own
         self.opponents = [n for n in dict.fromkeys(opponents) if n != own]
         self.spare = spare
@@ -288,7 +356,7 @@ class _Table:
         names = self.rng.sample(self.opponents, min(need, len(self.opponents)))
         # Fewer names than seats: no real table can be played yet, any names do.
         spare = (f"{self.spare} {i}" for i in range(2, 2 + need))
-        names += [n for n in spare if n not in names and n != self.own][:need - len(names)]
+        names += [n for n in spare if n not in names and n != self.own][: need - len(names)]
         seated = [self.own, *names]
         self.rng.shuffle(seated)
         return seated
@@ -306,9 +374,20 @@ class _Table:
         return [seated[(s + rotation) % self.size] for s in range(self.size)], seed
 
 
-async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, rules: Rules, timeouts: Timeouts,
-                            policy: FaultPolicy, games: int, table: _Table, pace: _Pace, played: list[int],
-                            lines: list[AdmissionLine], kept: list[ValidationGame]) -> None:
+async def _validation_games(
+    bot: Bot,
+    factory: BotFactory,
+    house_spec: BotSpec,
+    rules: Rules,
+    timeouts: Timeouts,
+    policy: FaultPolicy,
+    games: int,
+    table: _Table,
+    pace: _Pace,
+    played: list[int],
+    lines: list[AdmissionLine],
+    kept: list[ValidationGame],
+) -> None:
     house = factory.make(house_spec)
     folder = factory.out_dir / GAMES_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -321,13 +400,23 @@ async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, 
             seats: Sequence[Bot] = [bot if n == table.own else house for n in names]
             match = Match(seats, deal_seed, rules=rules, timeouts=timeouts, policy=policy, names=names)
             pace.track(match.latencies[team_seat])
-            result = await asyncio.wait_for(match.play(), timeout=max(120.0, 400 * (timeouts.move_ms / 1000 + 0.05)))
+            result = await asyncio.wait_for(
+                match.play(), timeout=max(120.0, 400 * (timeouts.move_ms / 1000 + 0.05))
+            )
             played[0] += 1
             name = f"{GAMES_DIR}/{g + 1}.jsonl.gz"
             await asyncio.to_thread(write_replay, match.record, factory.out_dir / name)
-            kept.append(ValidationGame(number=g + 1, game_id=match.game_id, seat=team_seat, names=names,
-                                       place=result.places[team_seat], faults=len(result.faults[team_seat]),
-                                       replay=name))
+            kept.append(
+                ValidationGame(
+                    number=g + 1,
+                    game_id=match.game_id,
+                    seat=team_seat,
+                    names=names,
+                    place=result.places[team_seat],
+                    faults=len(result.faults[team_seat]),
+                    replay=name,
+                )
+            )
             for f in result.faults[team_seat]:
                 faults.append(f"game {g + 1}, turn {f.turn}: {f.kind}: {f.detail}")
     finally:
@@ -335,9 +424,14 @@ async def _validation_games(bot: Bot, factory: BotFactory, house_spec: BotSpec, 
     what = f"validation games against {house_spec.name}"
     if faults:
         shown = "; ".join(faults[:3]) + (f"; and {len(faults) - 3} more" if len(faults) > 3 else "")
-        lines.append(AdmissionLine(
-            ok=False, what=what, detail=f"{len(faults)} fault(s) in {played[0]} games: {shown}",
-            fix="every reply must be legal and in time in real games too: replay the game "
-                "(referee replay) and look at the turn named"))
+        lines.append(
+            AdmissionLine(
+                ok=False,
+                what=what,
+                detail=f"{len(faults)} fault(s) in {played[0]} games: {shown}",
+                fix="every reply must be legal and in time in real games too: replay the game "
+                "(referee replay) and look at the turn named",
+            )
+        )
     else:
         lines.append(AdmissionLine(ok=True, what=what, detail=f"{played[0]} games, no fault"))

@@ -184,9 +184,7 @@ def scenarios(names: Sequence[str] = ("you", "other")) -> list[Scenario]:
         names=names,
     )
     extra.apply(Play(cards=["C+1"]), 0)
-    out.append(
-        Scenario("extra action with a draw option", extra, 0, "after a Clear+1: draw or play")
-    )
+    out.append(Scenario("extra action with a draw option", extra, 0, "after a Clear+1: draw or play"))
     run = layout(
         hands=[["5R", "9G", "3B"], ["2Y", "3O", "6I"]],
         up=[["7Y", "8Y", "10Y"], ["7B", "8B", "10B"]],
@@ -246,7 +244,6 @@ def _act_request(
     )
 
 
-
 async def run_checks(
     url: str,
     *,
@@ -296,8 +293,11 @@ async def run_checks(
             timeouts=timeouts,
         )
         mark = output.mark() if output is not None else []
-        lines.append(await _quoted(
-            _notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms), output, mark))
+        lines.append(
+            await _quoted(
+                _notified("/start", await bot.start(start, clock.start_s), timeouts.start_ms), output, mark
+            )
+        )
 
         # POST /act on scripted positions
         positions = scenarios(players)
@@ -325,17 +325,19 @@ async def run_checks(
         ok, what, fix = _verdict(outcome, request.legal, plain.state, 0, timeouts.move_ms)
         plain_ok = any(line.ok for line in lines if line.what == "/act plain play")
         if plain_ok:
-            fix = (
-                "ignore fields and event types you do not know: the protocol may add them "
-                "(PROTOCOL.md)"
+            fix = "ignore fields and event types you do not know: the protocol may add them (PROTOCOL.md)"
+        lines.append(
+            await _quoted(
+                CheckLine(
+                    ok,
+                    "/act with unknown fields and event types",
+                    f"ignored them ({_ms(outcome.latency_ms)} ms)" if ok else what,
+                    fix,
+                ),
+                output,
+                mark,
             )
-        lines.append(await _quoted(
-            CheckLine(
-                ok,
-                "/act with unknown fields and event types",
-                f"ignored them ({_ms(outcome.latency_ms)} ms)" if ok else what,
-                fix,
-            ), output, mark))
+        )
 
         # Timing
         stats = latency_stats(latencies)
@@ -367,8 +369,7 @@ async def run_checks(
                     refused,
                     "signature",
                     what,
-                    "check X-Referee-Signature (HMAC-SHA256 of the raw body) and answer 401 "
-                    "when it is wrong",
+                    "check X-Referee-Signature (HMAC-SHA256 of the raw body) and answer 401 when it is wrong",
                 )
             )
 
@@ -384,8 +385,11 @@ async def run_checks(
             points=[0, 12],
         )
         mark = output.mark() if output is not None else []
-        lines.append(await _quoted(
-            _notified("/end", await bot.end(end, clock.end_s, 0), timeouts.end_ms), output, mark))
+        lines.append(
+            await _quoted(
+                _notified("/end", await bot.end(end, clock.end_s, 0), timeouts.end_ms), output, mark
+            )
+        )
     return lines
 
 
@@ -400,10 +404,12 @@ def _notified(call: str, fault: Fault | None, limit_ms: int) -> CheckLine:
     """The line for a /start or /end call."""
     if fault is None:
         return CheckLine(True, f"POST {call}", "answered 2xx in time")
-    return CheckLine(False, f"POST {call}", f"{fault.kind}: {fault.detail}",
-                     f"answer POST {call} with any 2xx within {limit_ms} ms")
-
-
+    return CheckLine(
+        False,
+        f"POST {call}",
+        f"{fault.kind}: {fault.detail}",
+        f"answer POST {call} with any 2xx within {limit_ms} ms",
+    )
 
 
 def _ms(value: float) -> str:

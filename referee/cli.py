@@ -71,10 +71,14 @@ def _logs(log_dir: Path | None) -> Path:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="referee", prog_name="referee")
-@click.option("--instance", "instance_id", metavar="ID",
-              help="This install's id on the Docker daemon: in the tags of the images it builds and the "
-                   "names and labels of the containers it starts (default: REFEREE_INSTANCE, else one per "
-                   "user, u<uid>; `referee serve` and `referee start` use the id kept in their database).")
+@click.option(
+    "--instance",
+    "instance_id",
+    metavar="ID",
+    help="This install's id on the Docker daemon: in the tags of the images it builds and the "
+    "names and labels of the containers it starts (default: REFEREE_INSTANCE, else one per "
+    "user, u<uid>; `referee serve` and `referee start` use the id kept in their database).",
+)
 def main(instance_id: str | None) -> None:
     """Referee for 3UP 3DOWN bot tournaments."""
     if instance_id is not None:
@@ -114,8 +118,7 @@ def make_bot(
     multiple=True,
     required=True,
     metavar="SPEC",
-    help="A bot, once per seat in seat order: http://HOST:PORT, unix:/PATH, or "
-    "'cmd:COMMAND --port {port}'.",
+    help="A bot, once per seat in seat order: http://HOST:PORT, unix:/PATH, or 'cmd:COMMAND --port {port}'.",
 )
 @click.option("--seed", type=int, required=True, help="The deal's seed.")
 @click.option(
@@ -182,9 +185,7 @@ def match(
     policy = FaultPolicy(strikes=strikes, forfeit_on_first=forfeit_on_first)
     logs = _logs(log_dir)
     click.echo(engine_status(), err=True)
-    result = asyncio.run(
-        _match(specs, seed, rules, timeouts, policy, secret, replay_path, logs)
-    )
+    result = asyncio.run(_match(specs, seed, rules, timeouts, policy, secret, replay_path, logs))
     if as_json:
         click.echo(msgspec.json.encode(result).decode())
         return
@@ -224,16 +225,12 @@ async def _match(
                 raise outcome
         if problems:
             raise click.ClickException("cannot start the game:\n" + "\n".join(problems))
-        return await play_match(
-            bots, seed, rules=rules, timeouts=timeouts, policy=policy, replay=replay_path
-        )
+        return await play_match(bots, seed, rules=rules, timeouts=timeouts, policy=policy, replay=replay_path)
 
 
 @main.command()
 @click.argument("url")
-@click.option(
-    "--secret", help="The bot's secret: requests are signed, and a forged one must be refused."
-)
+@click.option("--secret", help="The bot's secret: requests are signed, and a forged one must be refused.")
 @MOVE_MS
 @LOG_DIR
 def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> None:
@@ -253,7 +250,7 @@ def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> N
         logs = _logs(log_dir)
         bot = make_bot(url, session=None, log_dir=logs, secret=secret, param_hint="URL")
         assert isinstance(bot, CommandBot)
-        click.echo(f"starting {url[len('cmd:'):]}")
+        click.echo(f"starting {url[len('cmd:') :]}")
         lines = asyncio.run(_check_command(bot, secret, timeouts))
         where = f"the bot's stdout and stderr: {bot.stdout_path}, {bot.stderr_path}"
     else:
@@ -316,11 +313,19 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
     "--address",
     help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); default: a local one.",
 )
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
-              help="With --executor ray: how many worker actors.")
-@click.option("--registry", metavar="HOST:PORT",
-              help="With --executor ray: the Docker registry image bots' images are pushed to (by digest) "
-                   "for the nodes to pull; without it every node must have them on its own daemon.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="With --executor ray: how many worker actors.",
+)
+@click.option(
+    "--registry",
+    metavar="HOST:PORT",
+    help="With --executor ray: the Docker registry image bots' images are pushed to (by digest) "
+    "for the nodes to pull; without it every node must have them on its own daemon.",
+)
 @RUNTIME
 def tournament(
     league_file: Path,
@@ -362,7 +367,9 @@ def tournament(
     try:
         league = load_league(league_file)
         if registry is not None and executor != "ray":
-            raise click.BadParameter("a registry serves the nodes of --executor ray only", param_hint="--registry")
+            raise click.BadParameter(
+                "a registry serves the nodes of --executor ray only", param_hint="--registry"
+            )
         if executor == "ray" and address is not None:
             local_only = [b.name for b in league.bots if b.command is not None and b.image is None]
             if local_only:
@@ -372,11 +379,19 @@ def tournament(
                     "(command bots): run them as services the workers can reach and give their url, "
                     "or submit them as images"
                 )
-        ex: Executor = (RayExecutor(address=address, workers=workers, registry=registry) if executor == "ray"
-                        else LocalExecutor())
+        ex: Executor = (
+            RayExecutor(address=address, workers=workers, registry=registry)
+            if executor == "ray"
+            else LocalExecutor()
+        )
         t = Tournament(
-            league, out, concurrency=concurrency, resume=resume,
-            progress=not no_progress, replays=not no_replays, executor=ex,
+            league,
+            out,
+            concurrency=concurrency,
+            resume=resume,
+            progress=not no_progress,
+            replays=not no_replays,
+            executor=ex,
         )
         click.echo(engine_status(), err=True)
         click.echo(
@@ -384,6 +399,7 @@ def tournament(
             f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",
             err=True,
         )
+
         async def run() -> list[Any]:
             try:
                 return await t.run()
@@ -435,8 +451,8 @@ def standings(out: Path, as_json: bool) -> None:
     click.echo(format_h2h([s.bot for s in rows], load_h2h(out)))
 
 
-
 # ------------------------------- the classroom service and container clean-up
+
 
 def _register() -> None:
     from referee.containers_cli import containers_cleanup

@@ -20,8 +20,16 @@ from typing import Any, TypeVar
 import msgspec
 import msgspec.inspect as mi
 
-__all__ = ["MAX_NESTING", "TOO_DEEP", "ConfigError", "find_unknown_key", "load_toml_struct", "nesting", "toml_struct",
-           "too_deep"]
+__all__ = [
+    "MAX_NESTING",
+    "TOO_DEEP",
+    "ConfigError",
+    "find_unknown_key",
+    "load_toml_struct",
+    "nesting",
+    "toml_struct",
+    "too_deep",
+]
 
 T = TypeVar("T")
 
@@ -113,9 +121,7 @@ def find_unknown_key(value: Any, type_: Any) -> tuple[list[str], str, list[str]]
 
 def _find(value: Any, info: mi.Type, path: list[str]) -> tuple[list[str], str, list[str]] | None:
     info = _unwrap(info)
-    if isinstance(info, mi.StructType | mi.TypedDictType | mi.DataclassType) and isinstance(
-        value, dict
-    ):
+    if isinstance(info, mi.StructType | mi.TypedDictType | mi.DataclassType) and isinstance(value, dict):
         fields = {f.encode_name: f for f in info.fields}
         if isinstance(info, mi.StructType) and info.tag_field is not None:
             fields_known = [info.tag_field, *fields]
@@ -165,8 +171,10 @@ def _find(value: Any, info: mi.Type, path: list[str]) -> tuple[list[str], str, l
 MAX_NESTING = 32
 #: What is wrong with a file nested deeper than ``tomllib`` can parse
 #: (it raises ``RecursionError`` past a few hundred ``[`` or ``{``).
-TOO_DEEP = (f"nested too deeply: its arrays or inline tables go hundreds of levels deep, at most {MAX_NESTING} "
-            "levels are read (a configuration needs a few)")
+TOO_DEEP = (
+    f"nested too deeply: its arrays or inline tables go hundreds of levels deep, at most {MAX_NESTING} "
+    "levels are read (a configuration needs a few)"
+)
 
 
 def too_deep(depth: int) -> str:

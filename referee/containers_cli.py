@@ -16,20 +16,33 @@ from .bots.instance import INSTANCE_LABEL, Instance, check_instance_id, current
 
 @click.command("cleanup")
 @click.option(
-    "--out", "out", type=click.Path(file_okay=False, path_type=Path),
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
     help="Only the containers of the tournament with this output folder.",
 )
 @click.option(
-    "--all", "everything", is_flag=True,
+    "--all",
+    "everything",
+    is_flag=True,
     help="Also the containers of referees still running (default: only those whose referee is gone).",
 )
-@click.option("--instance", "instance_id", metavar="ID",
-              help="Only this install's containers (default: REFEREE_INSTANCE, else this user's, u<uid>).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Only the containers of the service with this database (its instance id).")
+@click.option(
+    "--instance",
+    "instance_id",
+    metavar="ID",
+    help="Only this install's containers (default: REFEREE_INSTANCE, else this user's, u<uid>).",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Only the containers of the service with this database (its instance id).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would be removed, remove nothing.")
-def containers_cleanup(out: Path | None, everything: bool, instance_id: str | None, db_path: Path | None,
-                       dry_run: bool) -> None:
+def containers_cleanup(
+    out: Path | None, everything: bool, instance_id: str | None, db_path: Path | None, dry_run: bool
+) -> None:
     """Remove bot containers left by a referee that crashed or was killed.
 
     Every container the referee starts is labelled referee.managed=1 and
@@ -66,8 +79,11 @@ def containers_cleanup(out: Path | None, everything: bool, instance_id: str | No
         raise click.ClickException(str(e)) from None
     verb = "would remove" if dry_run else "removed"
     if not names:
-        click.echo(f"no stray containers (label {MANAGED_LABEL}=1, {INSTANCE_LABEL}={inst.id}"
-                   + (f", referee.out={labels['referee.out']}" if labels else "") + ")")
+        click.echo(
+            f"no stray containers (label {MANAGED_LABEL}=1, {INSTANCE_LABEL}={inst.id}"
+            + (f", referee.out={labels['referee.out']}" if labels else "")
+            + ")"
+        )
         return
     for name in names:
         click.echo(f"{verb} {name}")

@@ -118,7 +118,7 @@ def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
             for raw in f:
                 line = raw.decode("utf-8", "replace")
                 if line.startswith(GAME_MARK):
-                    game_id = line[len(GAME_MARK):].strip()
+                    game_id = line[len(GAME_MARK) :].strip()
                     current = out.setdefault(game_id, [])
                     if game_id:
                         recent.append(game_id)
@@ -126,7 +126,7 @@ def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
                 if line.startswith(DONE_MARK):  # the bot answered: its game goes on
                     continue
                 if line.startswith(ACT_MARK):  # the request names its game
-                    game_id = line[len(ACT_MARK):].split(" ", 1)[0].rsplit(".", 1)[0]
+                    game_id = line[len(ACT_MARK) :].split(" ", 1)[0].rsplit(".", 1)[0]
                     current = out.setdefault(game_id, [])
                     if game_id and game_id not in recent:
                         recent.append(game_id)
@@ -166,10 +166,13 @@ def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPU
         with contextlib.suppress(OSError), path.open("rb") as f:
             for raw in f:
                 line = raw.decode("utf-8", "replace")
-                if line.startswith((ACT_MARK, GAME_MARK, DONE_MARK)) \
-                        or line.startswith("--- ") and " start of a container" in line:
+                if (
+                    line.startswith((ACT_MARK, GAME_MARK, DONE_MARK))
+                    or line.startswith("--- ")
+                    and " start of a container" in line
+                ):
                     if line.startswith(prefix):
-                        key = line[len(ACT_MARK):].split(" ", 1)[0]
+                        key = line[len(ACT_MARK) :].split(" ", 1)[0]
                         current = out.setdefault(key, [])
                     else:
                         current = None
@@ -180,7 +183,9 @@ def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPU
     return {k: cut("".join(v).rstrip("\n"), cap) for k, v in out.items() if v}
 
 
-def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str], tuple[dict[str, Any], bool]]:
+def requests_of(
+    replay: Path, seat: int, turns: set[int]
+) -> dict[tuple[int, str], tuple[dict[str, Any], bool]]:
     """The ``/act`` bodies sent to `seat` at `turns`, by (turn, request id):
     the body and whether its rebuilt state matches the recorded hash."""
     record = read_replay(replay)
@@ -196,8 +201,12 @@ def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str
             continue
         state = view(sent, seat, since)
         body = {
-            "apiversion": APIVERSION, "game_id": header.game_id, "request_id": line.request_id,
-            "seat": seat, "turn": line.turn, "deadline_ms": header.timeouts.move_ms,
+            "apiversion": APIVERSION,
+            "game_id": header.game_id,
+            "request_id": line.request_id,
+            "seat": seat,
+            "turn": line.turn,
+            "deadline_ms": header.timeouts.move_ms,
             "state": msgspec.to_builtins(state),
             "legal": msgspec.to_builtins(sent.legal_actions(seat)),
         }
@@ -205,8 +214,14 @@ def requests_of(replay: Path, seat: int, turns: set[int]) -> dict[tuple[int, str
     return found
 
 
-def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_faults: int = MAX_FAULTS,
-             log_cap: int = LOG_CAP) -> BotDiagnostics:
+def diagnose(
+    out_dir: Path,
+    bot: str,
+    *,
+    log_paths: Sequence[Path] = (),
+    max_faults: int = MAX_FAULTS,
+    log_cap: int = LOG_CAP,
+) -> BotDiagnostics:
     """What the run in `out_dir` says about `bot` (blocking: reads its database and replays)."""
     games: list[GamePlayed] = []
     latencies: list[float] = []
@@ -216,10 +231,13 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
     replays: dict[int, Path] = {}
     if db.exists():
         with Store(db) as store:
-            rows = store.db.execute("SELECT idx, seats, result, replay, game_id FROM games ORDER BY idx").fetchall()
+            rows = store.db.execute(
+                "SELECT idx, seats, result, replay, game_id FROM games ORDER BY idx"
+            ).fetchall()
             fault_rows = store.db.execute(
                 "SELECT game_idx, seat, kind, turn, detail FROM faults WHERE bot = ? ORDER BY game_idx, turn",
-                (bot,)).fetchall()
+                (bot,),
+            ).fetchall()
         ids: dict[int, str] = {}
         for idx, seats_json, result_json, replay, game_id in rows:
             seats = msgspec.json.decode(seats_json, type=list[str])
@@ -229,8 +247,15 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
             result = msgspec.json.decode(result_json, type=MatchResult)
             if seat < len(result.latencies_ms):
                 latencies += result.latencies_ms[seat]
-            games.append(GamePlayed(game=int(idx), seat=seat, place=result.places[seat],
-                                    faults=len(result.faults[seat]), has_replay=replay is not None))
+            games.append(
+                GamePlayed(
+                    game=int(idx),
+                    seat=seat,
+                    place=result.places[seat],
+                    faults=len(result.faults[seat]),
+                    has_replay=replay is not None,
+                )
+            )
             ids[int(idx)] = str(game_id)
             if replay is not None:
                 replays[int(idx)] = out_dir / str(replay)
@@ -257,6 +282,12 @@ def diagnose(out_dir: Path, bot: str, *, log_paths: Sequence[Path] = (), max_fau
     for g in games[-GAMES_WITH_OUTPUT:]:
         text = by_game.get(ids.get(g.game, ""), "")
         g.output = text if len(text) <= GAME_OUTPUT_CAP else "…" + text[-GAME_OUTPUT_CAP:]
-    return BotDiagnostics(bot=bot, games=games, fault_count=count, faults=faults,
-                          latency=latency_stats(latencies), histogram=_histogram(latencies),
-                          log=without_marks("\n".join(tail_of(p, log_cap) for p in log_paths))[-log_cap:])
+    return BotDiagnostics(
+        bot=bot,
+        games=games,
+        fault_count=count,
+        faults=faults,
+        latency=latency_stats(latencies),
+        histogram=_histogram(latencies),
+        log=without_marks("\n".join(tail_of(p, log_cap) for p in log_paths))[-log_cap:],
+    )

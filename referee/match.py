@@ -231,9 +231,7 @@ class Match:
                     self._settle(state, seat, pending, outcome)
                     continue
                 batch = [self._request(state, seat) for seat in seats]
-                outcomes = await asyncio.gather(
-                    *(self._ask(seat, p) for seat, p in zip(seats, batch))
-                )
+                outcomes = await asyncio.gather(*(self._ask(seat, p) for seat, p in zip(seats, batch)))
                 for seat, pending, outcome in zip(seats, batch, outcomes):
                     self._settle(state, seat, pending, outcome)
         finally:

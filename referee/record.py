@@ -222,9 +222,7 @@ class ReplayRecord(msgspec.Struct, kw_only=True):
     """A game's replay record in memory: header, body lines in order, result."""
 
     header: ReplayHeader
-    lines: list[RequestLine | DisqualifiedLine | NoticeLine] = msgspec.field(
-        default_factory=list
-    )
+    lines: list[RequestLine | DisqualifiedLine | NoticeLine] = msgspec.field(default_factory=list)
     result: MatchResult | None = None
 
 
@@ -286,8 +284,7 @@ def _requests(record: ReplayRecord) -> list[tuple[RequestLine, str | None]]:
         elif isinstance(line, DisqualifiedLine):
             if not requests or requests[-1][0].request_id != line.request_id:
                 raise ReplayMismatch(
-                    f"disqualification of seat {line.seat} does not follow its request "
-                    f"{line.request_id}"
+                    f"disqualification of seat {line.seat} does not follow its request {line.request_id}"
                 )
             requests[-1] = (requests[-1][0], line.reason)
     return requests

@@ -89,8 +89,7 @@ def loads(data: bytes, source: str = "replay") -> ReplayRecord:
                 raise ReplayError(f"{source}:{number}: a header must be the first line only")
             if line.format != FORMAT_VERSION:
                 raise ReplayError(
-                    f"{source}: replay format {line.format}; this referee reads format "
-                    f"{FORMAT_VERSION}"
+                    f"{source}: replay format {line.format}; this referee reads format {FORMAT_VERSION}"
                 )
             header = line
         elif header is None:
@@ -167,8 +166,15 @@ def _seat_view(state: GameState, seat: int, cache: ViewCache) -> dict[str, Any]:
     return v
 
 
-def _frame(state: GameState, cache: ViewCache, since: int, label: str, seat: int | None,
-           by: str | None, fault: str | None) -> dict[str, Any]:
+def _frame(
+    state: GameState,
+    cache: ViewCache,
+    since: int,
+    label: str,
+    seat: int | None,
+    by: str | None,
+    fault: str | None,
+) -> dict[str, Any]:
     return {
         "label": label,
         "seat": seat,
@@ -180,8 +186,13 @@ def _frame(state: GameState, cache: ViewCache, since: int, label: str, seat: int
     }
 
 
-def frames(record: ReplayRecord, *, public: bool = False, output_seat: int | None = None,
-           outputs: Mapping[str, str] | None = None) -> dict[str, Any]:
+def frames(
+    record: ReplayRecord,
+    *,
+    public: bool = False,
+    output_seat: int | None = None,
+    outputs: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The replay viewer's data for a record: the game's header, its result
     and one frame per step (the deal first): the full state, what each seat
     could see, and the step's public events. Raises :class:`ReplayMismatch`
@@ -237,7 +248,11 @@ def _result(result: MatchResult | None, public: bool) -> dict[str, Any] | None:
     if result is None:
         return None
     if public:
-        result = msgspec.structs.replace(result, faults=[
-            [msgspec.structs.replace(f, detail=public_detail(f)) for f in seat] for seat in result.faults])
+        result = msgspec.structs.replace(
+            result,
+            faults=[
+                [msgspec.structs.replace(f, detail=public_detail(f)) for f in seat] for seat in result.faults
+            ],
+        )
     out: dict[str, Any] = msgspec.to_builtins(result)
     return out

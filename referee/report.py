@@ -46,19 +46,28 @@ _WIDTH = 240
 def _render(table: Table) -> str:
     """`table` as plain text, trailing spaces stripped."""
     out = io.StringIO()
-    console = Console(file=out, width=_WIDTH, color_system=None, force_terminal=False,
-                      highlight=False, emoji=False)
+    console = Console(
+        file=out, width=_WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False
+    )
     console.print(table)
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
 def _table(*columns: tuple[str, str]) -> Table:
     """A borderless table; each column is (header, 'left' | 'right')."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0),
-                  header_style="", safe_box=True, collapse_padding=False)
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="",
+        safe_box=True,
+        collapse_padding=False,
+    )
     for header, justify in columns:
-        table.add_column(header, justify="right" if justify == "right" else "left",
-                         no_wrap=True, overflow="ellipsis")
+        table.add_column(
+            header, justify="right" if justify == "right" else "left", no_wrap=True, overflow="ellipsis"
+        )
     return table
 
 
@@ -82,15 +91,31 @@ def format_result(result: MatchResult) -> str:
         f"game {result.game_id}  seed {result.seed}  turns {result.turns}"
         + ("  (adjudicated at the turn limit)" if result.adjudicated else "")
     ]
-    table = _table(("seat", "left"), ("name", "left"), ("place", "right"), ("points", "right"),
-                   ("faults", "right"), ("", "left"), ("acts", "right"), ("p50 ms", "right"),
-                   ("p95 ms", "right"), ("max ms", "right"))
+    table = _table(
+        ("seat", "left"),
+        ("name", "left"),
+        ("place", "right"),
+        ("points", "right"),
+        ("faults", "right"),
+        ("", "left"),
+        ("acts", "right"),
+        ("p50 ms", "right"),
+        ("p95 ms", "right"),
+        ("max ms", "right"),
+    )
     for seat, name in enumerate(result.names):
         stats = result.latency[seat]
         table.add_row(
-            str(seat), name, str(result.places[seat]), str(result.points[seat]),
-            str(len(result.faults[seat])), "disqualified" if seat in result.disqualified else "",
-            str(stats.count), _ms(stats.p50_ms), _ms(stats.p95_ms), _ms(stats.max_ms),
+            str(seat),
+            name,
+            str(result.places[seat]),
+            str(result.points[seat]),
+            str(len(result.faults[seat])),
+            "disqualified" if seat in result.disqualified else "",
+            str(stats.count),
+            _ms(stats.p50_ms),
+            _ms(stats.p95_ms),
+            _ms(stats.max_ms),
         )
     lines.append(_render(table))
     faults = [(seat, f) for seat, fs in enumerate(result.faults) for f in fs]
@@ -98,9 +123,7 @@ def format_result(result: MatchResult) -> str:
         lines.append("faults:")
         for seat, f in faults:
             over = f" (+{f.overrun_ms:.1f} ms)" if f.overrun_ms is not None else ""
-            lines.append(
-                f"  seat {seat} {result.names[seat]}, turn {f.turn}: {f.kind}{over}: {f.detail}"
-            )
+            lines.append(f"  seat {seat} {result.names[seat]}, turn {f.turn}: {f.kind}{over}: {f.detail}")
     else:
         lines.append("no faults")
     return "\n".join(lines)
@@ -132,22 +155,47 @@ def format_table(standings: Sequence[Standing]) -> str:
     from the next one), latencies, and V4's penalty points when a series is
     scored."""
     series = any(s.points is not None for s in standings)  # V4 [D14]: ranked by points
-    columns = [("#", "right"), ("bot", "left"), ("mu", "right"), ("sigma", "right"),
-               ("mu-3s", "right"), ("games", "right"), ("wins", "right"), ("avg pl", "right"),
-               ("faults", "right"), ("p>next", "right"), ("rank 95%", "right"), ("", "left"),
-               ("p50 ms", "right"), ("p95 ms", "right")]
+    columns = [
+        ("#", "right"),
+        ("bot", "left"),
+        ("mu", "right"),
+        ("sigma", "right"),
+        ("mu-3s", "right"),
+        ("games", "right"),
+        ("wins", "right"),
+        ("avg pl", "right"),
+        ("faults", "right"),
+        ("p>next", "right"),
+        ("rank 95%", "right"),
+        ("", "left"),
+        ("p50 ms", "right"),
+        ("p95 ms", "right"),
+    ]
     if series:
         columns.append(("points", "right"))
     table = _table(*columns)
     for s in standings:
-        interval = (f"{s.rank_low}-{s.rank_high}" if s.rank_low != s.rank_high else str(s.rank_low)) \
-            if s.rank_low else "-"
-        row = [str(s.rank), s.bot + (" (retired)" if s.retired else ""), f"{s.mu:.2f}",
-               f"{s.sigma:.2f}", f"{s.score:.2f}", str(s.games), str(s.wins), f"{s.avg_place:.2f}",
-               str(sum(s.faults.values())),
-               "-" if s.p_above_next is None else f"{s.p_above_next:.2f}", interval,
-               "|" if s.separated_below and s.p_above_next is not None else "",
-               _ms1(s.latency_p50_ms), _ms1(s.latency_p95_ms)]
+        interval = (
+            (f"{s.rank_low}-{s.rank_high}" if s.rank_low != s.rank_high else str(s.rank_low))
+            if s.rank_low
+            else "-"
+        )
+        row = [
+            str(s.rank),
+            s.bot + (" (retired)" if s.retired else ""),
+            f"{s.mu:.2f}",
+            f"{s.sigma:.2f}",
+            f"{s.score:.2f}",
+            str(s.games),
+            str(s.wins),
+            f"{s.avg_place:.2f}",
+            str(sum(s.faults.values())),
+            "-" if s.p_above_next is None else f"{s.p_above_next:.2f}",
+            interval,
+            "|" if s.separated_below and s.p_above_next is not None else "",
+            _ms1(s.latency_p50_ms),
+            _ms1(s.latency_p95_ms),
+        ]
         if series:
             row.append(str(s.points))
         table.add_row(*row)
@@ -169,8 +217,10 @@ def format_settled(standings: Sequence[Standing], confidence: float) -> str:
         return "settled: a single bot"
     open_pairs = [(a, b) for a, b in zip(ranked, ranked[1:]) if not a.separated_below]
     if not open_pairs:
-        return (f"settled: every bot is separated from the next one at {confidence:.0%} (the 'rank' interval "
-                "counts every rival at once, so it may still overlap a neighbour's)")
+        return (
+            f"settled: every bot is separated from the next one at {confidence:.0%} (the 'rank' interval "
+            "counts every rival at once, so it may still overlap a neighbour's)"
+        )
     groups: list[list[Standing]] = []
     for a, b in zip(ranked, ranked[1:]):
         if a.separated_below:
@@ -227,8 +277,7 @@ class Progress:
     manager, or call :meth:`close` at the end.
     """
 
-    def __init__(self, total: int, done: int, stream: IO[str] | None = None,
-                 enabled: bool = True) -> None:
+    def __init__(self, total: int, done: int, stream: IO[str] | None = None, enabled: bool = True) -> None:
         self.total = total
         self.start_done = done
         self.done = done
@@ -240,9 +289,15 @@ class Progress:
         self._bar: RichProgress | None = None
         if self.tty:
             self._bar = RichProgress(
-                TextColumn("games"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-                _Rate(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(file=self.stream), transient=False,
+                TextColumn("games"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                _Rate(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
             )
             self._task = self._bar.add_task("games", total=total, completed=done)
             self._bar.start()
@@ -274,6 +329,7 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()

@@ -39,8 +39,9 @@ class RandomBot:
         if rng is None:
             you = request.state.you
             shown = ",".join(sorted(you.hand)) + "|" + ",".join(sorted(you.up)) + f"|{len(you.down)}"
-            rng = self._games.put(request.game_id, request.seat,
-                                  random.Random(f"{self.seed}/{request.seat}/{shown}"))
+            rng = self._games.put(
+                request.game_id, request.seat, random.Random(f"{self.seed}/{request.seat}/{shown}")
+            )
         return rng
 
     def decide(self, request: ActRequest) -> int:

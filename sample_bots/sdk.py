@@ -292,11 +292,17 @@ async def _log_requests(
     try:
         response = await handler(request)
     except web.HTTPException as e:
-        log.debug("%s %s %d %.1f ms", request.method, request.path, e.status,
-                  (time.perf_counter() - start) * 1000)
+        log.debug(
+            "%s %s %d %.1f ms", request.method, request.path, e.status, (time.perf_counter() - start) * 1000
+        )
         raise
-    log.debug("%s %s %d %.1f ms", request.method, request.path, response.status,
-              (time.perf_counter() - start) * 1000)
+    log.debug(
+        "%s %s %d %.1f ms",
+        request.method,
+        request.path,
+        response.status,
+        (time.perf_counter() - start) * 1000,
+    )
     return response
 
 
@@ -355,17 +361,25 @@ async def _decide(app: web.Application, bot: _Bot, act: ActRequest) -> Decision:
             decision = await asyncio.wait_for(call, deadline_guard_s(act.deadline_ms))
         else:
             decision = await call
-    except asyncio.TimeoutError:
-        log.warning("%s: decide did not answer within %.0f ms of a %d ms deadline; answering index 0",
-                    where, deadline_guard_s(act.deadline_ms) * 1000, act.deadline_ms)
+    except TimeoutError:
+        log.warning(
+            "%s: decide did not answer within %.0f ms of a %d ms deadline; answering index 0",
+            where,
+            deadline_guard_s(act.deadline_ms) * 1000,
+            act.deadline_ms,
+        )
         return 0
     except Exception:
         log.warning("%s: decide raised; answering index 0", where, exc_info=True)
         return 0
     checked = checked_decision(decision, act)
     if checked is None:
-        log.warning("%s: decide returned %r, neither an Action nor an index into legal (0..%d);"
-                    " answering index 0", where, decision, len(act.legal) - 1)
+        log.warning(
+            "%s: decide returned %r, neither an Action nor an index into legal (0..%d); answering index 0",
+            where,
+            decision,
+            len(act.legal) - 1,
+        )
         return 0
     return checked
 
@@ -421,8 +435,15 @@ def make_app(
     if token is not None and not _TOKEN.fullmatch(token):
         raise ValueError(f"output_marks must be letters, digits, '_' or '-' (1 to 128), not {token!r}")
     app = web.Application(middlewares=[_log_requests])
-    app[_BOT] = _Bot(decide, info, secret, on_start, on_end, deadline_guard,
-                     _OutputMarks(token) if token is not None else None)
+    app[_BOT] = _Bot(
+        decide,
+        info,
+        secret,
+        on_start,
+        on_end,
+        deadline_guard,
+        _OutputMarks(token) if token is not None else None,
+    )
     app.cleanup_ctx.append(_executor_ctx)
     app.router.add_get("/", _info)
     app.router.add_post("/start", _start)
@@ -443,8 +464,12 @@ def arg_parser(description: str | None = None) -> argparse.ArgumentParser:
     unix_env = os.environ.get("BOT_UNIX") or None
     where = parser.add_mutually_exclusive_group(required=unix_env is None)
     where.add_argument("--port", type=int, help="TCP port to listen on")
-    where.add_argument("--unix", metavar="PATH", default=unix_env,
-                       help="listen on this unix socket instead of TCP (default: $BOT_UNIX)")
+    where.add_argument(
+        "--unix",
+        metavar="PATH",
+        default=unix_env,
+        help="listen on this unix socket instead of TCP (default: $BOT_UNIX)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--secret",
@@ -477,15 +502,19 @@ def run_bot(
     token = output_marks_token()
     if token is not None:
         _join_output()  # logging writes to stderr: now the same ordered stream
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = make_app(
+        decide, info, secret=args.secret, on_start=on_start, on_end=on_end, output_marks=token or ""
     )
-    app = make_app(decide, info, secret=args.secret, on_start=on_start, on_end=on_end,
-                   output_marks=token or "")
     unix = args.unix if args.port is None else None  # --port wins over $BOT_UNIX
     where = f"unix:{unix}" if unix else f"http://{args.host}:{args.port}"
-    log.info("%s %s listening on %s%s", info.name, info.version, where,
-             " (signatures checked)" if args.secret else "")
+    log.info(
+        "%s %s listening on %s%s",
+        info.name,
+        info.version,
+        where,
+        " (signatures checked)" if args.secret else "",
+    )
     if unix:
         web.run_app(app, path=unix, print=None, access_log=None)
     else:

@@ -162,8 +162,16 @@ class Plan:
 
     __slots__ = ("received", "cap", "horizon", "guard", "per_search", "tail", "extra")
 
-    def __init__(self, received: float, cap: float, horizon: float, guard: float | None,
-                 per_search: float, tail: float, extra: float) -> None:
+    def __init__(
+        self,
+        received: float,
+        cap: float,
+        horizon: float,
+        guard: float | None,
+        per_search: float,
+        tail: float,
+        extra: float,
+    ) -> None:
         self.received = received
         self.cap = cap  # seconds after receipt the search never goes past
         self.horizon = horizon  # seconds after receipt to the deadline, less the safety margin
@@ -253,24 +261,30 @@ class Pacer:
             self._cache = (self.answered, out)
             return out
 
-    def plan(self, received: float, deadline_ms: int, bank_ms: int | None,
-             measured: bool, scale: float = 1.0) -> Plan:
+    def plan(
+        self, received: float, deadline_ms: int, bank_ms: int | None, measured: bool, scale: float = 1.0
+    ) -> Plan:
         """The time of a request that arrived at ``received``. ``measured``: it
         came over HTTP (the round trip is measured and the SDK guard applies);
         else it is called in process, with no round trip: the old rule."""
         h = horizon_ms(deadline_ms, bank_ms)
         self.horizon_s = h / 1000.0
         if not measured:
-            return Plan(received, time_budget_s(int(h)) * scale, h / 1000.0, None, 0.0, 0.0,
-                        self.late_s)
+            return Plan(received, time_budget_s(int(h)) * scale, h / 1000.0, None, 0.0, 0.0, self.late_s)
         lags = self.lag_s()
         if lags is None:
             cap, per, tail = time_budget_s(int(h)), PRIOR_LAG_S, 0.0
         else:
             cap, (per, tail) = MAX_FRACTION * h / 1000.0, lags
-        return Plan(received, cap * scale, h / 1000.0 - safety_s(h),
-                    deadline_guard_s(deadline_ms) - GUARD_MARGIN_S, per,
-                    min(TAIL_FACTOR * tail, TAIL_MAX * h / 1000.0), self.late_s)
+        return Plan(
+            received,
+            cap * scale,
+            h / 1000.0 - safety_s(h),
+            deadline_guard_s(deadline_ms) - GUARD_MARGIN_S,
+            per,
+            min(TAIL_FACTOR * tail, TAIL_MAX * h / 1000.0),
+            self.late_s,
+        )
 
     @property
     def late_s(self) -> float:
@@ -280,8 +294,15 @@ class Pacer:
             return 0.0
         return margin * math.pow(0.5, (time.perf_counter() - when) / LATE_HALF_LIFE_S)
 
-    def observe(self, received: float, timing: Timing, answered: float,
-                deadline_ms: int, bank_ms: int | None, where: tuple[str, int] = ("", -1)) -> None:
+    def observe(
+        self,
+        received: float,
+        timing: Timing,
+        answered: float,
+        deadline_ms: int,
+        bank_ms: int | None,
+        where: tuple[str, int] = ("", -1),
+    ) -> None:
         """Learn from one request answered over HTTP (``where``: its game_id and
         turn): its lag, and whether it was late."""
         over = max(0.0, timing.ended - timing.stop) if timing.clocked else 0.0
@@ -293,9 +314,11 @@ class Pacer:
             self.lags.append((lag, max(1, timing.peak)))
         near = h / 1000.0 - safety_s(h) / 2
         if elapsed > near:
-            self.late(elapsed - near,
-                      f"answered {elapsed * 1000:.0f} ms after receipt, deadline {deadline_ms} ms",
-                      where)
+            self.late(
+                elapsed - near,
+                f"answered {elapsed * 1000:.0f} ms after receipt, deadline {deadline_ms} ms",
+                where,
+            )
 
     def late(self, overrun_s: float, why: str, where: tuple[str, int] | None = None) -> None:
         """The bot was (nearly) late by ``overrun_s`` on the request of
@@ -323,11 +346,13 @@ class Pacer:
             return f"{self.answered} answered, too few lags measured"
         with self._lock:
             raw = sorted(lag for lag, _ in self.lags)
-        return (f"{self.answered} answered; lag per search in flight (p98) {lags[0] * 1000:.1f} ms,"
-                f" lag p50 {raw[len(raw) // 2] * 1000:.1f} ms, tail {lags[1] * 1000:.1f} ms,"
-                f" worst {raw[-1] * 1000:.1f} ms"
-                f" (last {len(raw)}); lateness margin {self.late_s * 1000:.0f} ms"
-                f" after {self.late_count} late")
+        return (
+            f"{self.answered} answered; lag per search in flight (p98) {lags[0] * 1000:.1f} ms,"
+            f" lag p50 {raw[len(raw) // 2] * 1000:.1f} ms, tail {lags[1] * 1000:.1f} ms,"
+            f" worst {raw[-1] * 1000:.1f} ms"
+            f" (last {len(raw)}); lateness margin {self.late_s * 1000:.0f} ms"
+            f" after {self.late_count} late"
+        )
 
 
 # ----------------------------------------------------------------- rollouts
@@ -457,9 +482,11 @@ class Searcher:
         self.memory.end(end.game_id, end.seat)
         for fault in end.faults:
             if fault.kind == "timeout":
-                self.pacer.late((fault.overrun_ms or 0.0) / 1000.0,
-                                f"game {end.game_id}: timeout fault at turn {fault.turn}",
-                                (end.game_id, fault.turn))
+                self.pacer.late(
+                    (fault.overrun_ms or 0.0) / 1000.0,
+                    f"game {end.game_id}: timeout fault at turn {fault.turn}",
+                    (end.game_id, fault.turn),
+                )
 
     def _rng(self, game_id: str, game: Game) -> random.Random:
         """The game's random stream (kept, and dropped, with the game's memory)."""
@@ -480,20 +507,26 @@ class Searcher:
         received = time.perf_counter()
         loop = asyncio.get_running_loop()
         try:
-            choice, timing = await loop.run_in_executor(
-                None, self._decide, request, received, True)
+            choice, timing = await loop.run_in_executor(None, self._decide, request, received, True)
         except asyncio.CancelledError:  # the SDK's guard answered for us: far too late
-            self.pacer.late(time.perf_counter() - received - deadline_guard_s(request.deadline_ms),
-                            f"request {request.request_id}: the SDK's deadline guard answered",
-                            (request.game_id, request.turn))
+            self.pacer.late(
+                time.perf_counter() - received - deadline_guard_s(request.deadline_ms),
+                f"request {request.request_id}: the SDK's deadline guard answered",
+                (request.game_id, request.turn),
+            )
             raise
         answered = time.perf_counter()
-        self.pacer.observe(received, timing, answered, request.deadline_ms, request.bank_ms,
-                           (request.game_id, request.turn))
+        self.pacer.observe(
+            received, timing, answered, request.deadline_ms, request.bank_ms, (request.game_id, request.turn)
+        )
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("request %s: answered %.1f ms after receipt (planned %.1f, %d in flight)",
-                      request.request_id, (answered - received) * 1000,
-                      (timing.stop - received) * 1000, timing.peak)
+            log.debug(
+                "request %s: answered %.1f ms after receipt (planned %.1f, %d in flight)",
+                request.request_id,
+                (answered - received) * 1000,
+                (timing.stop - received) * 1000,
+                timing.peak,
+            )
         if self.pacer.answered % SUMMARY_EVERY == 0:
             log.info("timing: %s", self.pacer.summary())
         return choice
@@ -501,8 +534,7 @@ class Searcher:
     def _decide(self, request: ActRequest, received: float, measured: bool) -> tuple[int, Timing]:
         started = time.perf_counter()
         peak = self.pacer.enter()
-        plan = self.pacer.plan(received, request.deadline_ms, request.bank_ms, measured,
-                               self.budget)
+        plan = self.pacer.plan(received, request.deadline_ms, request.bank_ms, measured, self.budget)
         result: tuple[int, float, bool, int, int] = (0, plan.stop(peak), False, peak, 0)
         try:
             result = self._choose(request, plan, peak)
@@ -513,8 +545,7 @@ class Searcher:
             self.timings.append((request.request_id, timing))
         return choice, timing
 
-    def _choose(self, request: ActRequest, plan: Plan,
-                peak: int) -> tuple[int, float, bool, int, int]:
+    def _choose(self, request: ActRequest, plan: Plan, peak: int) -> tuple[int, float, bool, int, int]:
         """(choice, last stop, stopped by the clock, peak in flight, playouts)."""
         game = self.memory.get(request.game_id, request.seat)
         if not game.started:
@@ -531,8 +562,9 @@ class Searcher:
         try:
             return self.search(request, game, candidates, fallback, plan, peak)
         except Exception:  # a world that does not fit the view, a bug: never lose the move
-            log.warning("game %s: search failed; playing the tactician's choice",
-                        request.game_id, exc_info=True)
+            log.warning(
+                "game %s: search failed; playing the tactician's choice", request.game_id, exc_info=True
+            )
             return fallback, plan.stop(peak), False, peak, 0
 
     def candidates(self, request: ActRequest, game: Game, fallback: int) -> list[int]:
@@ -607,12 +639,21 @@ class Searcher:
         best = _best(alive, scores, candidates.index(fallback) if fallback in candidates else -1)
         self.stats.append((worlds, k, len(alive)))
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("game %s turn %d request %s: %d worlds, %d playouts in %.0f ms"
-                      " (%d in flight),"
-                      " %d/%d candidates left, chose %r",
-                      request.game_id, request.turn, request.request_id, worlds, playouts,
-                      (clock() - plan.received) * 1000, peak, len(alive), k,
-                      legal[candidates[best]])
+            log.debug(
+                "game %s turn %d request %s: %d worlds, %d playouts in %.0f ms"
+                " (%d in flight),"
+                " %d/%d candidates left, chose %r",
+                request.game_id,
+                request.turn,
+                request.request_id,
+                worlds,
+                playouts,
+                (clock() - plan.received) * 1000,
+                peak,
+                len(alive),
+                k,
+                legal[candidates[best]],
+            )
         return candidates[best], stop, clocked, peak, playouts
 
 

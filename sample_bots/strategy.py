@@ -277,7 +277,7 @@ def finishes(hand: Sequence[str], up: Sequence[str], extras: int) -> bool:
             extras += r - CLEAR
             continue
         k = src.count(r)
-        del src[src.index(r):src.index(r) + k]
+        del src[src.index(r) : src.index(r) + k]
         top = r
         if k >= 3:  # three of a kind clears and ends the turn
             return not ranks[0] and not ranks[1]
@@ -497,7 +497,7 @@ class Tactics:
             i, a = biggest[r]
             k = len(a.cards)
             clears_pile = k >= 3 or (
-                len(pile) >= 3 - k and all(rank(c) == r for c in pile[len(pile) - (3 - k):])
+                len(pile) >= 3 - k and all(rank(c) == r for c in pile[len(pile) - (3 - k) :])
             )
             if clears_pile:
                 p_fail, burden = 0.0, 0.0

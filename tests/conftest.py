@@ -21,15 +21,20 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 #: pytest-playwright's sync fixtures: a test that asks for one (directly or
 #: through another fixture) is a browser test.
-PLAYWRIGHT_FIXTURES = frozenset({"page", "context", "browser", "browser_type", "playwright", "new_context",
-                                 "launch_browser"})
+PLAYWRIGHT_FIXTURES = frozenset(
+    {"page", "context", "browser", "browser_type", "playwright", "new_context", "launch_browser"}
+)
 
 
 def _is_browser_test(item: pytest.Item) -> bool:
-    return "test_web_browser" in item.nodeid or bool(PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ())))
+    return "test_web_browser" in item.nodeid or bool(
+        PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """Run the browser tests last. pytest-playwright's sync fixtures keep an
     event loop running in the main thread for the rest of the session, which
     breaks any later test that calls ``asyncio.run`` itself (or an async

@@ -126,7 +126,9 @@ def test_referee_pure_forces_the_source_quietly(tmp_path: Path) -> None:
     assert err == []
 
 
-@pytest.mark.skipif(os.environ.get("REFEREE_EXPECT_COMPILED") != "1", reason="REFEREE_EXPECT_COMPILED not set")
+@pytest.mark.skipif(
+    os.environ.get("REFEREE_EXPECT_COMPILED") != "1", reason="REFEREE_EXPECT_COMPILED not set"
+)
 def test_this_run_is_compiled_when_ci_says_so() -> None:
     """CI's first pass sets REFEREE_EXPECT_COMPILED=1: a build that fell back
     to pure Python unnoticed would otherwise test the source twice."""

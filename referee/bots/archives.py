@@ -290,9 +290,9 @@ def _parse_pax(data: bytes) -> dict[bytes, bytes]:
             raise _Damaged("a pax header is malformed")
         length = int(data[pos:space])
         end = pos + length
-        if length < 5 or end > len(data) or end <= space + 1 or data[end - 1:end] != b"\n":
+        if length < 5 or end > len(data) or end <= space + 1 or data[end - 1 : end] != b"\n":
             raise _Damaged("a pax header is malformed")
-        key, eq, value = data[space + 1:end - 1].partition(b"=")
+        key, eq, value = data[space + 1 : end - 1].partition(b"=")
         if not eq or not key or b"\0" in (value if key in _PAX_NO_NUL else key):
             raise _Damaged("a pax header is malformed")
         records[key] = value  # GNU.sparse.offset / numbytes repeat: any one marks it sparse
@@ -305,8 +305,9 @@ _SAVE: Final = "upload the file docker save writes, unchanged"
 
 def _special(src: Source, size: int, what: str, fix: str) -> bytes:
     if size > MAX_SPECIAL:
-        raise Refused(f"{what} is {_mb(size)}, more than {_mb(MAX_SPECIAL)}: no tool writes such a "
-                      f"header; {fix}")
+        raise Refused(
+            f"{what} is {_mb(size)}, more than {_mb(MAX_SPECIAL)}: no tool writes such a header; {fix}"
+        )
     data = src.read(size)
     if len(data) != size:
         raise _Damaged("the archive is cut short")
@@ -391,8 +392,9 @@ def _entries(src: Source, where: str, fix: str) -> Iterator[Entry]:
         data_size = 0 if type_[0] in _HEADER_ONLY else size
         pax, long_name, long_link = {}, None, None
         offset = src.pos
-        yield Entry(name=_text(name), type=type_, size=data_size, linkname=_text(link), offset=offset,
-                    sparse=sparse)
+        yield Entry(
+            name=_text(name), type=type_, size=data_size, linkname=_text(link), offset=offset, sparse=sparse
+        )
         if sparse:
             return  # its data is a sparse map, then the file's: not walked past (refused above)
         left = offset + data_size - src.pos
@@ -410,8 +412,14 @@ class Counter:
     """The running total of the unpacked bytes (and entries) of an image's
     layers; :class:`Refused` as soon as it passes the cap."""
 
-    def __init__(self, cap: int, max_entries: int = MAX_LAYER_ENTRIES, deadline: float | None = None,
-                 *, refusal: str | None = None) -> None:
+    def __init__(
+        self,
+        cap: int,
+        max_entries: int = MAX_LAYER_ENTRIES,
+        deadline: float | None = None,
+        *,
+        refusal: str | None = None,
+    ) -> None:
         self.cap = cap
         #: The reason when the cap is passed (default: an image's).
         self.refusal = refusal
@@ -430,9 +438,11 @@ class Counter:
         if self.total > self.cap:
             if self.refusal is not None:
                 raise Refused(self.refusal)
-            raise Refused(f"the image unpacks to more than {_mb(self.cap)}, the limit for all its layers "
-                          f"together (passed in {self.where}): make the image smaller (a slim base, "
-                          "no build tools or caches)")
+            raise Refused(
+                f"the image unpacks to more than {_mb(self.cap)}, the limit for all its layers "
+                f"together (passed in {self.where}): make the image smaller (a slim base, "
+                "no build tools or caches)"
+            )
 
     def ahead(self, n: int) -> None:
         """Refuse now when `n` more bytes would pass the cap."""
@@ -444,8 +454,10 @@ class Counter:
             raise OutOfTime()
         self.files += n
         if self.files > self.max_entries:
-            raise Refused(f"the image's layers hold more than {self.max_entries:,} files and folders: "
-                          "make the image smaller (a slim base, no build tools or caches)")
+            raise Refused(
+                f"the image's layers hold more than {self.max_entries:,} files and folders: "
+                "make the image smaller (a slim base, no build tools or caches)"
+            )
 
 
 _MAGIC: Final = (
@@ -486,9 +498,11 @@ def _count_one(f: IO[bytes], entry: Entry, counter: Counter, what: str) -> Layer
     kind = layer_kind(region.read(6))
     region.pos = 0
     if kind not in ("tar", "gzip"):
-        raise Refused(f"{what} is {kind}-compressed, which the server does not unpack to count: save "
-                      "the image with docker save (plain or gzip layers), or rebuild it without "
-                      f"{kind} compression")
+        raise Refused(
+            f"{what} is {kind}-compressed, which the server does not unpack to count: save "
+            "the image with docker save (plain or gzip layers), or rebuild it without "
+            f"{kind} compression"
+        )
     before_total, before_files = counter.total, counter.files
     counter.where = what
     src: Source
@@ -500,9 +514,11 @@ def _count_one(f: IO[bytes], entry: Entry, counter: Counter, what: str) -> Layer
     for item in entries(src, what):
         counter.entry()
         if item.sparse:
-            raise Refused(f"{what} holds a sparse file ({item.name[:200]!r}), which would unpack to "
-                          "whatever size it claims: docker save never writes those; save the image "
-                          "with docker save")
+            raise Refused(
+                f"{what} holds a sparse file ({item.name[:200]!r}), which would unpack to "
+                "whatever size it claims: docker save never writes those; save the image "
+                "with docker save"
+            )
         if kind == "gzip":
             counter.ahead(item.size)
     if kind == "gzip":
@@ -510,10 +526,16 @@ def _count_one(f: IO[bytes], entry: Entry, counter: Counter, what: str) -> Layer
             while src.skip(_CHUNK):  # what follows the end marker is stored too (and hashed)
                 pass
         except _Damaged as e:
-            raise Refused(f"{what} is not a gzip stream Docker can read ({e}): upload the file "
-                          "docker save writes, unchanged") from None
-    return LayerCount(kind=kind, stored=entry.size, unpacked=counter.total - before_total,
-                      files=counter.files - before_files)
+            raise Refused(
+                f"{what} is not a gzip stream Docker can read ({e}): upload the file "
+                "docker save writes, unchanged"
+            ) from None
+    return LayerCount(
+        kind=kind,
+        stored=entry.size,
+        unpacked=counter.total - before_total,
+        files=counter.files - before_files,
+    )
 
 
 def check_headers(f: IO[bytes], size: int, *, gz: bool, limit: int, refusal: str) -> None:
@@ -528,14 +550,22 @@ def check_headers(f: IO[bytes], size: int, *, gz: bool, limit: int, refusal: str
     src: Source = Gunzip(region, counter) if gz else region
     for item in entries(src, fix="make the archive again (tar -czf bot.tar.gz -C mybot .)"):
         if item.sparse:
-            raise Refused(f"the archive holds a sparse file ({item.name[:200]!r}): make it again without "
-                          "--sparse (tar -czf bot.tar.gz -C mybot .)")
+            raise Refused(
+                f"the archive holds a sparse file ({item.name[:200]!r}): make it again without "
+                "--sparse (tar -czf bot.tar.gz -C mybot .)"
+            )
         if gz:
             counter.ahead(item.size)
 
 
-def count_layers(f: IO[bytes], layers: Sequence[tuple[str, Entry]], cap: int = DEFAULT_MAX_IMAGE_UNPACKED,
-                 *, max_entries: int = MAX_LAYER_ENTRIES, deadline: float | None = None) -> list[LayerCount]:
+def count_layers(
+    f: IO[bytes],
+    layers: Sequence[tuple[str, Entry]],
+    cap: int = DEFAULT_MAX_IMAGE_UNPACKED,
+    *,
+    max_entries: int = MAX_LAYER_ENTRIES,
+    deadline: float | None = None,
+) -> list[LayerCount]:
     """Count what the `layers` of an image (``(what, entry)`` of the archive
     file `f`, in the manifest's order, repeats included) unpack to, in all;
     :class:`Refused` as soon as the total passes `cap` (or the entries

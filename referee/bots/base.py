@@ -74,9 +74,7 @@ class Bot(Protocol):
         """``POST /act``, cancelled after `deadline_s`. Never raises for what the bot does."""
         ...
 
-    async def act_bytes(
-        self, body: bytes, request_id: str, turn: int, deadline_s: float
-    ) -> ActOutcome:
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
         """As :meth:`act` for a request already encoded as `body` (with
         `request_id` and `turn`): the match runner's path, which builds each
         body straight from the engine without an ActRequest in between."""
@@ -104,13 +102,9 @@ class ActsOnBytes:
 
     async def act(self, request: ActRequest, deadline_s: float) -> ActOutcome:
         """``POST /act``: the decoded reply, or a Fault; cancelled after `deadline_s`."""
-        return await self.act_bytes(
-            ENCODER.encode(request), request.request_id, request.turn, deadline_s
-        )
+        return await self.act_bytes(ENCODER.encode(request), request.request_id, request.turn, deadline_s)
 
-    async def act_bytes(
-        self, body: bytes, request_id: str, turn: int, deadline_s: float
-    ) -> ActOutcome:
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
         raise NotImplementedError
 
 

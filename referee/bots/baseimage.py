@@ -79,8 +79,16 @@ PACKAGES: Final = ("aiohttp", "msgspec")
 
 #: Parts of the standard library a bot never needs (and ~180 MB of them).
 _STDLIB_SKIP: Final = {
-    "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
-    "dist-packages", "__phello__", "pydoc_data",
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "site-packages",
+    "dist-packages",
+    "__phello__",
+    "pydoc_data",
 }
 _DYNLOAD_SKIP: Final = re.compile(r"^(_tkinter|_test|xxlimited|_ctypes_test|_xxtestfuzz)")
 
@@ -111,9 +119,7 @@ def _stdlib_files(stdlib: Path) -> Iterable[Path]:
     for dirpath, dirnames, filenames in os.walk(stdlib):
         here = Path(dirpath)
         if here == stdlib:
-            dirnames[:] = [
-                d for d in dirnames if d not in _STDLIB_SKIP and not d.startswith("config-")
-            ]
+            dirnames[:] = [d for d in dirnames if d not in _STDLIB_SKIP and not d.startswith("config-")]
         else:
             dirnames[:] = [d for d in dirnames if d not in ("test", "tests")]
         for f in filenames:
@@ -187,12 +193,17 @@ def _needed_libs(binaries: Iterable[Path]) -> set[Path]:
     return libs
 
 
-_PASSWD: Final = b"root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+_PASSWD: Final = (
+    b"root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+)
 _GROUP: Final = b"root:x:0:\nnogroup:x:65534:\n"
 
 
-def python_root(extra_packages: Iterable[str] = (), *, libraries: bool = True,
-                ) -> tuple[dict[str, Path | bytes], list[str]]:
+def python_root(
+    extra_packages: Iterable[str] = (),
+    *,
+    libraries: bool = True,
+) -> tuple[dict[str, Path | bytes], list[str]]:
     """What the Python base image holds: {path in the image: host file or bytes},
     and the image's settings (``docker import --change`` lines). `libraries`:
     add the shared libraries (False: only what decides them, for the hash)."""
@@ -255,8 +266,12 @@ def _fingerprint(
     return h.hexdigest()[:32]
 
 
-def _write_tar(entries: Mapping[str, Path | bytes], out: io.BufferedIOBase | Any,
-               symlinks: Mapping[str, str] = {}, dirs: Iterable[str] = ()) -> None:
+def _write_tar(
+    entries: Mapping[str, Path | bytes],
+    out: io.BufferedIOBase | Any,
+    symlinks: Mapping[str, str] = {},
+    dirs: Iterable[str] = (),
+) -> None:
     with tarfile.open(fileobj=out, mode="w") as tar:
         made: set[str] = set()
 
@@ -333,24 +348,41 @@ def _imported_id(response: Any) -> str | None:
     return None
 
 
-def _import(client: DockerClient, tag: str, entries: Mapping[str, Path | bytes],
-            changes: list[str], symlinks: Mapping[str, str], log: Log, inst: Instance) -> str:
+def _import(
+    client: DockerClient,
+    tag: str,
+    entries: Mapping[str, Path | bytes],
+    changes: list[str],
+    symlinks: Mapping[str, str],
+    log: Log,
+    inst: Instance,
+) -> str:
     repository, _, version = tag.partition(":")
     t0 = time.perf_counter()
     with tempfile.NamedTemporaryFile(suffix=".tar") as tmp:
         _write_tar(entries, tmp, symlinks, dirs=("tmp", "run", "app", "root"))
         tmp.flush()
         size = tmp.tell()
-        answer = client.api.import_image_from_file(tmp.name, repository=repository, tag=version or "latest",
-                                                   changes=[*changes, f"LABEL {INSTANCE_LABEL}={inst.id}"])
+        answer = client.api.import_image_from_file(
+            tmp.name,
+            repository=repository,
+            tag=version or "latest",
+            changes=[*changes, f"LABEL {INSTANCE_LABEL}={inst.id}"],
+        )
     image_id = _imported_id(answer) or str(client.images.get(tag).id)
     inst.pin(tag, image_id)
     log(f"imported {tag} ({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
     return image_id
 
 
-def build_base_image(client: DockerClient | None = None, *, tag: str | None = None,
-                     force: bool = False, log: Log | None = None, instance: Instance | None = None) -> str:
+def build_base_image(
+    client: DockerClient | None = None,
+    *,
+    tag: str | None = None,
+    force: bool = False,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> str:
     """The Python base image (`tag`, default the instance's
     ``referee-base:<id>``), made from this interpreter; its id.
 
@@ -371,9 +403,15 @@ def build_base_image(client: DockerClient | None = None, *, tag: str | None = No
     return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], symlinks, log, inst)
 
 
-def build_node_base_image(client: DockerClient | None = None, *, tag: str | None = None,
-                          node: str | None = None, force: bool = False, log: Log | None = None,
-                          instance: Instance | None = None) -> str:
+def build_node_base_image(
+    client: DockerClient | None = None,
+    *,
+    tag: str | None = None,
+    node: str | None = None,
+    force: bool = False,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> str:
     """A Node.js base image made from this machine's ``node`` (like ``node:20-slim``
     for the sample Node bot); its id. Raises FileNotFoundError without node.
 
@@ -406,10 +444,18 @@ def build_node_base_image(client: DockerClient | None = None, *, tag: str | None
 # ------------------------------------------------------------ docker build
 
 
-def build_image(client: DockerClient | None, tag: str, dockerfile: str,
-                files: Mapping[str, Path | bytes], *, buildargs: Mapping[str, str] | None = None,
-                base_id: str = "", force: bool = False, log: Log | None = None,
-                instance: Instance | None = None) -> str:
+def build_image(
+    client: DockerClient | None,
+    tag: str,
+    dockerfile: str,
+    files: Mapping[str, Path | bytes],
+    *,
+    buildargs: Mapping[str, str] | None = None,
+    base_id: str = "",
+    force: bool = False,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> str:
     """Build `tag` from the text `dockerfile` and a context holding only
     `files` ({path in the context: host file or bytes}); its id.
 
@@ -437,8 +483,14 @@ def build_image(client: DockerClient | None, tag: str, dockerfile: str,
 
     try:
         image, _ = client.images.build(
-            fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True,
-            buildargs=dict(buildargs or {}), labels={LABEL: inputs, **inst.label}, pull=False,
+            fileobj=context,
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            buildargs=dict(buildargs or {}),
+            labels={LABEL: inputs, **inst.label},
+            pull=False,
         )
     except docker_mod.errors.BuildError as e:
         lines = "".join(str(x.get("stream", x.get("error", ""))) for x in e.build_log)
@@ -463,8 +515,11 @@ def _tree(folder: Path, prefix: str) -> dict[str, Path]:
 def sdk_files() -> dict[str, Path]:
     """The build context of a Python sample bot: protocol/, sample_bots/ and
     referee/game/ (with an empty referee/__init__.py)."""
-    files = {**_tree(ROOT / "protocol", "protocol"), **_tree(ROOT / "sample_bots", "sample_bots"),
-             **_tree(ROOT / "referee" / "game", "referee/game")}
+    files = {
+        **_tree(ROOT / "protocol", "protocol"),
+        **_tree(ROOT / "sample_bots", "sample_bots"),
+        **_tree(ROOT / "referee" / "game", "referee/game"),
+    }
     files = {k: v for k, v in files.items() if not k.startswith("sample_bots/node/")}
     files["referee/__init__.py"] = ROOT / "referee" / "__init__.py"
     return files
@@ -475,9 +530,15 @@ def bot_image_tag(bot: str, instance: Instance | None = None) -> str:
     return (instance or current()).bot_tag(bot)
 
 
-def build_bot_image(bot: str, client: DockerClient | None = None, *,
-                    base: str | None = None, force: bool = False, log: Log | None = None,
-                    instance: Instance | None = None) -> str:
+def build_bot_image(
+    bot: str,
+    client: DockerClient | None = None,
+    *,
+    base: str | None = None,
+    force: bool = False,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> str:
     """The image of sample bot `bot` (``greedy``, ``random``, ``tactician``,
     ``searcher`` or ``node``), built FROM the instance's base image (made first
     when missing; `base`: another image, by tag or id) with
@@ -487,22 +548,52 @@ def build_bot_image(bot: str, client: DockerClient | None = None, *,
     inst = instance or current()
     tag = inst.bot_tag(bot)
     if bot == "node":
-        base_id = build_node_base_image(client, log=log, instance=inst) if base is None else \
-            str(client.images.get(base).id)
+        base_id = (
+            build_node_base_image(client, log=log, instance=inst)
+            if base is None
+            else str(client.images.get(base).id)
+        )
         files: dict[str, Path | bytes] = {"sample_bots/node/bot.js": ROOT / "sample_bots" / "node" / "bot.js"}
-        build_image(client, tag, (DOCKER_DIR / "bot-node.Dockerfile").read_text(), files,
-                    buildargs={"BASE": base_id}, base_id=base_id, force=force, log=log, instance=inst)
+        build_image(
+            client,
+            tag,
+            (DOCKER_DIR / "bot-node.Dockerfile").read_text(),
+            files,
+            buildargs={"BASE": base_id},
+            base_id=base_id,
+            force=force,
+            log=log,
+            instance=inst,
+        )
         return tag
-    base_id = build_base_image(client, log=log, instance=inst) if base is None else \
-        str(client.images.get(base).id)
-    files = {**sdk_files(), **_tree(ROOT / "starter_kits" / "python", "starter_kits/python")}  # the template's bot/
-    build_image(client, tag, (DOCKER_DIR / "bot-python.Dockerfile").read_text(), files,
-                buildargs={"BASE": base_id, "BOT": bot}, base_id=base_id, force=force, log=log, instance=inst)
+    base_id = (
+        build_base_image(client, log=log, instance=inst) if base is None else str(client.images.get(base).id)
+    )
+    files = {
+        **sdk_files(),
+        **_tree(ROOT / "starter_kits" / "python", "starter_kits/python"),
+    }  # the template's bot/
+    build_image(
+        client,
+        tag,
+        (DOCKER_DIR / "bot-python.Dockerfile").read_text(),
+        files,
+        buildargs={"BASE": base_id, "BOT": bot},
+        base_id=base_id,
+        force=force,
+        log=log,
+        instance=inst,
+    )
     return tag
 
 
-def ensure_sample_images(bots: Iterable[str] = SAMPLE_BOTS, client: DockerClient | None = None,
-                         *, log: Log | None = None, instance: Instance | None = None) -> dict[str, str]:
+def ensure_sample_images(
+    bots: Iterable[str] = SAMPLE_BOTS,
+    client: DockerClient | None = None,
+    *,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> dict[str, str]:
     """Build (or reuse) the base image and the images of `bots`: {bot: tag}."""
     client = _client(client)
     return {bot: build_bot_image(bot, client, log=log, instance=instance) for bot in bots}
@@ -513,16 +604,24 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m referee.bots.baseimage",
         description="Build the local base image (no registry needed) and the sample bots' images.",
     )
-    parser.add_argument("--bot", action="append", choices=[*SAMPLE_BOTS, "node"],
-                        help="a sample bot to build (repeatable; default: every Python sample bot)")
+    parser.add_argument(
+        "--bot",
+        action="append",
+        choices=[*SAMPLE_BOTS, "node"],
+        help="a sample bot to build (repeatable; default: every Python sample bot)",
+    )
     parser.add_argument("--base-only", action="store_true", help="build only the base image")
     parser.add_argument("--force", action="store_true", help="build even when an up-to-date image exists")
-    parser.add_argument("--print-base", choices=["python", "node"],
-                        help="build (or reuse) only that base image and print its tag alone, for "
-                             "`docker build --build-arg BASE=$(...)`; progress goes to stderr")
+    parser.add_argument(
+        "--print-base",
+        choices=["python", "node"],
+        help="build (or reuse) only that base image and print its tag alone, for "
+        "`docker build --build-arg BASE=$(...)`; progress goes to stderr",
+    )
     args = parser.parse_args(argv)
     client = _client(None)
     if args.print_base:
+
         def progress(line: str) -> None:
             print(line, file=sys.stderr)
 

@@ -80,7 +80,9 @@ BUILT_BY_LABEL: Final = "referee.built-by"
 INPUT_LABEL: Final = "referee.input-sha256"
 #: ``image``, ``python`` or ``node``.
 SOURCE_LABEL: Final = "referee.source"
-_TAG: Final = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_TAG: Final = re.compile(
+    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+)
 CHUNK: Final = 1024 * 1024
 
 
@@ -125,10 +127,17 @@ class BuildLimits(msgspec.Struct, frozen=True, kw_only=True):
 
     def params(self) -> dict[str, Any]:
         """The Engine API's build parameters (the legacy builder) for them."""
-        ulimits = [{"Name": "nproc", "Soft": self.pids, "Hard": self.pids},
-                   {"Name": "fsize", "Soft": self.max_growth_bytes, "Hard": self.max_growth_bytes}]
-        return {"memory": self.memory, "memswap": self.memory, "cpuperiod": 100_000,
-                "cpuquota": max(1000, int(self.cpus * 100_000)), "ulimits": json.dumps(ulimits)}
+        ulimits = [
+            {"Name": "nproc", "Soft": self.pids, "Hard": self.pids},
+            {"Name": "fsize", "Soft": self.max_growth_bytes, "Hard": self.max_growth_bytes},
+        ]
+        return {
+            "memory": self.memory,
+            "memswap": self.memory,
+            "cpuperiod": 100_000,
+            "cpuquota": max(1000, int(self.cpus * 100_000)),
+            "ulimits": json.dumps(ulimits),
+        }
 
 
 class Refused(Exception):
@@ -250,8 +259,14 @@ class DaemonStream:
         try:
             # docker-py's build() and load_image() hide the response, which
             # a deadline must be able to close: the same request, kept.
-            self.response = api._post(api._url(self.path), data=self.body, params=dict(self.params),
-                                      headers=dict(self.headers), stream=True, timeout=None)
+            self.response = api._post(
+                api._url(self.path),
+                data=self.body,
+                params=dict(self.params),
+                headers=dict(self.headers),
+                stream=True,
+                timeout=None,
+            )
             if self.cancelled.is_set():
                 return
             api._raise_for_status(self.response)
@@ -295,16 +310,30 @@ class DaemonStream:
         return None
 
 
-def daemon_build(client: DockerClient, context: IO[bytes], *, tag: str, timeout_s: float, log: BuildLog,
-           step_failed: str = "", limits: BuildLimits | None = None) -> str:
+def daemon_build(
+    client: DockerClient,
+    context: IO[bytes],
+    *,
+    tag: str,
+    timeout_s: float,
+    log: BuildLog,
+    step_failed: str = "",
+    limits: BuildLimits | None = None,
+) -> str:
     """Build `context` (a tar holding the Dockerfile) as `tag`, no network,
     its containers under `limits`; the id. (Labels are in the Dockerfile,
     one LABEL step: the API's labels would make one step each.)
 
     Raises TookTooLong, or Refused with the daemon's message."""
     params = {
-        "t": tag, "q": False, "nocache": False, "rm": True, "forcerm": True, "pull": False,
-        "dockerfile": "Dockerfile", "networkmode": "none",
+        "t": tag,
+        "q": False,
+        "nocache": False,
+        "rm": True,
+        "forcerm": True,
+        "pull": False,
+        "dockerfile": "Dockerfile",
+        "networkmode": "none",
         **(limits or BuildLimits()).params(),
     }
     stream = DaemonStream(client, "/build", params, context, log)
@@ -316,13 +345,18 @@ def daemon_build(client: DockerClient, context: IO[bytes], *, tag: str, timeout_
         if (failed := stream.failure()) is not None:
             if "returned a non-zero code: 137" in failed:  # SIGKILL: the step's memory cap
                 memory = (limits or BuildLimits()).memory
-                raise Refused(f"the build ran out of its {mb(memory)} of memory (compiling the bot's files): "
-                               "a module that big cannot be compiled here; split it or make it smaller")
+                raise Refused(
+                    f"the build ran out of its {mb(memory)} of memory (compiling the bot's files): "
+                    "a module that big cannot be compiled here; split it or make it smaller"
+                )
             if step_failed and "returned a non-zero code" in failed:
                 raise Refused(step_failed)
             raise Refused(f"the build failed: {(failed.splitlines() or [''])[0]}")
-        ids = [str(m["aux"]["ID"]) for m in stream.messages
-               if isinstance(m.get("aux"), dict) and m["aux"].get("ID")]
+        ids = [
+            str(m["aux"]["ID"])
+            for m in stream.messages
+            if isinstance(m.get("aux"), dict) and m["aux"].get("ID")
+        ]
         if not ids:
             raise Refused("the build ended without an image (see the log)")
         return ids[-1]
@@ -338,8 +372,11 @@ def _drop_steps(client: DockerClient, messages: list[dict[str, Any]]) -> None:
     """Remove the images the steps of a failed build left (newest first),
     when untagged and unused: never the image it was built FROM, nor one
     another image or container still needs (the daemon refuses those)."""
-    steps = [m.group(1) for msg in messages
-             if isinstance(text := msg.get("stream"), str) and (m := _STEP.match(text))]
+    steps = [
+        m.group(1)
+        for msg in messages
+        if isinstance(text := msg.get("stream"), str) and (m := _STEP.match(text))
+    ]
     for short in reversed(steps[1:]):  # steps[0]: the FROM image
         drop_untagged(client, short, prune=False)
 
@@ -395,14 +432,14 @@ def image_labels(extra: Mapping[str, str] | None, kind: str, digest: str) -> dic
 
 def label_line(labels: Mapping[str, str]) -> str:
     """One Dockerfile LABEL instruction (quoted: no variable is expanded)."""
+
     def quote(text: str) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
     return "LABEL " + " ".join(f"{quote(k)}={quote(v)}" for k, v in sorted(labels.items()))
 
 
-def remove_image(tag: str, client: DockerClient | None = None, *,
-                 image_id: str | None = None) -> bool:
+def remove_image(tag: str, client: DockerClient | None = None, *, image_id: str | None = None) -> bool:
     """Remove the service's `tag` (a refused or replaced version), never by
     force: the image itself goes only when nothing else names or uses it.
     `image_id`: only when `tag` still names that image. Whether the tag went."""

@@ -134,7 +134,6 @@ from .process import tail_of
 from .socket_folder import FolderWatch, empty_folder, mount_tmpfs, unmount
 from .socket_guard import GuardedHttpBot, SocketGuard
 
-
 __all__ = [
     "ACT_MARK",
     "CONTAINER_SOCKET",
@@ -167,7 +166,7 @@ def _stamp_of(line: bytes) -> tuple[float | None, bytes]:
         at = datetime.fromisoformat(m.group(1).decode()).timestamp()
     except ValueError:
         return None, line
-    return at, line[m.end():]
+    return at, line[m.end() :]
 
 
 class _LogPump(threading.Thread):
@@ -188,14 +187,17 @@ class _LogPump(threading.Thread):
         try:
             with self.path.open("ab") as f:
                 try:
-                    for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True,
-                                                     timestamps=True):
+                    for chunk in self.container.logs(
+                        stream=True, follow=True, stdout=True, stderr=True, timestamps=True
+                    ):
                         if written >= self.cap:
                             continue
                         at, chunk = _stamp_of(chunk)
                         chunk = self.marks.place(at, chunk, at_line_start)
                         if written + len(chunk) > self.cap:
-                            chunk = chunk[: self.cap - written] + b"\n--- log cap reached: the rest is dropped\n"
+                            chunk = (
+                                chunk[: self.cap - written] + b"\n--- log cap reached: the rest is dropped\n"
+                            )
                         if chunk:
                             written += len(chunk)
                             at_line_start = chunk.endswith(b"\n")
@@ -354,8 +356,10 @@ class ContainerBot(ManagedBot):
         if self._stopped_why is not None:
             why = self._stopped_why
         elif st.get("OOMKilled"):
-            why = (f"the container was killed for using more than its memory limit of "
-                   f"{self.limits.memory} (exit code {code})")
+            why = (
+                f"the container was killed for using more than its memory limit of "
+                f"{self.limits.memory} (exit code {code})"
+            )
         else:
             why = f"the container exited with code {code}"
             if st.get("Error"):
@@ -411,8 +415,9 @@ class ContainerBot(ManagedBot):
                 # it to all; the guard still refuses a socket not owned by the bot.
                 os.chmod(folder, 0o777)
         except OSError as e:
-            raise BotError(f"the socket folder {folder} cannot be handed to uid {self.uid}: "
-                           f"{e.strerror or e}") from None
+            raise BotError(
+                f"the socket folder {folder} cannot be handed to uid {self.uid}: {e.strerror or e}"
+            ) from None
 
     def _release_folder(self) -> None:
         """After the last container: empty the folder and unmount it (blocking)."""
@@ -427,8 +432,10 @@ class ContainerBot(ManagedBot):
 
     def _over_cap(self, used: int) -> None:
         """The watchdog's verdict: stop the container, empty the folder (its thread)."""
-        why = (f"the container was stopped for writing more than {self.limits.socket_folder} "
-               f"into its socket folder ({used} bytes or more)")
+        why = (
+            f"the container was stopped for writing more than {self.limits.socket_folder} "
+            f"into its socket folder ({used} bytes or more)"
+        )
         self._stopped_why = why  # what _state says from now on
         container, folder = self._container, self._socket_dir
         if container is not None:
@@ -446,12 +453,19 @@ class ContainerBot(ManagedBot):
         lim = self.limits
         assert self._socket_dir is not None
         user = f"{self.uid}:{self.gid}"
-        env = {"BOT_UNIX": CONTAINER_SOCKET, "HOME": "/tmp", **self.env,
-               OUTPUT_MARKS_ENV: self._marks.new_container()}  # a fresh token: the bot's marks (marks.py)
+        env = {
+            "BOT_UNIX": CONTAINER_SOCKET,
+            "HOME": "/tmp",
+            **self.env,
+            OUTPUT_MARKS_ENV: self._marks.new_container(),
+        }  # a fresh token: the bot's marks (marks.py)
         if self.secret is not None:
             env["BOT_SECRET"] = self.secret.decode() if isinstance(self.secret, bytes) else self.secret
-        command = [part.replace("{unix}", CONTAINER_SOCKET) for part in self.command] \
-            if self.command is not None else None
+        command = (
+            [part.replace("{unix}", CONTAINER_SOCKET) for part in self.command]
+            if self.command is not None
+            else None
+        )
         labels = {
             MANAGED_LABEL: "1",
             "referee.bot": self.name,
@@ -493,8 +507,9 @@ class ContainerBot(ManagedBot):
                 ipc_mode="private",
                 runtime=runtime,
                 volumes={str(self._socket_dir): {"bind": CONTAINER_SOCKET_DIR, "mode": "rw"}},
-                log_config=docker_mod.types.LogConfig(type="json-file",
-                                     config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}),
+                log_config=docker_mod.types.LogConfig(
+                    type="json-file", config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}
+                ),
             )
         except docker_mod.errors.ImageNotFound:
             raise BotError(not_found(self.image)) from None
@@ -503,8 +518,9 @@ class ContainerBot(ManagedBot):
                 raise BotError(not_found(self.image)) from None
             if runtime is not None and "runtime" in str(e.explanation or "").lower():
                 check_runtime(runtime, client, field=where)  # says which runtimes there are
-            raise BotError(f"Docker could not create a container from {self.image!r}: "
-                           f"{e.explanation or e}") from None
+            raise BotError(
+                f"Docker could not create a container from {self.image!r}: {e.explanation or e}"
+            ) from None
         except docker_mod.errors.DockerException as e:
             raise DockerUnavailable(f"the Docker daemon failed: {short_error(e)}") from None
         try:
@@ -512,8 +528,10 @@ class ContainerBot(ManagedBot):
         except docker_mod.errors.DockerException as e:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
-            raise BotError(f"Docker could not start a container from {self.image!r}: "
-                           f"{getattr(e, 'explanation', None) or short_error(e)}") from None
+            raise BotError(
+                f"Docker could not start a container from {self.image!r}: "
+                f"{getattr(e, 'explanation', None) or short_error(e)}"
+            ) from None
         return container
 
     async def _launch(self) -> BotInfo:
@@ -539,15 +557,15 @@ class ContainerBot(ManagedBot):
         self._pump = _LogPump(self._container, self.log_path, parse_size(self.limits.log_limit), self._marks)
         self._pump.start()
         if self.folder_bound == "watchdog":
-            self._watch = FolderWatch(self._socket_dir, parse_size(self.limits.socket_folder),
-                                       self._over_cap)
+            self._watch = FolderWatch(self._socket_dir, parse_size(self.limits.socket_folder), self._over_cap)
             self._watch.start()
         if self._http is None:
             # One HTTP client for the bot's life: the socket path stays the same
             # when a container is started again. Every connection is guarded.
             self._guard = SocketGuard(self._socket_dir / "bot.sock", self.uid)
-            self._http = GuardedHttpBot(self._guard, name=self._name, secret=self.secret,
-                                         max_body=self.max_body)
+            self._http = GuardedHttpBot(
+                self._guard, name=self._name, secret=self.secret, max_body=self.max_body
+            )
         try:
             self.info = await self._wait_ready()
         except BaseException:
@@ -560,9 +578,11 @@ class ContainerBot(ManagedBot):
     async def _wait_ready(self) -> BotInfo:
         return await self._poll_ready(
             self.limits.ready_timeout_s,
-            lambda last: f"on its unix socket (last: {last}); does the image serve HTTP on "
-            f"$BOT_UNIX ({CONTAINER_SOCKET})? The SDK does it by itself; other programs: "
-            "listen on that path",
+            lambda last: (
+                f"on its unix socket (last: {last}); does the image serve HTTP on "
+                f"$BOT_UNIX ({CONTAINER_SOCKET})? The SDK does it by itself; other programs: "
+                "listen on that path"
+            ),
             check_every_s=0.25,
         )
 

@@ -100,15 +100,19 @@ def parse_size(text: str) -> int:
     """``"128m"`` -> 134217728 bytes; ValueError when it is not a size."""
     m = _SIZE.match(str(text))
     if not m:
-        raise ValueError(f"expected a size like \"128m\", \"1g\" or \"512k\", got {text!r}")
+        raise ValueError(f'expected a size like "128m", "1g" or "512k", got {text!r}')
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
     """What is wrong with `limits`: [(field, message)], empty when usable."""
     problems: list[tuple[str, str]] = []
-    for key, minimum in (("memory", 6 * 1024**2), ("tmpfs", 4096), ("log_limit", 1024),
-                         ("socket_folder", 4096)):
+    for key, minimum in (
+        ("memory", 6 * 1024**2),
+        ("tmpfs", 4096),
+        ("log_limit", 1024),
+        ("socket_folder", 4096),
+    ):
         value = getattr(limits, key)
         try:
             size = parse_size(value)
@@ -120,30 +124,43 @@ def check_limits(limits: ContainerLimits) -> list[tuple[str, str]]:
     if not limits.cpus > 0:
         problems.append(("cpus", f"must be more than 0, got {limits.cpus}"))
     if limits.pids < 4:
-        problems.append(("pids", f"must be at least 4 (the init, the bot and its threads), got {limits.pids}"))
+        problems.append(
+            ("pids", f"must be at least 4 (the init, the bot and its threads), got {limits.pids}")
+        )
     if limits.ready_timeout_s <= 0:
-        problems.append(("ready_timeout_s", f"must be a positive number of seconds, got {limits.ready_timeout_s}"))
+        problems.append(
+            ("ready_timeout_s", f"must be a positive number of seconds, got {limits.ready_timeout_s}")
+        )
     if limits.network != "none":
-        problems.append((
-            "network",
-            f"only \"none\" is supported, got {limits.network!r}: Docker publishes no port of an "
-            "internal network (so no 127.0.0.1-only TCP port), and reaching a container at its "
-            "bridge address would let it reach the host as well; container bots talk over a "
-            "unix socket",
-        ))
+        problems.append(
+            (
+                "network",
+                f'only "none" is supported, got {limits.network!r}: Docker publishes no port of an '
+                "internal network (so no 127.0.0.1-only TCP port), and reaching a container at its "
+                "bridge address would let it reach the host as well; container bots talk over a "
+                "unix socket",
+            )
+        )
     if limits.runtime is not None and not RUNTIME_NAME.match(limits.runtime):
-        problems.append(("runtime", f"expected the name of a runtime registered in the Docker daemon "
-                                    f"(\"runsc\" for gVisor), got {limits.runtime!r}"))
+        problems.append(
+            (
+                "runtime",
+                f"expected the name of a runtime registered in the Docker daemon "
+                f'("runsc" for gVisor), got {limits.runtime!r}',
+            )
+        )
     if limits.user is not None:
         if not re.match(r"^\d+(:\d+)?$", limits.user):
             problems.append(("user", f"expected a numeric uid or uid:gid, got {limits.user!r}"))
         elif 0 in _ids(limits.user):
-            problems.append((
-                "user",
-                f"{limits.user!r} names uid or gid 0 (root): a bot never runs as root; leave "
-                f"`user` unset (the referee's uid, or {NOBODY} when the referee is root) or name "
-                "an unprivileged uid:gid",
-            ))
+            problems.append(
+                (
+                    "user",
+                    f"{limits.user!r} names uid or gid 0 (root): a bot never runs as root; leave "
+                    f"`user` unset (the referee's uid, or {NOBODY} when the referee is root) or name "
+                    "an unprivileged uid:gid",
+                )
+            )
     return problems
 
 

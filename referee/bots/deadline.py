@@ -117,9 +117,7 @@ class Deadline:
         self._task.cancel()
 
 
-_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = (
-    weakref.WeakKeyDictionary()
-)
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = weakref.WeakKeyDictionary()
 #: The loop used last and its Deadlines (one loop runs for a long time).
 _last: tuple[asyncio.AbstractEventLoop, Deadlines] | None = None
 

@@ -173,15 +173,15 @@ def check_runtime(runtime: str, client: DockerClient | None = None, *, field: st
     """Raise :class:`BotError` naming `field` when the daemon has no runtime
     `runtime` (with the ones it has and how to register one); blocking."""
     if not RUNTIME_NAME.match(runtime):
-        raise BotError(f"{field}: {runtime!r} is not a runtime's name (\"runsc\" for gVisor)")
+        raise BotError(f'{field}: {runtime!r} is not a runtime\'s name ("runsc" for gVisor)')
     known, default = daemon_runtimes(client)
     if runtime in known:
         return
     raise BotError(
         f"{field}: the Docker daemon has no runtime {runtime!r} (it has: {', '.join(known) or 'none'}; "
-        f"default {default}): register it in the daemon's daemon.json under \"runtimes\" and "
-        "restart the daemon (for gVisor: {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "
-        "[\"--network=none\", \"--host-uds=create\"]}}), or name one it has"
+        f'default {default}): register it in the daemon\'s daemon.json under "runtimes" and '
+        'restart the daemon (for gVisor: {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": '
+        '["--network=none", "--host-uds=create"]}}), or name one it has'
     )
 
 
@@ -223,7 +223,9 @@ def not_found(image: str) -> str:
     )
 
 
-def volume_tmpfs(client: DockerClient, image: str, options: str, *, skip: Sequence[str] = ()) -> dict[str, str]:
+def volume_tmpfs(
+    client: DockerClient, image: str, options: str, *, skip: Sequence[str] = ()
+) -> dict[str, str]:
     """A tmpfs (mounted with `options`) over every ``VOLUME`` the image
     declares, so that none becomes writable host disk (Docker makes an
     anonymous volume under /var/lib/docker/volumes for one not covered);
@@ -244,8 +246,10 @@ def volume_tmpfs(client: DockerClient, image: str, options: str, *, skip: Sequen
     for raw in volumes:
         path = posixpath.normpath(str(raw))
         if not path.startswith("/") or "\0" in path or "," in path or ":" in path:
-            raise BotError(f"image {image!r} declares VOLUME {str(raw)[:200]!r}, which cannot be covered "
-                           "by a tmpfs: remove the VOLUME line from its Dockerfile")
+            raise BotError(
+                f"image {image!r} declares VOLUME {str(raw)[:200]!r}, which cannot be covered "
+                "by a tmpfs: remove the VOLUME line from its Dockerfile"
+            )
         path = "/" + path.lstrip("/")
         if path == "/":
             raise BotError(f"image {image!r} declares VOLUME '/': remove the VOLUME line from its Dockerfile")
@@ -265,8 +269,9 @@ def referee_alive(labels: Mapping[str, str]) -> bool:
     return pid_alive(pid)
 
 
-def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None,
-                   instance: Instance | None = None) -> list[str]:
+def _label_filters(
+    label_filter: Mapping[str, str] | Sequence[str] | str | None, instance: Instance | None = None
+) -> list[str]:
     labels = [f"{MANAGED_LABEL}=1", (instance or current()).label_filter]
     if isinstance(label_filter, str):
         labels.append(label_filter)
@@ -277,8 +282,12 @@ def _label_filters(label_filter: Mapping[str, str] | Sequence[str] | str | None,
     return labels
 
 
-def find_containers(label_filter: Mapping[str, str] | Sequence[str] | str | None = None, *,
-                    client: DockerClient | None = None, instance: Instance | None = None) -> list[Container]:
+def find_containers(
+    label_filter: Mapping[str, str] | Sequence[str] | str | None = None,
+    *,
+    client: DockerClient | None = None,
+    instance: Instance | None = None,
+) -> list[Container]:
     """Containers `instance` (default: the process's) started, running or
     not, that match `label_filter` (``{"referee.out": "/path"}``,
     ``"referee.bot=greedy"`` or a list); blocking. Never another instance's."""
@@ -288,9 +297,13 @@ def find_containers(label_filter: Mapping[str, str] | Sequence[str] | str | None
     return [c for c in found if (c.labels or {}).get(INSTANCE_LABEL) == inst.id]
 
 
-def cleanup_containers(label_filter: Mapping[str, str] | Sequence[str] | str | None = None, *,
-                       orphans_only: bool = False, client: DockerClient | None = None,
-                       instance: Instance | None = None) -> list[str]:
+def cleanup_containers(
+    label_filter: Mapping[str, str] | Sequence[str] | str | None = None,
+    *,
+    orphans_only: bool = False,
+    client: DockerClient | None = None,
+    instance: Instance | None = None,
+) -> list[str]:
     """Remove `instance`'s containers (default: the process's) matching
     `label_filter` (every one labelled ``referee.managed=1`` and
     ``referee.instance=<id>`` when None); their names. `orphans_only`: spare

@@ -37,8 +37,10 @@ class DroppedBot:
         return f"DroppedBot({self._name!r})"
 
     def _fault(self, turn: int) -> ActOutcome:
-        return ActOutcome(fault=Fault(kind="connection", turn=turn,
-                                      detail=f"dropped from this run: {self.reason}"), latency_ms=0.0)
+        return ActOutcome(
+            fault=Fault(kind="connection", turn=turn, detail=f"dropped from this run: {self.reason}"),
+            latency_ms=0.0,
+        )
 
     async def handshake(self, timeout_s: float = 0.0) -> BotInfo:
         raise BotUnreachable(f"{self._name!r} was dropped from this run: {self.reason}")

@@ -175,20 +175,35 @@ class BotFactory:
             from .container import ContainerBot
 
             return ContainerBot(
-                spec.image, out_dir=self.out_dir, name=name,
-                limits=spec.limits or self.limits, secret=spec.secret, command=spec.command,
-                env=spec.env or None, labels=self.labels or None, instance=self.instance,
+                spec.image,
+                out_dir=self.out_dir,
+                name=name,
+                limits=spec.limits or self.limits,
+                secret=spec.secret,
+                command=spec.command,
+                env=spec.env or None,
+                labels=self.labels or None,
+                instance=self.instance,
             )
         if spec.url is not None:
             # unix-socket and pinned bots own their sessions (see HttpBot)
             own = spec.url.startswith("unix:") or spec.address is not None
-            return HttpBot(spec.url, name=name, secret=spec.secret,
-                           session=None if own else self.session, address=spec.address)
+            return HttpBot(
+                spec.url,
+                name=name,
+                secret=spec.secret,
+                session=None if own else self.session,
+                address=spec.address,
+            )
         assert spec.command is not None
         base = self.base_dir if self.base_dir is not None else Path.cwd()
         return CommandBot(
-            spec.command, log_dir=self.log_dir, name=name, secret=spec.secret,
-            session=self.session, env=spec.env or None,
+            spec.command,
+            log_dir=self.log_dir,
+            name=name,
+            secret=spec.secret,
+            session=self.session,
+            env=spec.env or None,
             cwd=(base / spec.cwd) if spec.cwd else (base if self.base_dir is not None else None),
         )
 
@@ -200,9 +215,18 @@ class BotFactory:
         pinned = self.pinned.get(spec.image)
         if pinned is None:
             raise ValueError(f"bot {spec.name!r}: its image {spec.image!r} was not prepared (pinned) first")
-        seat = seat_of(spec.name, pinned, limits=spec.limits or self.limits or ContainerLimits(),
-                       secret=spec.secret, command=spec.command, env=dict(spec.env), labels=self.labels,
-                       fresh=spec.fresh_process, instance=self.instance.id, out_dir=str(self.out_dir.resolve()))
+        seat = seat_of(
+            spec.name,
+            pinned,
+            limits=spec.limits or self.limits or ContainerLimits(),
+            secret=spec.secret,
+            command=spec.command,
+            env=dict(spec.env),
+            labels=self.labels,
+            fresh=spec.fresh_process,
+            instance=self.instance.id,
+            out_dir=str(self.out_dir.resolve()),
+        )
         return NodeBot(seat, self.nodes)
 
     async def prepare(self, spec: BotSpec) -> list[str]:
@@ -245,7 +269,9 @@ class BotFactory:
             if image.startswith("sha256:"):
                 self.instance.ensure_tagged(client, image)
             return cleanup_containers(
-                {"referee.out": out, "referee.bot": spec.name}, orphans_only=True, client=client,
+                {"referee.out": out, "referee.bot": spec.name},
+                orphans_only=True,
+                client=client,
                 instance=self.instance,
             )
 

@@ -130,7 +130,9 @@ def make_session(
         connector = aiohttp.UnixConnector(path=unix_socket, limit=connections_per_bot)
     elif pins is not None:
         connector = aiohttp.TCPConnector(
-            limit=0, limit_per_host=connections_per_bot, resolver=PinnedResolver(pins),
+            limit=0,
+            limit_per_host=connections_per_bot,
+            resolver=PinnedResolver(pins),
             use_dns_cache=False,
         )
     else:
@@ -265,9 +267,7 @@ class HttpBot(ActsOnBytes):
         self._plain = {"Content-Type": "application/json"}
 
     @staticmethod
-    def _pin(
-        base: URL, address: str, unix_socket: str | None, session: aiohttp.ClientSession | None
-    ) -> str:
+    def _pin(base: URL, address: str, unix_socket: str | None, session: aiohttp.ClientSession | None) -> str:
         if unix_socket is not None:
             raise ValueError("a bot on a unix socket has no address to pin")
         if session is not None:
@@ -316,9 +316,7 @@ class HttpBot(ActsOnBytes):
         if self._session is None or self._session.closed:
             if not self._own_session:
                 raise RuntimeError("the shared client session has been closed")
-            self._session = make_session(
-                self.connections, unix_socket=self.unix_socket, pins=self._pins
-            )
+            self._session = make_session(self.connections, unix_socket=self.unix_socket, pins=self._pins)
         return self._session
 
     def _headers(self, body: bytes) -> dict[str, str]:
@@ -326,9 +324,7 @@ class HttpBot(ActsOnBytes):
             return self._plain
         return {"Content-Type": "application/json", HEADER: sign(self.secret, body)}
 
-    async def _exchange(
-        self, method: str, url: URL, body: bytes | None, cap: int
-    ) -> tuple[int, str, bytes]:
+    async def _exchange(self, method: str, url: URL, body: bytes | None, cap: int) -> tuple[int, str, bytes]:
         """One request: (status, reason, body). The body is read only for a 2xx answer."""
         session = self._session
         if session is None or session.closed:
@@ -368,21 +364,16 @@ class HttpBot(ActsOnBytes):
         where = f"{self.url}" + (f" (unix socket {self.unix_socket})" if self.unix_socket else "")
         try:
             async with deadline(timeout_s):
-                status, reason, data = await self._exchange(
-                    "GET", self._root, None, self.max_body
-                )
+                status, reason, data = await self._exchange("GET", self._root, None, self.max_body)
         except TimeoutError:
-            raise BotUnreachable(
-                f"{where}: GET / got no answer within {timeout_s * 1000:.0f} ms"
-            ) from None
+            raise BotUnreachable(f"{where}: GET / got no answer within {timeout_s * 1000:.0f} ms") from None
         except _TooLarge as e:
             raise BotError(f"{where}: GET / {e}") from None
         except Exception as e:
             raise BotUnreachable(f"{where}: GET / failed: {describe(e)}") from None
         if status != 200:
             raise BotError(
-                f"{where}: GET / answered HTTP {status} {_clip(reason)}; it must answer 200 "
-                f"with {INFO_SHAPE}"
+                f"{where}: GET / answered HTTP {status} {_clip(reason)}; it must answer 200 with {INFO_SHAPE}"
             )
         try:
             info = decode_bot_info(data)
@@ -402,9 +393,7 @@ class HttpBot(ActsOnBytes):
         start = time.perf_counter()
         try:
             async with deadline(timeout_s):
-                status, reason, _ = await self._exchange(
-                    "POST", self._paths[path], body, self.max_body
-                )
+                status, reason, _ = await self._exchange("POST", self._paths[path], body, self.max_body)
         except TimeoutError:
             elapsed = (time.perf_counter() - start) * 1000
             return Fault(
@@ -434,21 +423,19 @@ class HttpBot(ActsOnBytes):
     async def endpoint(self) -> Endpoint:
         """The URL, secret and pinned address: a worker in another process
         connects to that address too, never resolving the name again."""
-        return Endpoint(f"unix:{self.unix_socket}" if self.unix_socket else self.url,
-                        self.secret.decode() if isinstance(self.secret, bytes) else self.secret,
-                        self.address)
+        return Endpoint(
+            f"unix:{self.unix_socket}" if self.unix_socket else self.url,
+            self.secret.decode() if isinstance(self.secret, bytes) else self.secret,
+            self.address,
+        )
 
-    async def act_bytes(
-        self, body: bytes, request_id: str, turn: int, deadline_s: float
-    ) -> ActOutcome:
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
         """``POST /act`` with an encoded request `body` (for compliance checks
         that send what the Structs cannot express); as :meth:`act`."""
         start = time.perf_counter()
         try:
             async with deadline(deadline_s):
-                status, reason, data = await self._exchange(
-                    "POST", self._paths["act"], body, self.max_body
-                )
+                status, reason, data = await self._exchange("POST", self._paths["act"], body, self.max_body)
         except TimeoutError:
             elapsed = (time.perf_counter() - start) * 1000
             limit = deadline_s * 1000
@@ -485,7 +472,5 @@ class HttpBot(ActsOnBytes):
         try:
             reply = decode_reply(data, request_id)
         except ProtocolError as e:
-            return ActOutcome(
-                fault=Fault(kind=e.kind, turn=turn, detail=e.message), latency_ms=latency
-            )
+            return ActOutcome(fault=Fault(kind=e.kind, turn=turn, detail=e.message), latency_ms=latency)
         return ActOutcome(reply=reply, latency_ms=latency)

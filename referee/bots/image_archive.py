@@ -106,13 +106,17 @@ def _resolve(members: Mapping[str, archives.Entry], name: str, what: str) -> arc
     """The regular file `name` refers to (following symlinks inside the archive)."""
     path = clean_member_path(name)
     if path is None:
-        raise Refused(f"manifest.json names {what} {name!r}, not a plain path inside the archive: "
-                       "upload the file docker save writes, unchanged")
+        raise Refused(
+            f"manifest.json names {what} {name!r}, not a plain path inside the archive: "
+            "upload the file docker save writes, unchanged"
+        )
     for _ in range(8):
         info = members.get(path)
         if info is None:
-            raise Refused(f"{what} {name!r} is missing from the archive: it is incomplete or was "
-                           "edited; upload the file `docker save IMAGE -o bot.tar` writes")
+            raise Refused(
+                f"{what} {name!r} is missing from the archive: it is incomplete or was "
+                "edited; upload the file `docker save IMAGE -o bot.tar` writes"
+            )
         if info.isreg():
             return info
         if not info.issym():
@@ -148,11 +152,14 @@ def _index(f: IO[bytes], size: int) -> dict[str, archives.Entry]:
     members: dict[str, archives.Entry] = {}
     for count, info in enumerate(archives.entries(archives.FileRegion(f, 0, size)), 1):
         if count > MAX_ARCHIVE_ENTRIES:
-            raise Refused(f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: "
-                           "not a docker save archive")
+            raise Refused(
+                f"the archive holds more than {MAX_ARCHIVE_ENTRIES} entries: not a docker save archive"
+            )
         if info.sparse:
-            raise Refused("the archive holds a sparse file: upload the file `docker save IMAGE -o bot.tar` "
-                           "writes, unchanged")
+            raise Refused(
+                "the archive holds a sparse file: upload the file `docker save IMAGE -o bot.tar` "
+                "writes, unchanged"
+            )
         if len(info.name) <= 1024 and (name := clean_member_path(info.name)) is not None:
             members[name] = info
     return members
@@ -162,8 +169,9 @@ def _volumes(image_config: _ImageConfig) -> list[str]:
     return sorted(str(v) for v in image_config.volumes or {})
 
 
-def _clean_archive(f: IO[bytes], files: list[tuple[str, archives.Entry | bytes]],
-                   cancelled: threading.Event) -> Iterator[bytes]:
+def _clean_archive(
+    f: IO[bytes], files: list[tuple[str, archives.Entry | bytes]], cancelled: threading.Event
+) -> Iterator[bytes]:
     """The copy the daemon gets, as a stream: `files` (name, member of the
     archive `f` or bytes) and nothing else."""
     for name, src in files:
@@ -217,20 +225,32 @@ def load_image_archive(
     def result(image_id: str | None, reason: str | None) -> BuildResult:
         if reason is not None:
             log.line(f"REFUSED: {reason}")
-        return BuildResult(ok=reason is None, image_id=image_id, tag=tag, kind="image", log=log.text(),
-                           reason=reason, seconds=time.perf_counter() - t0, input_sha256=digest,
-                           parent_id=parent)
+        return BuildResult(
+            ok=reason is None,
+            image_id=image_id,
+            tag=tag,
+            kind="image",
+            log=log.text(),
+            reason=reason,
+            seconds=time.perf_counter() - t0,
+            input_sha256=digest,
+            parent_id=parent,
+        )
 
     try:
         size = file.stat().st_size
         if size > max_bytes:
-            raise Refused(f"the image archive is {mb(size)}, more than the limit of {mb(max_bytes)}: "
-                           "make the image smaller (fewer files, no build tools or caches)")
+            raise Refused(
+                f"the image archive is {mb(size)}, more than the limit of {mb(max_bytes)}: "
+                "make the image smaller (fewer files, no build tools or caches)"
+            )
         with file.open("rb") as f:
             magic = f.read(512)
         if magic[:2] == b"\x1f\x8b":
-            raise Refused("the image archive is gzip-compressed: upload the plain tar that "
-                           "`docker save IMAGE -o bot.tar` writes")
+            raise Refused(
+                "the image archive is gzip-compressed: upload the plain tar that "
+                "`docker save IMAGE -o bot.tar` writes"
+            )
         digest = file_sha256(file)
         ours = image_labels(labels, "image", digest)
         log.line(f"archive: {mb(size)}, sha256 {digest}")
@@ -241,28 +261,35 @@ def load_image_archive(
                 members = _index(tar, size)
             except archives.Refused as e:
                 if not archives.is_tar_header(magic):
-                    raise Refused("not a tar archive: upload the file `docker save IMAGE -o bot.tar` "
-                                   "writes") from None
+                    raise Refused(
+                        "not a tar archive: upload the file `docker save IMAGE -o bot.tar` writes"
+                    ) from None
                 raise Refused(str(e)) from None
             if "manifest.json" not in members or not members["manifest.json"].isreg():
                 hint = " (an old docker save format)" if "repositories" in members else ""
-                raise Refused(f"the archive has no manifest.json{hint}: upload the file "
-                               "`docker save IMAGE -o bot.tar` writes (Docker 1.10 or newer)")
+                raise Refused(
+                    f"the archive has no manifest.json{hint}: upload the file "
+                    "`docker save IMAGE -o bot.tar` writes (Docker 1.10 or newer)"
+                )
             raw_manifest = _read_member(tar, members["manifest.json"], 1024**2, "manifest.json")
             try:
                 manifest = msgspec.json.decode(raw_manifest, type=list[_Manifest])
             except msgspec.DecodeError as e:
                 raise Refused(f"manifest.json is not a docker save manifest ({e})") from None
             if len(manifest) != 1:
-                raise Refused(f"the archive holds {len(manifest)} images; save exactly one: "
-                               "`docker save IMAGE -o bot.tar` with a single image name")
+                raise Refused(
+                    f"the archive holds {len(manifest)} images; save exactly one: "
+                    "`docker save IMAGE -o bot.tar` with a single image name"
+                )
             entry = manifest[0]
             log.line(f"its own names, ignored: {', '.join(entry.RepoTags or []) or 'none'}")
             if not entry.Layers:
                 raise Refused("the image has no layers: save a real image")
             if len(entry.Layers) > MAX_LAYERS:
-                raise Refused(f"the image has {len(entry.Layers)} layers, more than {MAX_LAYERS}: "
-                               "build it with fewer steps (or squash it)")
+                raise Refused(
+                    f"the image has {len(entry.Layers)} layers, more than {MAX_LAYERS}: "
+                    "build it with fewer steps (or squash it)"
+                )
             config_info = _resolve(members, entry.Config, "the image config")
             config_bytes = _read_member(tar, config_info, 8 * 1024**2, "the image config")
             try:
@@ -270,23 +297,31 @@ def load_image_archive(
             except msgspec.DecodeError as e:
                 raise Refused(f"the image config is not valid ({e})") from None
             if config.rootfs.type != "layers" or len(config.rootfs.diff_ids) != len(entry.Layers):
-                raise Refused(f"the image config lists {len(config.rootfs.diff_ids)} layers but "
-                               f"manifest.json {len(entry.Layers)}: the archive was edited; save it again")
+                raise Refused(
+                    f"the image config lists {len(config.rootfs.diff_ids)} layers but "
+                    f"manifest.json {len(entry.Layers)}: the archive was edited; save it again"
+                )
             image_config = config.config or _ImageConfig()
             if image_config.on_build:
-                raise Refused("the image has ONBUILD triggers, which would run here: "
-                               "remove the ONBUILD lines from its Dockerfile")
+                raise Refused(
+                    "the image has ONBUILD triggers, which would run here: "
+                    "remove the ONBUILD lines from its Dockerfile"
+                )
             if volumes := _volumes(image_config):
                 shown = ", ".join(repr(v[:200]) for v in volumes[:5]) + (" ..." if len(volumes) > 5 else "")
-                raise Refused(f"the image declares VOLUME {shown}: a bot may not write to the server's "
-                               "disk; remove the VOLUME line from its Dockerfile (or build FROM a base "
-                               "without one) and write to /tmp, the bot's only writable folder")
+                raise Refused(
+                    f"the image declares VOLUME {shown}: a bot may not write to the server's "
+                    "disk; remove the VOLUME line from its Dockerfile (or build FROM a base "
+                    "without one) and write to /tmp, the bot's only writable folder"
+                )
             os_name, arch = _daemon_platform(client)
             if config.os and os_name and config.os != os_name:
                 raise Refused(f"the image is for {config.os}, this server runs {os_name} images")
             if config.architecture and arch and config.architecture != arch:
-                raise Refused(f"the image is for {config.architecture} CPUs, this server runs {arch}: "
-                               f"build it with --platform {os_name or 'linux'}/{arch}")
+                raise Refused(
+                    f"the image is for {config.architecture} CPUs, this server runs {arch}: "
+                    f"build it with --platform {os_name or 'linux'}/{arch}"
+                )
             files: list[tuple[str, archives.Entry | bytes]] = []
             config_name = clean_member_path(entry.Config)
             assert config_name is not None
@@ -303,22 +338,33 @@ def load_image_archive(
                 layers.append((f"layer {i}", info))
             t_count = time.perf_counter()
             try:
-                counts = archives.count_layers(tar, layers, max_unpacked, deadline=time.monotonic()
-                                               + deadline - t_count)
+                counts = archives.count_layers(
+                    tar, layers, max_unpacked, deadline=time.monotonic() + deadline - t_count
+                )
             except archives.Refused as e:
                 raise Refused(str(e)) from None
             except archives.OutOfTime:
                 raise TookTooLong() from None
-            log.line(f"layers: {mb(sum(c.unpacked for c in counts))} unpacked in all (the limit: "
-                     f"{mb(max_unpacked)}), {sum(c.files for c in counts)} entries, "
-                     f"{'/'.join(sorted({c.kind for c in counts}))}; counted in {time.perf_counter() - t_count:.1f} s")
+            log.line(
+                f"layers: {mb(sum(c.unpacked for c in counts))} unpacked in all (the limit: "
+                f"{mb(max_unpacked)}), {sum(c.files for c in counts)} entries, "
+                f"{'/'.join(sorted({c.kind for c in counts}))}; counted in {time.perf_counter() - t_count:.1f} s"
+            )
             clean = msgspec.json.encode([{"Config": config_name, "RepoTags": None, "Layers": layer_names}])
             files.insert(0, ("manifest.json", clean))
             parent = "sha256:" + hashlib.sha256(config_bytes).hexdigest()
-            log.line(f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}; "
-                     f"checked in {time.perf_counter() - t0:.1f} s")
-            stream = DaemonStream(client, "/images/load", {"quiet": True}, None, log,
-                             headers={"Content-Type": "application/x-tar"})
+            log.line(
+                f"image {parent}: {len(layer_names)} layers, {config.os}/{config.architecture}; "
+                f"checked in {time.perf_counter() - t0:.1f} s"
+            )
+            stream = DaemonStream(
+                client,
+                "/images/load",
+                {"quiet": True},
+                None,
+                log,
+                headers={"Content-Type": "application/x-tar"},
+            )
             stream.body = _clean_archive(tar, files, stream.cancelled)
             try:
                 stream.run(deadline - time.perf_counter())
@@ -326,8 +372,11 @@ def load_image_archive(
                 raise Refused(f"the Docker daemon refused the archive: {daemon_message(e)}") from None
             if (failed := stream.failure()) is not None:
                 raise Refused(f"the Docker daemon refused the archive: {failed}")
-        loaded = [m["stream"].split("Loaded image ID:", 1)[1].strip() for m in stream.messages
-                  if "Loaded image ID:" in str(m.get("stream", ""))]
+        loaded = [
+            m["stream"].split("Loaded image ID:", 1)[1].strip()
+            for m in stream.messages
+            if "Loaded image ID:" in str(m.get("stream", ""))
+        ]
         if loaded and loaded[-1] != parent:  # another image store's ids (containerd)
             parent = loaded[-1]
         errors = docker_errors()
@@ -338,13 +387,18 @@ def load_image_archive(
         for key in image_config.labels or {}:
             if key.startswith("referee.") and key not in ours:
                 if not LABEL_KEY.match(key):
-                    raise Refused(f"the image carries a label {key[:80]!r} in the service's referee.* "
-                                   "names: remove it")
+                    raise Refused(
+                        f"the image carries a label {key[:80]!r} in the service's referee.* names: remove it"
+                    )
                 ours[key] = ""  # a team's own referee.* labels never pass for the service's
         context = io.BytesIO()
         dockerfile = f"FROM {parent}\n{label_line(ours)}\n".encode()
-        context.write(tar_header("Dockerfile", len(dockerfile)) + dockerfile + tar_padding(len(dockerfile))
-                      + b"\0" * (2 * tarfile.BLOCKSIZE))
+        context.write(
+            tar_header("Dockerfile", len(dockerfile))
+            + dockerfile
+            + tar_padding(len(dockerfile))
+            + b"\0" * (2 * tarfile.BLOCKSIZE)
+        )
         context.seek(0)
         log.line("labelling it:")
         image_id = daemon_build(client, context, tag=tag, timeout_s=deadline - time.perf_counter(), log=log)

@@ -71,8 +71,7 @@ DockerClient = Any
 def check_instance_id(text: str) -> str:
     """`text` when it is a usable instance id (1-20 of a-z, 0-9); ValueError saying what to do."""
     if not _ID.match(text):
-        raise ValueError(f"not an instance id: {text!r} (1 to 20 lowercase letters and digits, "
-                         "e.g. 'lab2')")
+        raise ValueError(f"not an instance id: {text!r} (1 to 20 lowercase letters and digits, e.g. 'lab2')")
     return text
 
 
@@ -160,8 +159,9 @@ class Instance:
     def owns_tag(self, tag: str) -> bool:
         """Whether `tag` is one of this instance's names."""
         repository, _, version = tag.rpartition(":")
-        return (version == self.id and repository.startswith("referee-")) \
-            or repository.startswith(self.container_prefix)
+        return (version == self.id and repository.startswith("referee-")) or repository.startswith(
+            self.container_prefix
+        )
 
     # ------------------------------------------------------------ pins
 

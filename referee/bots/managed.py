@@ -20,7 +20,6 @@ from .base import ActOutcome, ActsOnBytes, BotError, BotUnreachable, Endpoint, d
 from .clock import HANDSHAKE_S
 from .http import HttpBot
 
-
 #: The line that starts each game's part of a bot's log (then the game id).
 GAME_MARK: Final = "--- game "
 
@@ -98,9 +97,9 @@ class ManagedBot(ActsOnBytes):
                     raise BotError(await self._why(died))
             left = deadline - time.monotonic()
             if left <= 0:
-                raise BotError(await self._why(
-                    f"did not answer GET / within {timeout_s:.1f} s {missing(last)}"
-                ))
+                raise BotError(
+                    await self._why(f"did not answer GET / within {timeout_s:.1f} s {missing(last)}")
+                )
             if self._may_answer():
                 try:
                     return await self._http.handshake(min(left, HANDSHAKE_S))
@@ -162,9 +161,7 @@ class ManagedBot(ActsOnBytes):
         assert self._http is not None
         return await self._explain(await self._http.start(message, timeout_s))
 
-    async def act_bytes(
-        self, body: bytes, request_id: str, turn: int, deadline_s: float
-    ) -> ActOutcome:
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
         http = self._http
         if http is None or not self._attached():
             return ActOutcome(

@@ -64,8 +64,9 @@ def without_marks(text: str) -> str:
     lines (for quoting the bot's own output)."""
     if ACT_MARK not in text and DONE_MARK not in text:
         return text
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not line.startswith((ACT_MARK, DONE_MARK)))
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not line.startswith((ACT_MARK, DONE_MARK))
+    )
 
 
 class OutputMarks:
@@ -100,7 +101,7 @@ class OutputMarks:
         """A mark made now: a game's (`game`) or a request's, its line `text`."""
         self.pending.append((time.time(), game, text.encode()))
         if not game and text.startswith(ACT_MARK):
-            request_id, _, turn = text[len(ACT_MARK):].strip().partition(" ")
+            request_id, _, turn = text[len(ACT_MARK) :].strip().partition(" ")
             if turn.isdigit():
                 with self._lock:
                     self._sent[request_id] = int(turn)
@@ -192,7 +193,7 @@ class OutputMarks:
                 mark(games + ([act] if act is not None else []))
         for line in chunk.splitlines(keepends=True):
             i = line.find(prefix) if prefix else -1
-            written = self._bot_mark(line[i + len(prefix):]) if i >= 0 else None
+            written = self._bot_mark(line[i + len(prefix) :]) if i >= 0 else None
             if written is not None:
                 before = line[:i]
                 if before:

@@ -96,8 +96,7 @@ _FIX_NETWORK: Final = (
 )
 _FIX_NEVER: Final = "no bot can be there; give the address of the machine the bot runs on"
 _FIX_SELF: Final = (
-    "bots must run on another machine (this server's addresses are refused even "
-    "inside --bot-networks)"
+    "bots must run on another machine (this server's addresses are refused even inside --bot-networks)"
 )
 _FIX_SERVICE: Final = "that is the referee service itself; give the address of your bot"
 
@@ -292,8 +291,10 @@ class AddressPolicy:
         before a run that a pinned address is still acceptable)."""
         refused = self.refusal(address, port)
         if refused is not None:
-            raise AddressRefused(f"{canonical(address)}:{port} is {refused.what}: {refused.fix}",
-                                 f"{canonical(address)} is {refused.what}")
+            raise AddressRefused(
+                f"{canonical(address)}:{port} is {refused.what}: {refused.fix}",
+                f"{canonical(address)} is {refused.what}",
+            )
 
 
 def parse_networks(text: str) -> tuple[IPNetwork, ...]:
@@ -513,15 +514,17 @@ def check_url(url: str) -> ParsedURL:
     authority, tail = rest[:end], rest[end:]
     if "@" in authority:
         raise _malformed(
-            url, "must not contain a user name or password ('user:password@'): give only "
-            "the host and port; to authenticate the referee, give a secret with the submission"
+            url,
+            "must not contain a user name or password ('user:password@'): give only "
+            "the host and port; to authenticate the referee, give a secret with the submission",
         )
     if "#" in tail:
         raise _malformed(url, "must not have a fragment ('#...'): remove it")
     if "?" in tail:
         raise _malformed(
-            url, "must not have a query ('?...'): give the bot's base URL; "
-            "the referee adds /start, /act and /end to it"
+            url,
+            "must not have a query ('?...'): give the bot's base URL; "
+            "the referee adds /start, /act and /end to it",
         )
     path = tail
     host, port_text = _split_authority(url, authority)
@@ -539,7 +542,9 @@ def check_url(url: str) -> ParsedURL:
         if "%" in host:
             raise _malformed(url, "must not percent-encode the host ('%'): write the name as it is")
         if not host:
-            raise _malformed(url, f"has no host: give the name or address of the bot's machine, like {_EXAMPLE}")
+            raise _malformed(
+                url, f"has no host: give the name or address of the bot's machine, like {_EXAMPLE}"
+            )
         host = _check_name(url, host)
         try:
             literal = str(ipaddress.IPv4Address(host))
@@ -557,8 +562,7 @@ def check_url(url: str) -> ParsedURL:
         normal = str(URL(f"{scheme}://{shown_host}{shown_port}{path}".rstrip("/")))
     except ValueError as e:
         raise _malformed(url, f"is not a valid URL ({e})") from None
-    return ParsedURL(url=normal, scheme=scheme, host=host, port=port, path=path.rstrip("/"),
-                     literal=literal)
+    return ParsedURL(url=normal, scheme=scheme, host=host, port=port, path=path.rstrip("/"), literal=literal)
 
 
 def _split_authority(url: str, authority: str) -> tuple[str, str | None]:
@@ -566,7 +570,9 @@ def _split_authority(url: str, authority: str) -> tuple[str, str | None]:
     if authority.startswith("["):
         close = authority.find("]")
         if close == -1:
-            raise _malformed(url, "has '[' without ']': an IPv6 address goes in brackets, like http://[2001:db8::5]:8001")
+            raise _malformed(
+                url, "has '[' without ']': an IPv6 address goes in brackets, like http://[2001:db8::5]:8001"
+            )
         host, after = authority[1:close], authority[close + 1 :]
         if after and not after.startswith(":"):
             raise _malformed(url, "after ']' comes the port (':8001') or the path ('/')")
@@ -591,8 +597,9 @@ def _check_name(url: str, host: str) -> str:
     labels = name[:-1].split(".") if name.endswith(".") else name.split(".")
     if not all(_LABEL.fullmatch(label) for label in labels):
         raise _malformed(
-            url, f"the host {host!r} is not a valid name: letters, digits and '-' "
-            "separated by dots, or an IP address"
+            url,
+            f"the host {host!r} is not a valid name: letters, digits and '-' "
+            "separated by dots, or an IP address",
         )
     if _NUMERIC_LABEL.fullmatch(labels[-1]):
         try:
@@ -601,8 +608,9 @@ def _check_name(url: str, host: str) -> str:
         except ValueError:
             pass
         raise _malformed(
-            url, f"the host {host!r} reads as an IPv4 address in an unusual form: write "
-            "the address as four decimal numbers, like 192.168.1.20"
+            url,
+            f"the host {host!r} reads as an IPv4 address in an unusual form: write "
+            "the address as four decimal numbers, like 192.168.1.20",
         )
     return name
 
@@ -646,10 +654,16 @@ async def admit_url(
             subject = f"{ip} is"
         else:
             subject = f"{parsed.host} resolves to {ip},"
-        raise AddressRefused(f"{parsed.url!r} is refused: {subject} {refused.what}: {refused.fix}",
-                             f"{subject} {refused.what}")
-    return PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port, address=str(unique[0]),
-                     addresses=tuple(str(a) for a in unique))
+        raise AddressRefused(
+            f"{parsed.url!r} is refused: {subject} {refused.what}: {refused.fix}", f"{subject} {refused.what}"
+        )
+    return PinnedURL(
+        url=parsed.url,
+        host=parsed.host,
+        port=parsed.port,
+        address=str(unique[0]),
+        addresses=tuple(str(a) for a in unique),
+    )
 
 
 async def _resolve(parsed: ParsedURL, resolve: Resolve, timeout_s: float) -> list[IPAddress]:

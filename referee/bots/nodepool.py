@@ -89,16 +89,36 @@ class ImageSeat(msgspec.Struct, frozen=True, kw_only=True):
         return hashlib.sha256(msgspec.msgpack.encode(self)).hexdigest()[:16]
 
 
-def seat_of(name: str, image: PinnedImage, *, limits: ContainerLimits, secret: str | None,
-            command: list[str] | None, env: dict[str, str], labels: dict[str, str], fresh: bool,
-            instance: str, out_dir: str) -> ImageSeat:
+def seat_of(
+    name: str,
+    image: PinnedImage,
+    *,
+    limits: ContainerLimits,
+    secret: str | None,
+    command: list[str] | None,
+    env: dict[str, str],
+    labels: dict[str, str],
+    fresh: bool,
+    instance: str,
+    out_dir: str,
+) -> ImageSeat:
     """The seat of an image bot, its runtime the one this process would use
     (``--runtime`` over the limits', :func:`~referee.bots.container.effective_runtime`)."""
     runtime, _ = effective_runtime(limits)
     if runtime != limits.runtime:
         limits = msgspec.structs.replace(limits, runtime=runtime)
-    return ImageSeat(name=name, image=image, limits=limits, secret=secret, command=command, env=env,
-                     labels=labels, fresh=fresh, instance=instance, out_dir=out_dir)
+    return ImageSeat(
+        name=name,
+        image=image,
+        limits=limits,
+        secret=secret,
+        command=command,
+        env=env,
+        labels=labels,
+        fresh=fresh,
+        instance=instance,
+        out_dir=out_dir,
+    )
 
 
 # ------------------------------------------------------------ the coordinator's side
@@ -141,8 +161,10 @@ class NodeBot:
         return f"NodeBot({self.seat.name!r}, image={self.seat.image.image_id[:19]})"
 
     def _elsewhere(self) -> BotError:
-        return BotError(f"bot {self.seat.name!r} plays on the cluster's nodes: its games go through the "
-                        "executor, not through this process")
+        return BotError(
+            f"bot {self.seat.name!r} plays on the cluster's nodes: its games go through the "
+            "executor, not through this process"
+        )
 
     async def handshake(self, timeout_s: float = HANDSHAKE_S) -> BotInfo:
         self.info = await self.host.handshake(self.seat)
@@ -239,16 +261,27 @@ class NodePool:
             # Containers of this run that a dead worker left on this daemon
             # (a node killed, then started again under a new id).
             with contextlib.suppress(DockerUnavailable):
-                cleanup_containers({RUN_LABEL: seat.out_dir}, orphans_only=True, client=self.client,
-                                   instance=Instance(seat.instance))
+                cleanup_containers(
+                    {RUN_LABEL: seat.out_dir},
+                    orphans_only=True,
+                    client=self.client,
+                    instance=Instance(seat.instance),
+                )
             self._swept.add(seat.out_dir)
         return folder
 
     def _bot(self, seat: ImageSeat, folder: Path, key: str) -> ContainerBot:
         return ContainerBot(
-            seat.image.image_id, out_dir=folder, name=seat.name, limits=seat.limits, secret=seat.secret,
-            command=seat.command, env=seat.env or None,
-            labels={**seat.labels, "referee.node": self.node[:12], RUN_LABEL: seat.out_dir}, client=self.client, key=key,
+            seat.image.image_id,
+            out_dir=folder,
+            name=seat.name,
+            limits=seat.limits,
+            secret=seat.secret,
+            command=seat.command,
+            env=seat.env or None,
+            labels={**seat.labels, "referee.node": self.node[:12], RUN_LABEL: seat.out_dir},
+            client=self.client,
+            key=key,
             instance=Instance(seat.instance),
         )
 

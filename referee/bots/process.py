@@ -284,8 +284,7 @@ class CommandBot(ManagedBot):
     async def _wait_ready(self) -> BotInfo:
         return await self._poll_ready(
             self.ready_timeout_s,
-            lambda last: f"on port {self.port} (last: {last}); does it listen on the "
-            "port given as {port}?",
+            lambda last: f"on port {self.port} (last: {last}); does it listen on the port given as {{port}}?",
         )
 
     async def _died(self) -> str | None:

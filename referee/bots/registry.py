@@ -72,7 +72,9 @@ __all__ = [
 CACHE_ENV: Final = "REFEREE_NODE_IMAGE_CACHE"
 DEFAULT_CACHE: Final = "20g"
 
-_ADDRESS: Final = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):(\d{1,5})$")
+_ADDRESS: Final = re.compile(
+    r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):(\d{1,5})$"
+)
 _DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -222,7 +224,9 @@ def lru_victims(entries: dict[str, tuple[int, float]], cap: int, *, keep: Iterab
 
 
 def _daemon_key(client: DockerClient) -> str:
-    base = str(getattr(getattr(client, "api", None), "base_url", "") or os.environ.get("DOCKER_HOST", "local"))
+    base = str(
+        getattr(getattr(client, "api", None), "base_url", "") or os.environ.get("DOCKER_HOST", "local")
+    )
     return hashlib.sha256(base.encode()).hexdigest()[:12]
 
 
@@ -232,16 +236,24 @@ class ImageCache:
     recently used removed first. `index`: where what it pulled is written
     (default: a file per daemon under the temp dir). Blocking; thread-safe."""
 
-    def __init__(self, client: DockerClient, *, cap: int | str | None = None,
-                 index: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        client: DockerClient,
+        *,
+        cap: int | str | None = None,
+        index: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.client = client
         raw = cap if cap is not None else (os.environ.get(CACHE_ENV, "").strip() or DEFAULT_CACHE)
         try:
             self.cap = raw if isinstance(raw, int) else parse_size(raw)
         except ValueError as e:
             raise ValueError(f"{CACHE_ENV}: {e}") from None
-        self.index = Path(index) if index is not None else \
-            Path(tempfile.gettempdir()) / f"referee-image-cache-{_daemon_key(client)}.json"
+        self.index = (
+            Path(index)
+            if index is not None
+            else Path(tempfile.gettempdir()) / f"referee-image-cache-{_daemon_key(client)}.json"
+        )
         self._lock = threading.Lock()
         self._pulling: dict[str, threading.Lock] = {}
         #: Pulls made, and the seconds they took (benchmarks).
@@ -328,8 +340,10 @@ class ImageCache:
 
     @staticmethod
     def _cannot_pull(image: PinnedImage, registry: str, detail: str) -> str:
-        return (f"this node cannot pull {image.ref} from the registry at {registry} ({detail}): "
-                "is the registry running, and can this node reach it?")
+        return (
+            f"this node cannot pull {image.ref} from the registry at {registry} ({detail}): "
+            "is the registry running, and can this node reach it?"
+        )
 
     def _touch(self, image_id: str) -> None:
         with self._lock:
@@ -357,8 +371,11 @@ class ImageCache:
             entries[image.image_id] = _Entry(ref=image.ref, size=size, used=time.time())
             # Forget what someone else removed.
             entries = {k: e for k, e in entries.items() if k == image.image_id or self._local_id(k) == k}
-            victims = lru_victims({k: (e.size, e.used) for k, e in entries.items()}, self.cap,
-                                  keep={image.image_id, *self._in_use()})
+            victims = lru_victims(
+                {k: (e.size, e.used) for k, e in entries.items()},
+                self.cap,
+                keep={image.image_id, *self._in_use()},
+            )
             for victim in victims:
                 try:
                     # By id, forced: it drops the digest reference and the tags of

@@ -40,8 +40,12 @@ def mount_tmpfs(folder: Path, size: int, uid: int, gid: int) -> None:
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
         raise OSError(errno.EPERM, "only root can mount a tmpfs")
     options = f"size={size},nr_inodes={_FOLDER_INODES},mode=0700,uid={uid},gid={gid}"
-    if _libc().mount(b"tmpfs", os.fsencode(folder), b"tmpfs",
-                     _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()) != 0:
+    if (
+        _libc().mount(
+            b"tmpfs", os.fsencode(folder), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options.encode()
+        )
+        != 0
+    ):
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
 

@@ -67,8 +67,7 @@ class SocketGuard:
             what = _WHAT.get(kind, f"a file of type {kind:o}")
             return f"the bot's socket was replaced by {what}: refused"
         if self.uid is not None and st.st_uid != self.uid:
-            return (f"the bot's socket belongs to uid {st.st_uid}, not to the bot's uid "
-                    f"{self.uid}: refused")
+            return f"the bot's socket belongs to uid {st.st_uid}, not to the bot's uid {self.uid}: refused"
         return None
 
     def check(self) -> str | None:

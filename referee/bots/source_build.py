@@ -119,12 +119,34 @@ BOT_DIR: Final = "/app/bot"
 #: The distributions a Python source bot may import besides the standard
 #: library, the SDK and its own files (what the base image holds).
 PYTHON_PACKAGES: Final = (
-    "aiohttp", "msgspec", "aiohappyeyeballs", "aiosignal", "attrs", "frozenlist", "idna",
-    "multidict", "propcache", "typing-extensions", "yarl",
+    "aiohttp",
+    "msgspec",
+    "aiohappyeyeballs",
+    "aiosignal",
+    "attrs",
+    "frozenlist",
+    "idna",
+    "multidict",
+    "propcache",
+    "typing-extensions",
+    "yarl",
 )
 #: Entries skipped without a word: an OS's litter, caches, version control.
-_LITTER_DIRS: Final = frozenset({"__MACOSX", "__pycache__", ".git", ".hg", ".svn", ".mypy_cache",
-                                 ".pytest_cache", ".venv", "venv", ".idea", ".vscode"})
+_LITTER_DIRS: Final = frozenset(
+    {
+        "__MACOSX",
+        "__pycache__",
+        ".git",
+        ".hg",
+        ".svn",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".venv",
+        "venv",
+        ".idea",
+        ".vscode",
+    }
+)
 _LITTER_FILES: Final = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 _SDK_DOCKERFILE: Final = """\
 # The image Python source bots are built FROM (made by referee.bots.builds).
@@ -170,18 +192,25 @@ def _source_name(raw: str, *, zip_name: bool) -> str | None:
         raise Refused(f"the file name {shown!r} has control characters: rename it")
     name = raw.replace("\\", "/") if zip_name else raw
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise Refused(f"the archive holds an absolute path, {shown!r}: archive relative paths "
-                       "(run zip or tar inside the bot's folder)")
+        raise Refused(
+            f"the archive holds an absolute path, {shown!r}: archive relative paths "
+            "(run zip or tar inside the bot's folder)"
+        )
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise Refused(f"the archive holds a path that leaves its folder, {shown!r}: "
-                       "remove the entries with '..'")
+        raise Refused(
+            f"the archive holds a path that leaves its folder, {shown!r}: remove the entries with '..'"
+        )
     if not parts:
         return None
     if any(len(p.encode()) > 255 for p in parts) or len(name) > 1024:
         raise Refused(f"the file name {shown!r} is too long")
-    if any(p in _LITTER_DIRS for p in parts[:-1]) or parts[-1] in _LITTER_FILES \
-            or parts[-1] in _LITTER_DIRS or parts[-1].endswith((".pyc", ".pyo")):
+    if (
+        any(p in _LITTER_DIRS for p in parts[:-1])
+        or parts[-1] in _LITTER_FILES
+        or parts[-1] in _LITTER_DIRS
+        or parts[-1].endswith((".pyc", ".pyo"))
+    ):
         return None
     return "/".join(parts)
 
@@ -199,13 +228,16 @@ class _Unpacker:
     def count(self) -> None:
         self.entries += 1
         if self.entries > self.max_files:
-            raise Refused(f"the archive holds more than {self.max_files} files and folders: "
-                           "leave out what the bot does not need")
+            raise Refused(
+                f"the archive holds more than {self.max_files} files and folders: "
+                "leave out what the bot does not need"
+            )
 
     def declare(self, size: int) -> None:
         if self.out.total + size > self.max_bytes:
-            raise Refused(f"the archive unpacks to more than {mb(self.max_bytes)}: "
-                           "leave out what the bot does not need")
+            raise Refused(
+                f"the archive unpacks to more than {mb(self.max_bytes)}: leave out what the bot does not need"
+            )
 
     def directory(self, name: str) -> None:
         self._mkdirs(name)
@@ -232,8 +264,10 @@ class _Unpacker:
             while chunk := source.read(CHUNK):
                 written += len(chunk)
                 if declared is not None and written > declared:
-                    raise Refused(f"{name!r} unpacks to more than the size the archive declares: "
-                                   "a damaged or hostile archive")
+                    raise Refused(
+                        f"{name!r} unpacks to more than the size the archive declares: "
+                        "a damaged or hostile archive"
+                    )
                 self.declare(len(chunk))
                 self.out.total += len(chunk)
                 if time.perf_counter() > self.deadline:
@@ -255,8 +289,7 @@ class _CappedReader(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
         if self.left <= 0:
-            raise Refused("the archive unpacks to more than the limit: leave out what the bot "
-                           "does not need")
+            raise Refused("the archive unpacks to more than the limit: leave out what the bot does not need")
         data = self.inner.read(min(len(view), self.left, CHUNK))
         self.left -= len(data)
         view[: len(data)] = data
@@ -282,8 +315,10 @@ def _unpack_zip(path: Path, unpack: _Unpacker) -> None:
                 unpack.out.skipped += 1
                 continue
             if stat.S_ISLNK(mode):
-                raise Refused(f"the archive holds a symbolic link, {info.filename!r}: "
-                               "put the file itself in the archive")
+                raise Refused(
+                    f"the archive holds a symbolic link, {info.filename!r}: "
+                    "put the file itself in the archive"
+                )
             if mode and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
                 raise Refused(f"{info.filename!r} is not a file nor a folder")
             if info.flag_bits & 0x1:
@@ -295,8 +330,9 @@ def _unpack_zip(path: Path, unpack: _Unpacker) -> None:
                 with zf.open(info) as src:
                     unpack.file(name, src, info.file_size)
             except (zipfile.BadZipFile, NotImplementedError, EOFError, OSError, ValueError) as e:
-                raise Refused(f"{info.filename!r} cannot be unpacked ({e}): make the zip again, "
-                               "with plain deflate") from None
+                raise Refused(
+                    f"{info.filename!r} cannot be unpacked ({e}): make the zip again, with plain deflate"
+                ) from None
 
 
 def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
@@ -305,8 +341,14 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
         # Headers and padding on top of the files' own bytes.
         limit = unpack.max_bytes + (unpack.max_files + 4) * 3 * tarfile.BLOCKSIZE + 64 * 1024
         try:  # tarfile reads a pax or long-name header whole: first, every header in bounded memory
-            archives.check_headers(raw, path.stat().st_size, gz=gz, limit=limit, refusal=f"the archive unpacks "
-                                   f"to more than {mb(unpack.max_bytes)}: leave out what the bot does not need")
+            archives.check_headers(
+                raw,
+                path.stat().st_size,
+                gz=gz,
+                limit=limit,
+                refusal=f"the archive unpacks "
+                f"to more than {mb(unpack.max_bytes)}: leave out what the bot does not need",
+            )
         except archives.Refused as e:
             raise Refused(str(e)) from None
         raw.seek(0)
@@ -315,8 +357,9 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
             # its `with` is below: an archive that cannot be opened is refused apart
             tar = tarfile.open(fileobj=capped, mode="r|")  # noqa: SIM115
         except (tarfile.TarError, OSError, EOFError) as e:
-            raise Refused(f"the archive cannot be read ({e}): make it again "
-                           "(tar -czf bot.tar.gz -C mybot .)") from None
+            raise Refused(
+                f"the archive cannot be read ({e}): make it again (tar -czf bot.tar.gz -C mybot .)"
+            ) from None
         with tar:
             try:
                 for info in tar:
@@ -326,11 +369,21 @@ def _unpack_tar(path: Path, unpack: _Unpacker, *, gz: bool) -> None:
                         unpack.out.skipped += 1
                         continue
                     if not (info.isreg() or info.isdir()):
-                        kind = ("a symbolic link" if info.issym() else "a hard link" if info.islnk()
-                                else "a fifo" if info.isfifo() else "a device" if info.isdev()
-                                else "a special entry")
-                        raise Refused(f"the archive holds {kind}, {info.name!r}: only files and "
-                                       "folders are allowed; put the file itself in the archive")
+                        kind = (
+                            "a symbolic link"
+                            if info.issym()
+                            else "a hard link"
+                            if info.islnk()
+                            else "a fifo"
+                            if info.isfifo()
+                            else "a device"
+                            if info.isdev()
+                            else "a special entry"
+                        )
+                        raise Refused(
+                            f"the archive holds {kind}, {info.name!r}: only files and "
+                            "folders are allowed; put the file itself in the archive"
+                        )
                     if info.isdir():
                         unpack.directory(name)
                         continue
@@ -361,14 +414,16 @@ def _find_bot(out: _Extracted, log: BuildLog) -> _Bot:
     markers = {"bot.py", "bot.js", "package.json"}
     if not tops & markers and len(tops) == 1 and next(iter(tops)) in out.dirs:
         root = next(iter(tops)) + "/"
-    here = {n[len(root):] for n in out.files if n.startswith(root)}
+    here = {n[len(root) :] for n in out.files if n.startswith(root)}
     if "Dockerfile" in here or "dockerfile" in here:
         log.line("note: your Dockerfile is ignored: the service builds every source bot with its own")
     python = "bot.py" in here
     node = "package.json" in here or "bot.js" in here
     if python and node:
-        raise Refused("the archive holds both bot.py (Python) and package.json or bot.js (Node): "
-                       "keep only one bot in it")
+        raise Refused(
+            "the archive holds both bot.py (Python) and package.json or bot.js (Node): "
+            "keep only one bot in it"
+        )
     if python:
         _check_requirements(out, root, here, log)
         return _Bot("python", root, "bot.py")
@@ -391,16 +446,20 @@ def _find_bot(out: _Extracted, log: BuildLog) -> _Bot:
         if main is not None:
             clean = clean_member_path(str(main)) if isinstance(main, str) else None
             if clean is None:
-                raise Refused(f"package.json's \"main\" is not a relative path: {main!r}")
+                raise Refused(f'package.json\'s "main" is not a relative path: {main!r}')
             entry = clean
         deps = meta.get("dependencies") or {}
         if isinstance(deps, dict) and deps and not any(n.startswith("node_modules/") for n in here):
-            raise Refused(f"package.json needs {', '.join(sorted(map(str, deps))[:5])} but the archive has "
-                           "no node_modules: the build has no network, so npm install cannot run; "
-                           "run npm install --omit=dev first and include node_modules")
+            raise Refused(
+                f"package.json needs {', '.join(sorted(map(str, deps))[:5])} but the archive has "
+                "no node_modules: the build has no network, so npm install cannot run; "
+                "run npm install --omit=dev first and include node_modules"
+            )
     if entry not in here:
-        raise Refused(f"the Node bot's entry file {entry!r} is not in the archive: add it, or name "
-                       "the file in package.json's \"main\"")
+        raise Refused(
+            f"the Node bot's entry file {entry!r} is not in the archive: add it, or name "
+            'the file in package.json\'s "main"'
+        )
     return _Bot("node", root, entry)
 
 
@@ -422,9 +481,11 @@ def _check_requirements(out: _Extracted, root: str, here: set[str], log: BuildLo
         if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() not in allowed:
             missing.append(m.group(1))
     if missing:
-        raise Refused(f"requirements.txt asks for {', '.join(missing[:5])}: the build has no network, "
-                       "so nothing is installed; a bot may use only the standard library, aiohttp, "
-                       "msgspec, the SDK and pure-Python modules it brings in the archive")
+        raise Refused(
+            f"requirements.txt asks for {', '.join(missing[:5])}: the build has no network, "
+            "so nothing is installed; a bot may use only the standard library, aiohttp, "
+            "msgspec, the SDK and pure-Python modules it brings in the archive"
+        )
     log.line("requirements.txt: every package it names is in the base image")
 
 
@@ -438,8 +499,10 @@ def _detect(path: Path) -> str:
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "tar"
     what = "empty" if not head else f"starts with {head[:8]!r}"
-    raise Refused(f"not a .zip or .tar.gz archive (the file is {what}): "
-                   "make one with `zip -r bot.zip .` or `tar -czf bot.tar.gz .` in the bot's folder")
+    raise Refused(
+        f"not a .zip or .tar.gz archive (the file is {what}): "
+        "make one with `zip -r bot.zip .` or `tar -czf bot.tar.gz .` in the bot's folder"
+    )
 
 
 def ensure_sdk_image(client: DockerClient | None = None, *, instance: Instance | None = None) -> str:
@@ -449,8 +512,15 @@ def ensure_sdk_image(client: DockerClient | None = None, *, instance: Instance |
     client = client_of(client)
     inst = instance or current()
     base_id = baseimage.build_base_image(client, instance=inst)
-    return baseimage.build_image(client, inst.sdk_tag, _SDK_DOCKERFILE, dict(baseimage.sdk_files()),
-                                 buildargs={"BASE": base_id}, base_id=base_id, instance=inst)
+    return baseimage.build_image(
+        client,
+        inst.sdk_tag,
+        _SDK_DOCKERFILE,
+        dict(baseimage.sdk_files()),
+        buildargs={"BASE": base_id},
+        base_id=base_id,
+        instance=inst,
+    )
 
 
 def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
@@ -466,27 +536,30 @@ def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) ->
         env = "ENV BOT_UNIX=/run/bot/bot.sock NODE_ENV=production"
         check = ["/usr/local/bin/node", "--check", f"{BOT_DIR}/{bot.entry}"]
         cmd = ["node", bot.entry]
-    return "\n".join([
-        "# The service's own Dockerfile for a source bot (referee.bots.builds).",
-        f"FROM {base_id}",
-        env,  # the same for every bot: these steps come from the cache
-        "WORKDIR /",  # the compile step runs outside the team's folder
-        f"CMD {json.dumps(cmd)}",
-        f'COPY --chown={uid}:{uid} ["bot/", "{BOT_DIR}/"]',
-        # Compiled, never run, as the build's own uid (no root, its own nproc
-        # count): a syntax error fails the build, the error in its log.
-        f"USER {uid}:{uid}",
-        f"RUN {json.dumps(check)}",
-        "USER 65534:65534",
-        f"WORKDIR {BOT_DIR}",
-        label_line(labels),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# The service's own Dockerfile for a source bot (referee.bots.builds).",
+            f"FROM {base_id}",
+            env,  # the same for every bot: these steps come from the cache
+            "WORKDIR /",  # the compile step runs outside the team's folder
+            f"CMD {json.dumps(cmd)}",
+            f'COPY --chown={uid}:{uid} ["bot/", "{BOT_DIR}/"]',
+            # Compiled, never run, as the build's own uid (no root, its own nproc
+            # count): a syntax error fails the build, the error in its log.
+            f"USER {uid}:{uid}",
+            f"RUN {json.dumps(check)}",
+            "USER 65534:65534",
+            f"WORKDIR {BOT_DIR}",
+            label_line(labels),
+            "",
+        ]
+    )
 
 
 def _context(extracted: _Extracted, bot: _Bot, dockerfile: str, out: IO[bytes]) -> None:
     """The build context: the Dockerfile and bot/ (the bot's folder, its top stripped)."""
     with tarfile.open(fileobj=out, mode="w") as tar:
+
         def add(name: str, data: IO[bytes] | None, size: int, *, folder: bool = False) -> None:
             info = tarfile.TarInfo(name)
             info.mtime = 0
@@ -503,12 +576,12 @@ def _context(extracted: _Extracted, bot: _Bot, dockerfile: str, out: IO[bytes]) 
         add("bot", None, 0, folder=True)
         for d in sorted(extracted.dirs):
             if d.startswith(bot.root) and d + "/" != bot.root:
-                add(f"bot/{d[len(bot.root):]}", None, 0, folder=True)
+                add(f"bot/{d[len(bot.root) :]}", None, 0, folder=True)
         for name in sorted(extracted.files):
             if name.startswith(bot.root):
                 path = extracted.root / name
                 with path.open("rb") as f:
-                    add(f"bot/{name[len(bot.root):]}", f, path.stat().st_size)
+                    add(f"bot/{name[len(bot.root) :]}", f, path.stat().st_size)
 
 
 def build_source(
@@ -548,16 +621,26 @@ def build_source(
     def result(image_id: str | None, reason: str | None) -> BuildResult:
         if reason is not None:
             log.line(f"REFUSED: {reason}")
-        return BuildResult(ok=reason is None, image_id=image_id, tag=tag, kind=kind, log=log.text(),
-                           reason=reason, seconds=time.perf_counter() - t0, input_sha256=digest,
-                           parent_id=parent)
+        return BuildResult(
+            ok=reason is None,
+            image_id=image_id,
+            tag=tag,
+            kind=kind,
+            log=log.text(),
+            reason=reason,
+            seconds=time.perf_counter() - t0,
+            input_sha256=digest,
+            parent_id=parent,
+        )
 
     tmp = Path(tempfile.mkdtemp(prefix="referee-build-", dir=workdir))
     try:
         size = file.stat().st_size
         if size > max_bytes:
-            raise Refused(f"the source archive is {mb(size)}, more than the limit of {mb(max_bytes)}: "
-                           "leave out what the bot does not need")
+            raise Refused(
+                f"the source archive is {mb(size)}, more than the limit of {mb(max_bytes)}: "
+                "leave out what the bot does not need"
+            )
         archive = _detect(file)
         digest = file_sha256(file)
         log.line(f"source: {archive}, {mb(size)}, sha256 {digest}")
@@ -571,14 +654,18 @@ def build_source(
             _unpack_zip(file, unpack)
         else:
             _unpack_tar(file, unpack, gz=archive == "tar.gz")
-        log.line(f"unpacked {len(extracted.files)} files, {mb(extracted.total)}"
-                 + (f" ({extracted.skipped} caches and OS files left out)" if extracted.skipped else ""))
+        log.line(
+            f"unpacked {len(extracted.files)} files, {mb(extracted.total)}"
+            + (f" ({extracted.skipped} caches and OS files left out)" if extracted.skipped else "")
+        )
         bot = _find_bot(extracted, log)
         kind = bot.kind
         if extracted.total > max_growth_bytes:
-            raise Refused(f"the bot's files are {mb(extracted.total)}, more than the {mb(max_growth_bytes)} "
-                           "a build may add to its image: leave out what the bot does not need (data, "
-                           "caches, unused node_modules)")
+            raise Refused(
+                f"the bot's files are {mb(extracted.total)}, more than the {mb(max_growth_bytes)} "
+                "a build may add to its image: leave out what the bot does not need (data, "
+                "caches, unused node_modules)"
+            )
         t_ours = time.perf_counter()  # the service's own base image: not on the team's clock
         if bot.kind == "python":
             parent = ensure_sdk_image(client, instance=instance)
@@ -586,8 +673,9 @@ def build_source(
             try:
                 parent = baseimage.build_node_base_image(client, instance=instance)
             except FileNotFoundError:
-                raise Refused("this server cannot build Node bots (no node here): "
-                               "submit a Python bot or an image") from None
+                raise Refused(
+                    "this server cannot build Node bots (no node here): submit a Python bot or an image"
+                ) from None
         deadline += time.perf_counter() - t_ours
         log.line(f"a {bot.kind} bot: {bot.root}{bot.entry}")
         dockerfile = _dockerfile(bot, parent, image_labels(labels, bot.kind, digest), build_uid(digest))
@@ -596,38 +684,52 @@ def build_source(
             _context(extracted, bot, dockerfile, context)
             context.seek(0)
             shutil.rmtree(extracted.root, ignore_errors=True)
-            check = ("Python could not compile the bot's files" if bot.kind == "python"
-                     else f"node --check found an error in {bot.entry}")
-            image_id = daemon_build(client, context, tag=tag, timeout_s=deadline - time.perf_counter(), log=log,
-                              step_failed=f"{check}: the build log shows the error; fix it and upload again",
-                              limits=BuildLimits(max_growth_bytes=max_growth_bytes))
+            check = (
+                "Python could not compile the bot's files"
+                if bot.kind == "python"
+                else f"node --check found an error in {bot.entry}"
+            )
+            image_id = daemon_build(
+                client,
+                context,
+                tag=tag,
+                timeout_s=deadline - time.perf_counter(),
+                log=log,
+                step_failed=f"{check}: the build log shows the error; fix it and upload again",
+                limits=BuildLimits(max_growth_bytes=max_growth_bytes),
+            )
         _check_growth(client, tag, image_id, parent, files=extracted.total, cap=max_growth_bytes, log=log)
         log.line(f"built {tag}: {image_id} in {time.perf_counter() - t_team:.1f} s")
         return result(image_id, None)
     except Refused as e:
         return result(None, str(e))
     except TookTooLong:
-        return result(None, f"the build took longer than {timeout_s:g} s: make the bot smaller "
-                            "(fewer or smaller files)")
+        return result(
+            None, f"the build took longer than {timeout_s:g} s: make the bot smaller (fewer or smaller files)"
+        )
     except FileNotFoundError:
         return result(None, "the uploaded file is gone (internal error): upload it again")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _check_growth(client: DockerClient, tag: str, image_id: str, parent: str, *, files: int, cap: int,
-                  log: BuildLog) -> None:
+def _check_growth(
+    client: DockerClient, tag: str, image_id: str, parent: str, *, files: int, cap: int, log: BuildLog
+) -> None:
     """Refuse (and remove) the image `image_id` when it adds more than `cap`
     to `parent`: the daemon's ``Size`` of each (all their layers)."""
     try:
         added = int(client.images.get(image_id).attrs["Size"]) - int(client.images.get(parent).attrs["Size"])
     except Exception as e:  # noqa: BLE001 - docker's errors: not the team's fault
         remove_image(tag, client, image_id=image_id)
-        raise Refused(f"the server could not measure the built image ({daemon_message(e)}): "
-                       "upload it again later") from None
+        raise Refused(
+            f"the server could not measure the built image ({daemon_message(e)}): upload it again later"
+        ) from None
     if added > cap:
         remove_image(tag, client, image_id=image_id)
-        raise Refused(f"the build adds {mb(added)} to the image (the bot's files are {mb(files)}, "
-                       f"the rest is their compiled form), more than the limit of {mb(cap)}: leave out "
-                       "what the bot does not need")
+        raise Refused(
+            f"the build adds {mb(added)} to the image (the bot's files are {mb(files)}, "
+            f"the rest is their compiled form), more than the limit of {mb(cap)}: leave out "
+            "what the bot does not need"
+        )
     log.line(f"the build added {mb(added)} to the image (at most {mb(cap)})")

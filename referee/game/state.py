@@ -139,9 +139,7 @@ def _alone(rank: int) -> bool:
 _FLOOR: Final = tuple(min(c >> 3, C.CLEAR) << 3 for c in range(len(C.STR)))
 
 #: The play of a single card, by card int.
-_SINGLE: list[Play] = [
-    _plays((c,))[0] if C.STR[c] else Play(cards=()) for c in range(len(C.STR))
-]
+_SINGLE: list[Play] = [_plays((c,))[0] if C.STR[c] else Play(cards=()) for c in range(len(C.STR))]
 
 
 class ActionError(ValueError):
@@ -194,9 +192,7 @@ class GameResult:
         return isinstance(other, GameResult) and self._key() == other._key()
 
 
-def new_game(
-    rules: Rules, players: int | Sequence[str], rng: random.Random
-) -> GameState:
+def new_game(rules: Rules, players: int | Sequence[str], rng: random.Random) -> GameState:
     """Shuffle and deal a new game (RULES §2).
 
     ``players`` is a player count or the players' names by seat. ``rules`` is
@@ -216,12 +212,41 @@ class GameState:
     """A game of 3UP 3DOWN in progress. Mutable; :meth:`copy` for search."""
 
     __slots__ = (
-        "rules", "names", "n", "deck", "hands", "up", "down", "known", "draw",
-        "pile", "cleared", "removed", "current", "direction", "extras", "drew",
-        "pending_swap", "phase", "turn", "chosen", "out_order", "dq_order",
-        "adjudicated", "places", "events", "private", "swap_pair", "_legal", "alive",
-        "dq_points", "_play_for_places", "_draw_instead_of_playing", "_reverses",
-        "_colour_run", "_one_draw_per_clear2",
+        "rules",
+        "names",
+        "n",
+        "deck",
+        "hands",
+        "up",
+        "down",
+        "known",
+        "draw",
+        "pile",
+        "cleared",
+        "removed",
+        "current",
+        "direction",
+        "extras",
+        "drew",
+        "pending_swap",
+        "phase",
+        "turn",
+        "chosen",
+        "out_order",
+        "dq_order",
+        "adjudicated",
+        "places",
+        "events",
+        "private",
+        "swap_pair",
+        "_legal",
+        "alive",
+        "dq_points",
+        "_play_for_places",
+        "_draw_instead_of_playing",
+        "_reverses",
+        "_colour_run",
+        "_one_draw_per_clear2",
     )
 
     rules: Rules
@@ -610,9 +635,7 @@ class GameState:
 
     def _apply_setup(self, action: Action, seat: int) -> None:
         if not isinstance(action, ChooseUp):
-            raise IllegalActionError(
-                f"during set-up the only action is 'choose_up', not '{_kind(action)}'"
-            )
+            raise IllegalActionError(f"during set-up the only action is 'choose_up', not '{_kind(action)}'")
         if not 0 <= seat < self.n:
             raise IllegalActionError(f"there is no seat {seat}")
         if seat in self.dq_order:
@@ -670,16 +693,12 @@ class GameState:
         elif isinstance(action, Swap):
             t = action.target
             if t is None or not 0 <= t < self.n or t == seat:
-                raise MalformedActionError(
-                    "a sabotage swap names the 'target' seat whose 3UP card you take"
-                )
+                raise MalformedActionError("a sabotage swap names the 'target' seat whose 3UP card you take")
             if not self.active(t):
                 raise IllegalActionError(f"seat {t} is no longer in the game")
             self._swap(seat, t, action)
         else:
-            raise IllegalActionError(
-                f"sabotage (V5b) asks for 'swap' or 'pass', not '{_kind(action)}'"
-            )
+            raise IllegalActionError(f"sabotage (V5b) asks for 'swap' or 'pass', not '{_kind(action)}'")
         self._next_saboteur()
 
     def _swap(self, seat: int, target: int, action: Swap) -> None:
@@ -708,9 +727,7 @@ class GameState:
                 raise IllegalActionError("the colour-run swap is with your own 3UP cards")
             self._swap(seat, seat, action)
         else:
-            raise IllegalActionError(
-                f"a colour run (V6) asks for 'swap' or 'pass', not '{_kind(action)}'"
-            )
+            raise IllegalActionError(f"a colour run (V6) asks for 'swap' or 'pass', not '{_kind(action)}'")
         self.pending_swap = False
         self._continue(seat)
 
@@ -773,7 +790,9 @@ class GameState:
         src = self.source(seat)
         if src != DOWN:
             where = "hand" if src == HAND else "3UP cards"
-            raise IllegalActionError(f"you may flip only once your hand and 3UP cards are empty; play from your {where}")
+            raise IllegalActionError(
+                f"you may flip only once your hand and 3UP cards are empty; play from your {where}"
+            )
         down = self.down[seat]
         card = down[slot]
         if card == GONE:

@@ -42,7 +42,6 @@ from .log import (
 )
 from .state import GONE, OVER, PHASE_NAMES, SETUP, GameState
 
-
 # The wire form of each kind of record (PROTOCOL.md's Event), by record type.
 # A dict on the type: isinstance() on a Struct class costs several times more.
 
@@ -57,8 +56,7 @@ def _pile_swapped(seq: int, r: PileSwapped) -> Event:
 
 def _swapped(seq: int, r: Swapped) -> Event:
     strs = C.STR
-    return Event(seq=seq, seat=r.seat, type="swap", cards=[strs[r.give], strs[r.take]],
-                 target=r.target)
+    return Event(seq=seq, seat=r.seat, type="swap", cards=[strs[r.give], strs[r.take]], target=r.target)
 
 
 def _passed(seq: int, r: Passed) -> Event:
@@ -73,8 +71,7 @@ def _played(seq: int, r: Played) -> Event:
 def _flipped(seq: int, r: Flipped) -> Event:
     if r.card is None:
         return Event(seq=seq, seat=r.seat, type="flip", slot=r.slot, kind="failed")
-    return Event(seq=seq, seat=r.seat, type="flip", cards=[C.STR[r.card]], slot=r.slot,
-                 kind="played")
+    return Event(seq=seq, seat=r.seat, type="flip", cards=[C.STR[r.card]], slot=r.slot, kind="played")
 
 
 def _picked_up(seq: int, r: PickedUp) -> Event:
@@ -106,8 +103,7 @@ def _faulted(seq: int, r: Faulted) -> Event:
 
 
 def _ended(seq: int, r: Ended) -> Event:
-    return Event(seq=seq, seat=r.seat, type="end",
-                 detail="adjudicated" if r.adjudicated else None)
+    return Event(seq=seq, seat=r.seat, type="end", detail="adjudicated" if r.adjudicated else None)
 
 
 _WIRE: dict[type[Record], Callable[[int, Any], Event]] = {
@@ -137,9 +133,7 @@ def event(seq: int, record: Record, cards: tuple[int, ...] | None = None) -> Eve
     return ev
 
 
-def events(
-    state: GameState, seat: int | None, since: int = 0, cache: ViewCache | None = None
-) -> list[Event]:
+def events(state: GameState, seat: int | None, since: int = 0, cache: ViewCache | None = None) -> list[Event]:
     """The log from ``since`` on as ``seat`` sees it (``None``: the public
     log, private cards hidden from all).
 
@@ -187,9 +181,7 @@ def _no_place(seat: int) -> None:
     return None
 
 
-def _player(
-    state: GameState, i: int, hand_count: int, up: list[int], place: int | None
-) -> PlayerView:
+def _player(state: GameState, i: int, hand_count: int, up: list[int], place: int | None) -> PlayerView:
     known = state.known[i]
     if known:
         known_strs = [C.STR[c] for c in known]
@@ -247,9 +239,7 @@ def _table(state: GameState, seat: int, setup: bool) -> dict[str, Any]:
     }
 
 
-def view(
-    state: GameState, seat: int, since: int = 0, cache: ViewCache | None = None
-) -> State:
+def view(state: GameState, seat: int, since: int = 0, cache: ViewCache | None = None) -> State:
     """PROTOCOL.md's ``state`` for ``seat``, with the events from ``since``.
 
     During set-up the players choose at once [D2]: nobody sees another's
@@ -357,7 +347,7 @@ class ViewCache:
         cleared = state.cleared
         if len(done) < len(cleared):
             strs = C.STR
-            done += [strs[c] for c in cleared[len(done):]]
+            done += [strs[c] for c in cleared[len(done) :]]
         return done
 
     def view_bytes(self, state: GameState, seat: int, since: int = 0) -> bytes:

@@ -82,8 +82,9 @@ class LocalExecutor:
     remote_images = False
 
     async def play(self, job: GameJob, bots: Sequence[Bot]) -> GameDone:
-        match = Match(bots, job.seed, rules=job.rules, timeouts=job.timeouts,
-                      policy=job.policy, names=job.names)
+        match = Match(
+            bots, job.seed, rules=job.rules, timeouts=job.timeouts, policy=job.policy, names=job.names
+        )
         result = await match.play()
         if not job.replay:
             return GameDone(result=result, replay=b"")
@@ -149,14 +150,21 @@ class _Worker:
         own: list[Bot] = []
         try:
             async with contextlib.AsyncExitStack() as stack:
-                for name, url, secret, address, seat in zip(job.names, job.urls, job.secrets, addresses, seats):
+                for name, url, secret, address, seat in zip(
+                    job.names, job.urls, job.secrets, addresses, seats
+                ):
                     if seat is not None:
                         bots.append(await stack.enter_async_context(self._nodes().use(seat)))
                         continue
                     # unix-socket and pinned bots own their sessions (see HttpBot), closed after the game
                     mine = url.startswith("unix:") or address is not None
-                    bot = HttpBot(url, name=name, secret=secret, session=None if mine else self._session,
-                                  address=address)
+                    bot = HttpBot(
+                        url,
+                        name=name,
+                        secret=secret,
+                        session=None if mine else self._session,
+                        address=address,
+                    )
                     bots.append(bot)
                     if mine:
                         own.append(bot)
@@ -216,8 +224,15 @@ class RayExecutor:
     #: Image bots run on the nodes (:class:`~referee.bots.nodepool.NodeBot`), not here.
     remote_images = True
 
-    def __init__(self, address: str | None = None, workers: int = 2, per_worker: int = 16,
-                 retries: int = 3, registry: str | None = None, refresh_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int = 2,
+        per_worker: int = 16,
+        retries: int = 3,
+        registry: str | None = None,
+        refresh_s: float = 5.0,
+    ) -> None:
         try:
             import ray as _ray
         except ImportError:
@@ -236,13 +251,19 @@ class RayExecutor:
             try:
                 if address is None:
                     # A local cluster stays on loopback.
-                    ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False,
-                             logging_level=logging.WARNING, log_to_driver=False,
-                             _node_ip_address="127.0.0.1")
+                    ray.init(
+                        num_cpus=max(2, os.cpu_count() or 2),
+                        include_dashboard=False,
+                        logging_level=logging.WARNING,
+                        log_to_driver=False,
+                        _node_ip_address="127.0.0.1",
+                    )
                 else:
                     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             except Exception as e:  # Ray raises many kinds here
-                raise ExecutorError(f"cannot start or reach the Ray cluster ({address or 'local'}): {e}") from None
+                raise ExecutorError(
+                    f"cannot start or reach the Ray cluster ({address or 'local'}): {e}"
+                ) from None
             self._owns_ray = True
         else:
             self._owns_ray = False
@@ -268,8 +289,11 @@ class RayExecutor:
     # ----------------------------------------------------------- node workers
 
     def _alive_nodes(self) -> list[str]:
-        return [n["NodeID"] for n in self.ray.nodes()
-                if n.get("Alive") and (n.get("Resources") or {}).get("CPU", 0) > 0]
+        return [
+            n["NodeID"]
+            for n in self.ray.nodes()
+            if n.get("Alive") and (n.get("Resources") or {}).get("CPU", 0) > 0
+        ]
 
     async def _refresh(self, force: bool = False) -> None:
         """A worker on every live node not yet used (nodes that joined the cluster)."""
@@ -284,7 +308,8 @@ class RayExecutor:
             if node in self.nodes or node in self.lost:
                 continue
             self.nodes[node] = self._node_class.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote()
             self._inflight.setdefault(node, 0)
         for node in list(self.nodes):
             if node not in alive:
@@ -305,7 +330,8 @@ class RayExecutor:
             raise ExecutorError(
                 "no live Ray node to play image bots on"
                 + (f" (lost: {', '.join(n[:12] for n in sorted(self.lost))})" if self.lost else "")
-                + ": start one (ray start --address HEAD:6379 with DOCKER_HOST of its daemon)")
+                + ": start one (ray start --address HEAD:6379 with DOCKER_HOST of its daemon)"
+            )
         node = min(self.nodes, key=lambda n: (self._inflight.get(n, 0), self.played.get(n, 0)))
         return node, self.nodes[node]
 
@@ -405,6 +431,7 @@ class RayExecutor:
 
     async def close(self) -> None:
         nodes = list(self.nodes.values())
+
         # Each node stops its containers before its worker goes.
         async def stop(worker: Any) -> None:
             await worker.shutdown.remote()

@@ -53,7 +53,7 @@ from ..bots.factory import BotSpec
 from ..report import Progress
 from .executors import Executor
 from .league import League, LeagueError
-from .ratings import Standing, Table
+from .ratings import Standing
 from .runner import Tournament, league_fingerprint, redacted
 from .schedule import GameSpec, deal_seed
 from .store import Store
@@ -133,10 +133,18 @@ def filler_name(fill: str, i: int) -> str:
 
 def is_filler(entry: Entry) -> bool:
     """A built-in house bot the ladder seated to fill a table."""
-    command = FILL_COMMANDS.get(entry.name[len(FILL_PREFIX):].rpartition("-")[0]) \
-        if entry.name.startswith(FILL_PREFIX) else None
-    return (command is not None and entry.team is None and entry.submission is None
-            and entry.spec.command is not None and entry.spec.command[1:] == command[1:])
+    command = (
+        FILL_COMMANDS.get(entry.name[len(FILL_PREFIX) :].rpartition("-")[0])
+        if entry.name.startswith(FILL_PREFIX)
+        else None
+    )
+    return (
+        command is not None
+        and entry.team is None
+        and entry.submission is None
+        and entry.spec.command is not None
+        and entry.spec.command[1:] == command[1:]
+    )
 
 
 # ------------------------------------------------------------- the store
@@ -148,8 +156,9 @@ def open_ladder_store(path: Path) -> Store:
     return store
 
 
-_ENTRY_COLUMNS = ("name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason,"
-                  " ended_at")
+_ENTRY_COLUMNS = (
+    "name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason, ended_at"
+)
 _ENTRY_NAMES = _ENTRY_COLUMNS.replace(" ", "").split(",")
 
 
@@ -162,7 +171,9 @@ def _entry(row: Sequence[object]) -> Entry:
 
 def read_entries(store: Store) -> list[Entry]:
     store.db.executescript(LADDER_SCHEMA)
-    rows = store.db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
+    rows = store.db.execute(
+        f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name"
+    ).fetchall()
     return [_entry(r) for r in rows]
 
 
@@ -202,8 +213,21 @@ def _put_entry(store: Store, e: Entry) -> None:
     store.db.execute(
         "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
         " first_index, status, reason, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (e.name, e.team, e.submission, msgspec.json.encode(_unsecret(e.spec)).decode(), e.mu0, e.sigma0,
-         e.games0, e.joined_at, e.first_index, e.status, e.reason, e.ended_at))
+        (
+            e.name,
+            e.team,
+            e.submission,
+            msgspec.json.encode(_unsecret(e.spec)).decode(),
+            e.mu0,
+            e.sigma0,
+            e.games0,
+            e.joined_at,
+            e.first_index,
+            e.status,
+            e.reason,
+            e.ended_at,
+        ),
+    )
 
 
 def _unsecret(spec: BotSpec) -> BotSpec:
@@ -211,9 +235,13 @@ def _unsecret(spec: BotSpec) -> BotSpec:
 
 
 def _read_plan(store: Store) -> list[GameSpec]:
-    rows = store.db.execute("SELECT idx, round, meeting, rotation, deal_seed, seats FROM ladder_plan ORDER BY idx")
-    return [GameSpec(index=i, round=r, meeting=m, rotation=rot, deal_seed=d, seats=tuple(json.loads(s)))
-            for i, r, m, rot, d, s in rows]
+    rows = store.db.execute(
+        "SELECT idx, round, meeting, rotation, deal_seed, seats FROM ladder_plan ORDER BY idx"
+    )
+    return [
+        GameSpec(index=i, round=r, meeting=m, rotation=rot, deal_seed=d, seats=tuple(json.loads(s)))
+        for i, r, m, rot, d, s in rows
+    ]
 
 
 def _put_plan(store: Store, block: Sequence[GameSpec]) -> None:
@@ -222,7 +250,11 @@ def _put_plan(store: Store, block: Sequence[GameSpec]) -> None:
         store.db.execute("BEGIN")
         store.db.executemany(
             "INSERT INTO ladder_plan (idx, round, meeting, rotation, deal_seed, seats) VALUES (?, ?, ?, ?, ?, ?)",
-            [(g.index, g.round, g.meeting, g.rotation, g.deal_seed, json.dumps(list(g.seats))) for g in block])
+            [
+                (g.index, g.round, g.meeting, g.rotation, g.deal_seed, json.dumps(list(g.seats)))
+                for g in block
+            ],
+        )
 
 
 def ladder_fingerprint(league: League) -> str:
@@ -230,9 +262,13 @@ def ladder_fingerprint(league: League) -> str:
     policy, ratings, seats and deals (its bots come and go)."""
     t = league.tournament
     fixed = msgspec.structs.replace(
-        league, bots=[], ladder=type(league.ladder)(), path="",
-        tournament=msgspec.structs.replace(t, schedule="ladder", rounds=1, concurrency=1, name="ladder",
-                                           output=""),
+        league,
+        bots=[],
+        ladder=type(league.ladder)(),
+        path="",
+        tournament=msgspec.structs.replace(
+            t, schedule="ladder", rounds=1, concurrency=1, name="ladder", output=""
+        ),
     )
     return league_fingerprint(fixed)
 
@@ -295,7 +331,7 @@ class LadderScheduler:
             if (g.round, g.meeting) not in seen:
                 seen.add((g.round, g.meeting))
                 for i, a in enumerate(g.seats):
-                    for b in g.seats[i + 1:]:
+                    for b in g.seats[i + 1 :]:
                         self.met[_pair(a, b)] += 1
             last = max(last, g.index)
             self.round = max(self.round, g.round + 1)
@@ -327,8 +363,10 @@ class LadderScheduler:
             if len(free) < k - 1:
                 continue  # its neighbours are seated: it is first in the next block
             near = sorted(free, key=lambda b: (abs(pos[b] - pos[anchor]), draw[b]))[:reach]
-            chosen = sorted(near, key=lambda b: (self.games[b], self.met[_pair(anchor, b)],
-                                                 abs(pos[b] - pos[anchor]), draw[b]))[: k - 1]
+            chosen = sorted(
+                near,
+                key=lambda b: (self.games[b], self.met[_pair(anchor, b)], abs(pos[b] - pos[anchor]), draw[b]),
+            )[: k - 1]
             table = [anchor, *chosen]
             rng.shuffle(table)
             used.update(table)
@@ -338,14 +376,21 @@ class LadderScheduler:
         for rot in range(rotations):
             for m, table in enumerate(seated):
                 seats = tuple(table[(s + rot) % k] for s in range(k))
-                out.append(GameSpec(index=self.next_index, round=self.round, meeting=m, rotation=rot,
-                                    deal_seed=deal_seed(self.seed, self.round, m, 0 if self.duplicate else rot),
-                                    seats=seats))
+                out.append(
+                    GameSpec(
+                        index=self.next_index,
+                        round=self.round,
+                        meeting=m,
+                        rotation=rot,
+                        deal_seed=deal_seed(self.seed, self.round, m, 0 if self.duplicate else rot),
+                        seats=seats,
+                    )
+                )
                 self.next_index += 1
         for table in seated:
             for i, a in enumerate(table):
                 self.games[a] += rotations
-                for b in table[i + 1:]:
+                for b in table[i + 1 :]:
                     self.met[_pair(a, b)] += 1
         self.round += 1
         return out
@@ -381,17 +426,32 @@ class Ladder(Tournament):
     its stored spec.
     """
 
-    def __init__(self, league: League, out: Path, *, wanted: Sequence[Wanted] = (),
-                 known: Mapping[str, BotSpec] | None = None, concurrency: int | None = None,
-                 log: Callable[[str], None] | None = None,
-                 executor: Executor | None = None, replays: bool = True) -> None:
+    def __init__(
+        self,
+        league: League,
+        out: Path,
+        *,
+        wanted: Sequence[Wanted] = (),
+        known: Mapping[str, BotSpec] | None = None,
+        concurrency: int | None = None,
+        log: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
+        replays: bool = True,
+    ) -> None:
         lad = league.ladder
         # The runner's own schedule is not used: the ladder plans its blocks.
         idle = msgspec.structs.replace(league.tournament, schedule="round-robin")
-        super().__init__(msgspec.structs.replace(league, bots=[], tournament=idle), out,
-                         concurrency=concurrency or lad.concurrency or league.tournament.concurrency,
-                         resume=True, progress=False, replays=replays, log=log, executor=executor,
-                         drop_unreachable=True)
+        super().__init__(
+            msgspec.structs.replace(league, bots=[], tournament=idle),
+            out,
+            concurrency=concurrency or lad.concurrency or league.tournament.concurrency,
+            resume=True,
+            progress=False,
+            replays=replays,
+            log=log,
+            executor=executor,
+            drop_unreachable=True,
+        )
         t = league.tournament
         self.plan = LadderScheduler(t.table_size, t.duplicate, t.seed, catch_up=lad.catch_up)
         self.wanted = list(wanted)
@@ -420,7 +480,8 @@ class Ladder(Tournament):
             store.close()
             raise LeagueError(
                 f"{self.out} holds a ladder of another league (its rules, timeouts, fault policy, ratings, "
-                "seats or seed differ): a competition's league cannot change while its ladder lives")
+                "seats or seed differ): a competition's league cannot change while its ladder lives"
+            )
         store.set_meta("ladder_fingerprint", fingerprint)
         store.set_meta("league", msgspec.json.encode(redacted(self.league)).decode())
         store.set_meta("name", self.league.tournament.name)
@@ -456,9 +517,17 @@ class Ladder(Tournament):
         if replaces is not None and self.league.ladder.ratings == "inherit":
             r = self.table.ratings[replaces.name]
             mu, sigma = float(r.mu), max(float(r.sigma), cfg.sigma / 2)
-        return Entry(name=w.name, team=w.team, submission=w.submission,
-                     spec=msgspec.structs.replace(w.spec, name=w.name), mu0=mu, sigma0=sigma,
-                     games0=self.plan.seating_count(), joined_at=time.time(), first_index=self.plan.next_index)
+        return Entry(
+            name=w.name,
+            team=w.team,
+            submission=w.submission,
+            spec=msgspec.structs.replace(w.spec, name=w.name),
+            mu0=mu,
+            sigma0=sigma,
+            games0=self.plan.seating_count(),
+            joined_at=time.time(),
+            first_index=self.plan.next_index,
+        )
 
     async def _reach(self, spec: BotSpec) -> str | None:
         """Start (or reach) and greet a new entry's bot; why not, if it cannot be."""
@@ -498,8 +567,13 @@ class Ladder(Tournament):
                 elif e.status == "dropped" and e.team is not None:
                     await self._fall_back(e)
                 continue
-            previous = None if w.team is None else next(
-                (e for e in self.entries.values() if e.status == "active" and e.team == w.team), None)
+            previous = (
+                None
+                if w.team is None
+                else next(
+                    (e for e in self.entries.values() if e.status == "active" and e.team == w.team), None
+                )
+            )
             results.append(await self._enter(w, previous))
         teams = {w.team for w in wanted if w.team is not None}
         for e in list(self.entries.values()):
@@ -576,7 +650,9 @@ class Ladder(Tournament):
                 self.log(f"ladder: {dropped.name!r} was dropped: {e.name!r} is back in play")
                 return e
             self.log(f"ladder: {e.name!r} cannot be put back in play: {why}")
-        self.log(f"ladder: {dropped.name!r} was dropped and its team has no earlier version to put back in play")
+        self.log(
+            f"ladder: {dropped.name!r} was dropped and its team has no earlier version to put back in play"
+        )
         return None
 
     def _retire(self, entry: Entry, status: EntryStatus, reason: str) -> None:
@@ -665,11 +741,18 @@ class Ladder(Tournament):
         players = self._players()
         need = self.needed()
         names = ", ".join(e.name for e in players) or "none"
-        fill = "" if self.league.ladder.fill != "none" else (
-            ', or set fill = "greedy" under [ladder] to fill the empty seats with the built-in greedy bot')
-        return (f"The ladder is waiting: it needs at least {need} players to play (tables of {k}) and has "
-                f"{len(players)} ({names}). Add a house bot to the league file{fill}, or wait for more teams' "
-                "bots to be accepted: it starts by itself.")
+        fill = (
+            ""
+            if self.league.ladder.fill != "none"
+            else (
+                ', or set fill = "greedy" under [ladder] to fill the empty seats with the built-in greedy bot'
+            )
+        )
+        return (
+            f"The ladder is waiting: it needs at least {need} players to play (tables of {k}) and has "
+            f"{len(players)} ({names}). Add a house bot to the league file{fill}, or wait for more teams' "
+            "bots to be accepted: it starts by itself."
+        )
 
     # ----------------------------------------------------------------- play
 
@@ -687,8 +770,11 @@ class Ladder(Tournament):
             try:
                 # The bots of planned games first (they are owed), then the wanted entries.
                 needed = [self._entries[n] for n in self._owed if n in self._entries]
-                needed += [self._entries[n] for n, e in self.entries.items()
-                           if e.status == "active" and n not in self._owed]
+                needed += [
+                    self._entries[n]
+                    for n, e in self.entries.items()
+                    if e.status == "active" and n not in self._owed
+                ]
                 self.league = msgspec.structs.replace(self.league, bots=needed)
                 await self._start_bots(store)
                 if self.replays:
@@ -719,7 +805,8 @@ class Ladder(Tournament):
     def finish(self, store: Store) -> list[Standing]:
         """The outputs over every entry that played (retired ones flagged)."""
         self.league = msgspec.structs.replace(
-            self.league, bots=[self._entries[n] for n in self.table.ratings if n in self._entries])
+            self.league, bots=[self._entries[n] for n in self.table.ratings if n in self._entries]
+        )
         return super().finish(store)
 
     async def _play_ladder(self, todo: list[GameSpec], recorded: Mapping[int, object], store: Store) -> None:
@@ -760,8 +847,14 @@ class Ladder(Tournament):
                 self.planned = self.plan.next_index
             yield self._queue.popleft()
 
-    async def _game(self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
-                    counter: list[int], progress: Progress) -> None:
+    async def _game(
+        self,
+        spec: GameSpec,
+        store: Store,
+        semaphore: asyncio.Semaphore,
+        counter: list[int],
+        progress: Progress,
+    ) -> None:
         """A game as the runner plays it; then its seats owe one game less,
         and a retired entry that owes none is closed."""
         try:

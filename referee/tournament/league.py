@@ -191,8 +191,10 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
     for no, line in enumerate(text.splitlines(), 1):
         # tomllib's time grows with the square of a dotted key's parts (10,000: 1.2 s, 30,000: 20 s)
         if (dots := line.count(".")) > MAX_DOTS:
-            raise LeagueError(f"{filename}:{no}: {dots} dots on one line, at most {MAX_DOTS}: keys dotted that "
-                              "deep are refused (a league file nests a few levels)")
+            raise LeagueError(
+                f"{filename}:{no}: {dots} dots on one line, at most {MAX_DOTS}: keys dotted that "
+                "deep are refused (a league file nests a few levels)"
+            )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -220,9 +222,7 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
         league = msgspec.convert(data, League)
     except msgspec.ValidationError as e:
         at, field, message = _split_validation(str(e))
-        raise LeagueError(
-            f"{filename}:{lines.line_of(at, field)}: {_describe(at, field)}{message}"
-        ) from None
+        raise LeagueError(f"{filename}:{lines.line_of(at, field)}: {_describe(at, field)}{message}") from None
     league.path = str(Path(filename).resolve())
     _merge_limits(league, data, filename, lines)
     check_league(league, filename, lines, bots_to_come=bots_to_come)
@@ -239,13 +239,12 @@ def _merge_limits(league: League, data: dict[str, Any], filename: str, lines: To
         try:
             league.bots[i].limits = msgspec.convert({**base, **raw["limits"]}, ContainerLimits)
         except msgspec.ValidationError as e:  # pragma: no cover - caught by the convert above
-            raise LeagueError(f"{filename}:{lines.line_of(('bots', i), 'limits')}: "
-                              f"[[bots]] #{i + 1} 'limits': {e}") from None
+            raise LeagueError(
+                f"{filename}:{lines.line_of(('bots', i), 'limits')}: [[bots]] #{i + 1} 'limits': {e}"
+            ) from None
 
 
-def check_league(
-    league: League, filename: str, lines: TomlLines, *, bots_to_come: bool = False
-) -> None:
+def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_come: bool = False) -> None:
     """The checks a type cannot express, each naming its key and line
     (`bots_to_come`: as in :func:`parse_league`)."""
 
@@ -260,47 +259,80 @@ def check_league(
     if t.concurrency < 1:
         fail(("tournament",), "concurrency", f"must be at least 1, got {t.concurrency}")
     if t.schedule not in SCHEDULES:
-        fail(("tournament",), "schedule",
-             f"expected one of {', '.join(repr(s) for s in SCHEDULES)}, got {t.schedule!r}")
+        fail(
+            ("tournament",),
+            "schedule",
+            f"expected one of {', '.join(repr(s) for s in SCHEDULES)}, got {t.schedule!r}",
+        )
     ladder = league.ladder
     if ladder.concurrency is not None and ladder.concurrency < 1:
         fail(("ladder",), "concurrency", f"must be at least 1, got {ladder.concurrency}")
     if ladder.ratings not in LADDER_RATINGS:
-        fail(("ladder",), "ratings",
-             f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}")
+        fail(
+            ("ladder",),
+            "ratings",
+            f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}",
+        )
     if ladder.catch_up < 0:
         fail(("ladder",), "catch_up", f"must be 0 or more, got {ladder.catch_up}")
     if ladder.fill not in LADDER_FILLS:
-        fail(("ladder",), "fill", f"expected one of {', '.join(repr(s) for s in LADDER_FILLS)}, got {ladder.fill!r}")
+        fail(
+            ("ladder",),
+            "fill",
+            f"expected one of {', '.join(repr(s) for s in LADDER_FILLS)}, got {ladder.fill!r}",
+        )
     deadlines = league.competition
     for key in ("freeze_at", "final_at"):
         when = getattr(deadlines, key)
         if when is not None and when.tzinfo is None:
-            fail(("competition",), key, f"{when.isoformat()} has no time zone: write it with its offset or Z "
-                                        f"(e.g. {when.isoformat()}+02:00, {when.isoformat()}Z for UTC)")
-    if deadlines.freeze_at is not None and deadlines.final_at is not None and deadlines.final_at < deadlines.freeze_at:
-        fail(("competition",), "final_at", f"{deadlines.final_at.isoformat()} is before freeze_at "
-                                           f"({deadlines.freeze_at.isoformat()}): the final starts once frozen")
+            fail(
+                ("competition",),
+                key,
+                f"{when.isoformat()} has no time zone: write it with its offset or Z "
+                f"(e.g. {when.isoformat()}+02:00, {when.isoformat()}Z for UTC)",
+            )
+    if (
+        deadlines.freeze_at is not None
+        and deadlines.final_at is not None
+        and deadlines.final_at < deadlines.freeze_at
+    ):
+        fail(
+            ("competition",),
+            "final_at",
+            f"{deadlines.final_at.isoformat()} is before freeze_at "
+            f"({deadlines.freeze_at.isoformat()}): the final starts once frozen",
+        )
     stop = league.stop
     if not 0.5 < stop.confidence < 1:
         fail(("stop",), "confidence", f"must be between 0.5 and 1 (both excluded), got {stop.confidence}")
     if stop.top is not None and stop.top < 1:
         fail(("stop",), "top", f"must be at least 1, got {stop.top}")
     if stop.max_games is not None and stop.max_games < t.table_size:
-        fail(("stop",), "max_games",
-             f"must be at least table_size ({t.table_size}): one table's rotations, got {stop.max_games}")
+        fail(
+            ("stop",),
+            "max_games",
+            f"must be at least table_size ({t.table_size}): one table's rotations, got {stop.max_games}",
+        )
     if t.schedule != "adaptive":
         for key in ("top", "max_games"):
             if getattr(stop, key) is not None:
-                fail(("stop",), key, f'only an adaptive league stops early (schedule = "adaptive"); '
-                     f"this one plays its {t.schedule} schedule to the end")
+                fail(
+                    ("stop",),
+                    key,
+                    f'only an adaptive league stops early (schedule = "adaptive"); '
+                    f"this one plays its {t.schedule} schedule to the end",
+                )
     try:
         league.rules.validate(t.table_size)
     except ValueError as e:
         fail(("rules",), None, str(e))
     for key in ("move_ms", "start_ms", "end_ms"):
         if getattr(league.timeouts, key) <= 0:
-            fail(("timeouts",), key, f"must be a positive number of milliseconds, got {getattr(league.timeouts, key)}")
+            fail(
+                ("timeouts",),
+                key,
+                f"must be a positive number of milliseconds, got {getattr(league.timeouts, key)}",
+            )
     if league.timeouts.bank_ms < 0:
         fail(("timeouts",), "bank_ms", f"must be 0 or more, got {league.timeouts.bank_ms}")
     if league.faults.strikes < 1:
@@ -321,16 +353,23 @@ def check_league(
         if b.image is not None and given == ["command", "image"]:
             given = ["image"]  # the command run in the container
         if len(given) != 1:
-            fail(where, None, f"bot {b.name!r} needs exactly one of url, command, image"
-                 + (f" (got {', '.join(given)})" if given else ""))
+            fail(
+                where,
+                None,
+                f"bot {b.name!r} needs exactly one of url, command, image"
+                + (f" (got {', '.join(given)})" if given else ""),
+            )
         if b.url is not None and not re.match(r"^(https?://[^/\s]+|unix:/\S+)", b.url):
             fail(where, "url", f"expected http://host:port or unix:/path, got {b.url!r}")
         if b.image is not None:
             if not b.image.strip():
                 fail(where, "image", "must not be empty")
             if b.command is not None and any("{port}" in part for part in b.command):
-                fail(where, "command", "a container bot has no port: it listens on the unix "
-                     "socket {unix} (also in $BOT_UNIX)")
+                fail(
+                    where,
+                    "command",
+                    "a container bot has no port: it listens on the unix socket {unix} (also in $BOT_UNIX)",
+                )
             if b.cwd is not None:
                 fail(where, "cwd", "is for command bots (an image brings its own files)")
             for key, message in check_limits(league.limits_for(b)):
@@ -343,16 +382,20 @@ def check_league(
             if not any("{port}" in part for part in b.command):
                 fail(where, "command", "must contain {port}: the referee picks the port")
     if len(league.bots) < t.table_size and not bots_to_come:
-        fail(("tournament",), "table_size",
-             f"{t.table_size} seats per table but only {len(league.bots)} bots")
+        fail(
+            ("tournament",), "table_size", f"{t.table_size} seats per table but only {len(league.bots)} bots"
+        )
     if t.schedule == "round-robin" and 2 <= t.table_size <= len(league.bots):
         games = math.comb(len(league.bots), t.table_size) * t.table_size * t.rounds
         if games >= ROUND_ROBIN_LIMIT:
             key = "schedule" if (("tournament",), "schedule") in lines.keys else "table_size"
             times = f" x {t.rounds} rounds" if t.rounds > 1 else ""
-            fail(("tournament",), key,
-                 f"round-robin of {len(league.bots)} bots at {t.table_size}-seat tables{times} is "
-                 f'{games:,} games; use schedule = "balanced" or "adaptive"')
+            fail(
+                ("tournament",),
+                key,
+                f"round-robin of {len(league.bots)} bots at {t.table_size}-seat tables{times} is "
+                f'{games:,} games; use schedule = "balanced" or "adaptive"',
+            )
 
 
 # ------------------------------------------------- error positions in TOML

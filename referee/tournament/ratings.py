@@ -102,8 +102,12 @@ class HeadToHead(msgspec.Struct, kw_only=True):
 
 def environment(cfg: Ratings) -> trueskill.TrueSkill:
     return trueskill.TrueSkill(
-        mu=cfg.mu, sigma=cfg.sigma, beta=cfg.beta, tau=cfg.tau,
-        draw_probability=cfg.draw_probability, backend=None,
+        mu=cfg.mu,
+        sigma=cfg.sigma,
+        beta=cfg.beta,
+        tau=cfg.tau,
+        draw_probability=cfg.draw_probability,
+        backend=None,
     )
 
 
@@ -149,7 +153,8 @@ class Table:
         if name in self.ratings:
             raise ValueError(f"bot {name!r} is in the table already")
         rating = self.env.create_rating(
-            mu=self.env.mu if mu is None else mu, sigma=self.env.sigma if sigma is None else sigma)
+            mu=self.env.mu if mu is None else mu, sigma=self.env.sigma if sigma is None else sigma
+        )
         if not rating.sigma > 0:
             raise ValueError(f"bot {name!r}: sigma must be positive, got {rating.sigma}")
         self.ratings[name] = rating
@@ -181,7 +186,7 @@ class Table:
             r = rated[seat][0]
             v = before[seat].sigma ** 2 + tau2
             scores.append((r.mu - before[seat].mu) / v)
-            infos.append(max(0.0, v - r.sigma ** 2) / (v * v))
+            infos.append(max(0.0, v - r.sigma**2) / (v * v))
             self.ratings[bot] = r
             self.history.append((o.index, bot, r.mu, r.sigma))
             self.games[bot] += 1
@@ -198,17 +203,23 @@ class Table:
 
     def _order(self) -> list[str]:
         """The bots in standings order (on the rounded values the standings show)."""
+
         def key(bot: str) -> tuple[float, float, float, str]:
             r = self.ratings[bot]
             score, mu = round(r.mu - 3 * r.sigma, 4), round(r.mu, 4)
             return (self.points[bot] if self.series else 0, -score, -mu, bot)
+
         return sorted(self.ratings, key=key)
 
     def _posterior(self, bots: Sequence[str]) -> tuple[list[float], list[float]]:
         """The honest posterior mean and variance of each bot's strength (:func:`settle.posteriors`)."""
         return settle.posteriors(
-            [float(self.ratings[b].mu) for b in bots], [float(self.ratings[b].sigma) for b in bots],
-            [self.mu0[b] for b in bots], [self.sigma0[b] for b in bots], self.design.factor())
+            [float(self.ratings[b].mu) for b in bots],
+            [float(self.ratings[b].sigma) for b in bots],
+            [self.mu0[b] for b in bots],
+            [self.sigma0[b] for b in bots],
+            self.design.factor(),
+        )
 
     def standings(self, confidence: float = 0.95, *, retired: bool = True) -> list[Standing]:
         """The table, best first, with its settledness at `confidence`
@@ -273,7 +284,9 @@ class Table:
         pairs = list(zip(active, active[1:]))
         probs = [settle.p_above(mus[i], var[i], mus[j], var[j]) for i, j in pairs]
         separated = settle.separations(probs, confidence)
-        return [(order[i], order[j], round(p, 4)) for (i, j), p, sep in zip(pairs, probs, separated) if not sep]
+        return [
+            (order[i], order[j], round(p, 4)) for (i, j), p, sep in zip(pairs, probs, separated) if not sep
+        ]
 
 
 class LatencyHistogram:
@@ -318,7 +331,9 @@ class LatencyHistogram:
         for b in sorted(self.counts):
             seen += self.counts[b]
             while todo and seen >= todo[0]:
-                out[todo.pop(0)] = self.FLOOR_MS if b < 0 else math.exp(self._LOG_FLOOR + (b + 0.5) * self._LOG_BASE)
+                out[todo.pop(0)] = (
+                    self.FLOOR_MS if b < 0 else math.exp(self._LOG_FLOOR + (b + 0.5) * self._LOG_BASE)
+                )
             if not todo:
                 break
         return [out[k] for k in ranks]
@@ -360,6 +375,17 @@ def head_to_head(bots: Sequence[str], outcomes: Iterable[Outcome]) -> list[HeadT
             n = wins + losses + draws
             score = wins + draws / 2
             low, high = wilson(score, n)
-            out.append(HeadToHead(bot=a, opponent=b, games=n, wins=wins, losses=losses, draws=draws,
-                                  rate=round(score / n, 4), low=round(low, 4), high=round(high, 4)))
+            out.append(
+                HeadToHead(
+                    bot=a,
+                    opponent=b,
+                    games=n,
+                    wins=wins,
+                    losses=losses,
+                    draws=draws,
+                    rate=round(score / n, 4),
+                    low=round(low, 4),
+                    high=round(high, 4),
+                )
+            )
     return out

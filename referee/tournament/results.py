@@ -103,7 +103,9 @@ class RunRatings:
             if e.status != "active" and e.name not in self.table.retired:
                 self.table.retire(e.name)
             elif e.status == "active" and e.name in self.table.retired:
-                self.table.add_bot(e.name)  # back in play (its team's new version was dropped), its rating kept
+                self.table.add_bot(
+                    e.name
+                )  # back in play (its team's new version was dropped), its rating kept
             self._entries[e.name] = e.status
             changed = True
         return changed
@@ -124,7 +126,7 @@ class RunRatings:
                         self.table.add(o)
                         self.next += 1
                     history = self.table.history
-                    for g, bot, mu, sigma in history[self._seen:]:
+                    for g, bot, mu, sigma in history[self._seen :]:
                         self._history.setdefault(bot, []).append((g, mu, sigma))
                     self._seen = len(history)
             if self._snapshot is None or self.next != before or changed:
@@ -134,8 +136,9 @@ class RunRatings:
                     retired = self.table.retired_rows()
                 else:
                     standings, retired = self.table.standings(confidence), []
-                self._snapshot = Snapshot(games=self.next, standings=standings, retired=retired,
-                                          history=self._history)
+                self._snapshot = Snapshot(
+                    games=self.next, standings=standings, retired=retired, history=self._history
+                )
             return self._snapshot
 
 
@@ -152,8 +155,10 @@ def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = N
     if not path.exists():
         return []
     out = []
-    query = ("SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified,"
-             " replay, finished_at, game_id FROM games")
+    query = (
+        "SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified,"
+        " replay, finished_at, game_id FROM games"
+    )
     with Store(path) as store:
         faults: dict[int, int] = {}
         fault_rows: Iterable[tuple[int, int]] = ()
@@ -162,7 +167,9 @@ def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = N
             rows = store.db.execute(query + " ORDER BY idx DESC LIMIT ?", (last,)).fetchall()[::-1]
             if rows:
                 fault_rows = store.db.execute(
-                    "SELECT game_idx, COUNT(*) FROM faults WHERE game_idx >= ? GROUP BY game_idx", (rows[0][0],))
+                    "SELECT game_idx, COUNT(*) FROM faults WHERE game_idx >= ? GROUP BY game_idx",
+                    (rows[0][0],),
+                )
         else:
             rows = store.db.execute(query + " ORDER BY idx").fetchall()
             fault_rows = store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx")
@@ -172,12 +179,23 @@ def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = N
         seat_names = msgspec.json.decode(seats, type=list[str])
         if bot is not None and bot not in seat_names:
             continue
-        out.append(GameRow(
-            index=idx, round=rnd, meeting=meeting, rotation=rotation, game_id=gid, seats=seat_names,
-            places=msgspec.json.decode(places, type=list[int]), turns=turns, adjudicated=bool(adj),
-            disqualified=msgspec.json.decode(dq, type=list[int]), faults=faults.get(int(idx), 0),
-            has_replay=replay is not None, finished_at=finished,
-        ))
+        out.append(
+            GameRow(
+                index=idx,
+                round=rnd,
+                meeting=meeting,
+                rotation=rotation,
+                game_id=gid,
+                seats=seat_names,
+                places=msgspec.json.decode(places, type=list[int]),
+                turns=turns,
+                adjudicated=bool(adj),
+                disqualified=msgspec.json.decode(dq, type=list[int]),
+                faults=faults.get(int(idx), 0),
+                has_replay=replay is not None,
+                finished_at=finished,
+            )
+        )
     return out
 
 
@@ -191,7 +209,9 @@ def deal_progress(out_dir: str | Path, index: int) -> tuple[int, int] | None:
         row = store.db.execute("SELECT deal_seed, seats FROM games WHERE idx = ?", (index,)).fetchone()
         if row is None:
             return None
-        played = int(store.db.execute("SELECT COUNT(*) FROM games WHERE deal_seed = ?", (row[0],)).fetchone()[0])
+        played = int(
+            store.db.execute("SELECT COUNT(*) FROM games WHERE deal_seed = ?", (row[0],)).fetchone()[0]
+        )
         text = store.get_meta("league")
     duplicate = True
     if text is not None:

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Callable, Container
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import aiohttp
 import msgspec
@@ -51,10 +51,17 @@ def league_fingerprint(league: League) -> str:
     timeouts, fault policy, ratings and the schedule's parameters."""
     t = league.tournament
     data = {
-        "seed": t.seed, "table_size": t.table_size, "rounds": t.rounds, "duplicate": t.duplicate,
-        "schedule": t.schedule, "stop": league.stop,
-        "rules": league.rules, "timeouts": league.timeouts, "faults": league.faults,
-        "ratings": league.ratings, "bots": [b.name for b in league.bots],
+        "seed": t.seed,
+        "table_size": t.table_size,
+        "rounds": t.rounds,
+        "duplicate": t.duplicate,
+        "schedule": t.schedule,
+        "stop": league.stop,
+        "rules": league.rules,
+        "timeouts": league.timeouts,
+        "faults": league.faults,
+        "ratings": league.ratings,
+        "bots": [b.name for b in league.bots],
     }
     return hashlib.sha256(msgspec.json.encode(data, order="deterministic")).hexdigest()
 
@@ -164,7 +171,9 @@ class Tournament:
         self._factory = BotFactory(
             log_dir=self.out / "logs",
             base_dir=Path(league.path).parent if league.path else Path.cwd(),
-            session=session, out_dir=self.out, limits=league.containers,
+            session=session,
+            out_dir=self.out,
+            limits=league.containers,
             labels={"referee.tournament": league.tournament.name},
             # On a cluster, image bots run on its nodes (the executor's pools).
             nodes=self.executor if getattr(self.executor, "remote_images", False) else None,  # type: ignore[arg-type]
@@ -184,8 +193,9 @@ class Tournament:
             except BotError as e:
                 raise LeagueError(f"{where}: {e}") from None
             if strays:
-                self.log(f"{where}: removed {len(strays)} container(s) left by a crashed run: "
-                         + ", ".join(strays))
+                self.log(
+                    f"{where}: removed {len(strays)} container(s) left by a crashed run: " + ", ".join(strays)
+                )
             bot = factory.make(entry)
             try:
                 info = await bot.handshake()
@@ -214,7 +224,9 @@ class Tournament:
         self.dropped[name] = why
         old = self.bots.get(name)
         self.bots[name] = DroppedBot(name, why, nowhere=self.out / "dropped.sock")
-        self.log(f"bot {name!r} is dropped from the rest of this run: {why}" + (f" ({detail})" if detail else ""))
+        self.log(
+            f"bot {name!r} is dropped from the rest of this run: {why}" + (f" ({detail})" if detail else "")
+        )
         if old is not None:
             task = asyncio.ensure_future(old.close())
             self._tasks.add(task)
@@ -229,12 +241,18 @@ class Tournament:
             if name in self.dropped:
                 continue
             faults = [f for f in result.faults[seat] if not f.detail.startswith(("/start", "/end"))]
-            dead = seat in result.disqualified and bool(faults) and all(
-                f.kind in ("connection", "timeout") for f in faults)
+            dead = (
+                seat in result.disqualified
+                and bool(faults)
+                and all(f.kind in ("connection", "timeout") for f in faults)
+            )
             self._dead_games[name] = self._dead_games.get(name, 0) + 1 if dead else 0
             if self._dead_games[name] >= DEAD_GAMES:
-                self._drop(name, f"it stopped answering ({DEAD_GAMES} games in a row lost to "
-                                 f"{'timeouts' if faults[-1].kind == 'timeout' else 'connection faults'})")
+                self._drop(
+                    name,
+                    f"it stopped answering ({DEAD_GAMES} games in a row lost to "
+                    f"{'timeouts' if faults[-1].kind == 'timeout' else 'connection faults'})",
+                )
 
     async def _close_bots(self) -> None:
         await asyncio.gather(*(b.close() for b in self.bots.values()), return_exceptions=True)
@@ -331,8 +349,14 @@ class Tournament:
                     yield spec
             k += 1
 
-    async def _play_games(self, games: AsyncGenerator[GameSpec, None], store: Store, progress: Progress,
-                          recorded: int, stopped: str) -> None:
+    async def _play_games(
+        self,
+        games: AsyncGenerator[GameSpec, None],
+        store: Store,
+        progress: Progress,
+        recorded: int,
+        stopped: str,
+    ) -> None:
         """The game loop of a tournament and of a ladder: each game `games`
         yields is played (:meth:`_game`) as soon as one of the `concurrency`
         slots is free, the games in flight finish after the last one (or
@@ -370,7 +394,9 @@ class Tournament:
         stops, the second abandons."""
         if not abandon:
             self._stopping = max(self._stopping, 1)
-            self.log(f"\nstopping: finishing {len(self._tasks)} games in flight (Ctrl-C again to abandon them)")
+            self.log(
+                f"\nstopping: finishing {len(self._tasks)} games in flight (Ctrl-C again to abandon them)"
+            )
             return
         self._stopping = 2
         self.log(f"\nabandoning {len(self._tasks)} games in flight: they will be played on resume")
@@ -378,8 +404,12 @@ class Tournament:
             task.cancel()
 
     async def _game(
-        self, spec: GameSpec, store: Store, semaphore: asyncio.Semaphore,
-        counter: list[int], progress: Progress,
+        self,
+        spec: GameSpec,
+        store: Store,
+        semaphore: asyncio.Semaphore,
+        counter: list[int],
+        progress: Progress,
     ) -> None:
         fresh: list[Bot] = []
         try:
@@ -403,7 +433,8 @@ class Tournament:
             self._record(spec, done.result, store, replay)
             self._judge(list(spec.seats), done.result)
             self._finished[spec.index] = outcome_of(
-                spec.index, spec.seats, spec.deal_seed, msgspec.to_builtins(done.result))
+                spec.index, spec.seats, spec.deal_seed, msgspec.to_builtins(done.result)
+            )
             self._apply_ready()
             counter[0] += 1
             progress.update(counter[0])
@@ -441,9 +472,18 @@ class Tournament:
                 addresses.append(where.address)
                 images.append(None)
         league = self.league
-        return GameJob(seed=spec.deal_seed, names=list(spec.seats), urls=urls, secrets=secrets, addresses=addresses,
-                       rules=league.rules, timeouts=league.timeouts, policy=league.faults,
-                       replay=self.replays, images=images if any(s is not None for s in images) else [])
+        return GameJob(
+            seed=spec.deal_seed,
+            names=list(spec.seats),
+            urls=urls,
+            secrets=secrets,
+            addresses=addresses,
+            rules=league.rules,
+            timeouts=league.timeouts,
+            policy=league.faults,
+            replay=self.replays,
+            images=images if any(s is not None for s in images) else [],
+        )
 
     def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
         faults = [
@@ -452,11 +492,20 @@ class Tournament:
             for f in fs
         ]
         store.record_game(
-            index=spec.index, round_=spec.round, meeting=spec.meeting, rotation=spec.rotation,
-            deal_seed=spec.deal_seed, seats=spec.seats, game_id=result.game_id,
-            places=result.places, adjudicated=result.adjudicated,
-            disqualified=result.disqualified, turns=result.turns, result=result,
-            faults=faults, replay=str(replay.relative_to(self.out)) if replay else None,
+            index=spec.index,
+            round_=spec.round,
+            meeting=spec.meeting,
+            rotation=spec.rotation,
+            deal_seed=spec.deal_seed,
+            seats=spec.seats,
+            game_id=result.game_id,
+            places=result.places,
+            adjudicated=result.adjudicated,
+            disqualified=result.disqualified,
+            turns=result.turns,
+            result=result,
+            faults=faults,
+            replay=str(replay.relative_to(self.out)) if replay else None,
         )
 
     # --------------------------------------------------------------- output
@@ -485,14 +534,36 @@ def compute(store: Store, league: League) -> tuple[list[Standing], list[HeadToHe
 #: How sure the table is of each rank (referee.tournament.ratings.Standing).
 SETTLED_FIELDS = ("p_above_next", "rank_low", "rank_high", "separated_above", "separated_below")
 
-STANDINGS_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place",
-                    "faults", *SETTLED_FIELDS, "latency_p50_ms", "latency_p95_ms")
+STANDINGS_FIELDS = (
+    "rank",
+    "bot",
+    "mu",
+    "sigma",
+    "score",
+    "games",
+    "wins",
+    "avg_place",
+    "faults",
+    *SETTLED_FIELDS,
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
 
 
 #: What standings.json holds: a function of the league and the bots' moves
 #: alone, so the same league gives the same file at any concurrency.
-DETERMINISTIC_FIELDS = ("rank", "bot", "mu", "sigma", "score", "games", "wins", "avg_place", "faults",
-                        *SETTLED_FIELDS)
+DETERMINISTIC_FIELDS = (
+    "rank",
+    "bot",
+    "mu",
+    "sigma",
+    "score",
+    "games",
+    "wins",
+    "avg_place",
+    "faults",
+    *SETTLED_FIELDS,
+)
 
 
 def csv_cell(row: dict[str, Any], key: str, *, first: bool, last: bool) -> object:
@@ -518,8 +589,10 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
         json.dumps([{k: r[k] for k in fields} for r in rows], indent=2) + "\n"
     )
     (out / "latency.json").write_text(
-        json.dumps({r["bot"]: {"p50_ms": r["latency_p50_ms"], "p95_ms": r["latency_p95_ms"]} for r in rows},
-                   indent=2) + "\n"
+        json.dumps(
+            {r["bot"]: {"p50_ms": r["latency_p50_ms"], "p95_ms": r["latency_p95_ms"]} for r in rows}, indent=2
+        )
+        + "\n"
     )
     with (out / "standings.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -527,9 +600,7 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
         w.writerow(columns)
         for i, r in enumerate(rows):
             w.writerow([csv_cell(r, k, first=i == 0, last=i == len(rows) - 1) for k in columns])
-    (out / "head_to_head.json").write_text(
-        json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n"
-    )
+    (out / "head_to_head.json").write_text(json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n")
 
 
 def load_standings(out: Path) -> list[Standing]:

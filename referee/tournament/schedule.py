@@ -160,8 +160,16 @@ def make_scheduler(league: League) -> Scheduler:
         return BalancedScheduler(names, t.table_size, t.rounds, t.duplicate, t.seed)
     if t.schedule == "adaptive":
         stop = league.stop
-        return AdaptiveScheduler(names, t.table_size, t.rounds, t.duplicate, t.seed,
-                                 confidence=stop.confidence, top=stop.top, max_games=stop.max_games)
+        return AdaptiveScheduler(
+            names,
+            t.table_size,
+            t.rounds,
+            t.duplicate,
+            t.seed,
+            confidence=stop.confidence,
+            top=stop.top,
+            max_games=stop.max_games,
+        )
     raise ValueError(f"unknown schedule {t.schedule!r}")
 
 
@@ -179,8 +187,16 @@ class RoundRobinScheduler:
     the rounds are interleaved instead (round ``i % rounds``, rotation
     ``i // rounds``). Blocks are chunks of `chunk` games in that order."""
 
-    def __init__(self, bots: Sequence[str], table_size: int, rounds: int, duplicate: bool,
-                 seed: int, *, chunk: int = ROUND_ROBIN_BLOCK) -> None:
+    def __init__(
+        self,
+        bots: Sequence[str],
+        table_size: int,
+        rounds: int,
+        duplicate: bool,
+        seed: int,
+        *,
+        chunk: int = ROUND_ROBIN_BLOCK,
+    ) -> None:
         self.bots = list(bots)
         self.table_size = table_size
         self.rounds = rounds
@@ -211,12 +227,16 @@ class RoundRobinScheduler:
         return self.games(start, min(self.size, start + self.chunk))
 
     def add_bot(self, name: str) -> None:
-        raise ValueError(f"cannot take in bot {name!r}: a round-robin plays the combinations of the "
-                         'bots it started with; use schedule = "balanced" or "adaptive"')
+        raise ValueError(
+            f"cannot take in bot {name!r}: a round-robin plays the combinations of the "
+            'bots it started with; use schedule = "balanced" or "adaptive"'
+        )
 
     def retire_bot(self, name: str) -> None:
-        raise ValueError(f"cannot retire bot {name!r}: a round-robin plays the combinations of the "
-                         'bots it started with; use schedule = "balanced" or "adaptive"')
+        raise ValueError(
+            f"cannot retire bot {name!r}: a round-robin plays the combinations of the "
+            'bots it started with; use schedule = "balanced" or "adaptive"'
+        )
 
     def games(self, start: int, stop: int) -> list[GameSpec]:
         """Games `start` to `stop` (excluded) of the schedule."""
@@ -236,9 +256,16 @@ class RoundRobinScheduler:
                 comb = _unrank_combination(m, n, size)
             last_m = m
             seats = tuple(self.bots[comb[(s + k) % size]] for s in range(size))
-            out.append(GameSpec(index=i, round=r, meeting=m, rotation=k,
-                                deal_seed=deal_seed(self.seed, r, m, 0 if self.duplicate else k),
-                                seats=seats))
+            out.append(
+                GameSpec(
+                    index=i,
+                    round=r,
+                    meeting=m,
+                    rotation=k,
+                    deal_seed=deal_seed(self.seed, r, m, 0 if self.duplicate else k),
+                    seats=seats,
+                )
+            )
         return out
 
 
@@ -296,8 +323,7 @@ class BalancedScheduler:
     """Rounds in which every bot sits at one table; pairs meet as evenly as
     the numbers allow (see the module's docstring)."""
 
-    def __init__(self, bots: Sequence[str], table_size: int, rounds: int, duplicate: bool,
-                 seed: int) -> None:
+    def __init__(self, bots: Sequence[str], table_size: int, rounds: int, duplicate: bool, seed: int) -> None:
         self.table_size = table_size
         self.rounds = rounds
         self.duplicate = duplicate
@@ -397,8 +423,9 @@ class BalancedScheduler:
         every machine."""
         weights = self._weights
         if c >= len(weights):
-            weights.extend(round(math.sinh(ALPHA * (x + 0.5 - self._mean)) * 2**20)
-                           for x in range(len(weights), c + 1))
+            weights.extend(
+                round(math.sinh(ALPHA * (x + 0.5 - self._mean)) * 2**20) for x in range(len(weights), c + 1)
+            )
         return weights[c]
 
     def _set_mean(self, mean: float) -> None:
@@ -410,7 +437,7 @@ class BalancedScheduler:
         for i, a in enumerate(table):
             self.games[a] += self.table_size
             met_a = self.met[a]
-            for b in table[i + 1:]:
+            for b in table[i + 1 :]:
                 met_a[b] = met_a.get(b, 0) + 1
                 met_b = self.met[b]
                 met_b[a] = met_b.get(a, 0) + 1
@@ -450,9 +477,16 @@ class BalancedScheduler:
         for k in range(t):
             for r, m, members in entries:
                 seats = tuple(self.names[members[(s + k) % t]] for s in range(t))
-                out.append(GameSpec(index=self.next_index, round=r, meeting=m, rotation=k,
-                                    deal_seed=deal_seed(self.seed, r, m, 0 if self.duplicate else k),
-                                    seats=seats))
+                out.append(
+                    GameSpec(
+                        index=self.next_index,
+                        round=r,
+                        meeting=m,
+                        rotation=k,
+                        deal_seed=deal_seed(self.seed, r, m, 0 if self.duplicate else k),
+                        seats=seats,
+                    )
+                )
                 self.next_index += 1
         return out
 
@@ -468,7 +502,7 @@ class BalancedScheduler:
         rng.shuffle(bots)
         bots.sort(key=lambda b: -self.games[b])  # stable: ties stay shuffled
         byes = bots[: n - tables_count * t]
-        seated = bots[n - tables_count * t:]
+        seated = bots[n - tables_count * t :]
         pairs = n * (n - 1) // 2
         self._set_mean((self.pair_total + tables_count * t * (t - 1) // 2) / pairs if pairs else 0.0)
         best: tuple[int, list[list[int]], list[int]] | None = None
@@ -489,7 +523,9 @@ class BalancedScheduler:
 
     def _cost_of(self, tables: list[list[int]]) -> int:
         met, w = self.met, self._w
-        return sum(w(met[a].get(b, 0)) for table in tables for i, a in enumerate(table) for b in table[i + 1:])
+        return sum(
+            w(met[a].get(b, 0)) for table in tables for i, a in enumerate(table) for b in table[i + 1 :]
+        )
 
     def _greedy(self, pool: list[int]) -> list[list[int]]:
         """Tables filled one at a time, each seat with the candidate (of up
@@ -541,8 +577,9 @@ class BalancedScheduler:
         for group, mem in zip(groups, members):
             group[:] = [bots[i] for i in mem]
 
-    def _improve_dense(self, bots: list[int], members: list[list[int]], where: list[int],
-                       games: list[int], bye: int) -> None:
+    def _improve_dense(
+        self, bots: list[int], members: list[list[int]], where: list[int], games: list[int], bye: int
+    ) -> None:
         met, w = self.met, self._w
         n = len(bots)
         W = [[w(met[a].get(b, 0)) if a != b else 0 for b in bots] for a in bots]
@@ -585,8 +622,16 @@ class BalancedScheduler:
             if not moved:
                 break
 
-    def _improve_sparse(self, bots: list[int], members: list[list[int]], where: list[int],
-                        games: list[int], bye: int, most: int, rng: random.Random) -> None:
+    def _improve_sparse(
+        self,
+        bots: list[int],
+        members: list[list[int]],
+        where: list[int],
+        games: list[int],
+        bye: int,
+        most: int,
+        rng: random.Random,
+    ) -> None:
         met, w = self.met, self._w
 
         def cost(i: int, g: int, skip: int) -> int:
@@ -598,8 +643,12 @@ class BalancedScheduler:
         own = [cost(i, where[i], i) for i in range(len(bots))]
         for _ in range(PASSES):
             moved = False
-            todo = [i for i in range(len(bots)) if where[i] != bye
-                    and any(met[bots[i]].get(bots[j], 0) >= most for j in members[where[i]] if j != i)]
+            todo = [
+                i
+                for i in range(len(bots))
+                if where[i] != bye
+                and any(met[bots[i]].get(bots[j], 0) >= most for j in members[where[i]] if j != i)
+            ]
             for x in todo:
                 gx = where[x]
                 met_x = met[bots[x]]
@@ -650,9 +699,18 @@ class AdaptiveScheduler(BalancedScheduler):
     """Balanced rounds, then tables that separate the ranks not yet settled,
     until the ``[stop]`` condition (see the module's docstring)."""
 
-    def __init__(self, bots: Sequence[str], table_size: int, rounds: int, duplicate: bool,
-                 seed: int, *, confidence: float = 0.95, top: int | None = None,
-                 max_games: int | None = None) -> None:
+    def __init__(
+        self,
+        bots: Sequence[str],
+        table_size: int,
+        rounds: int,
+        duplicate: bool,
+        seed: int,
+        *,
+        confidence: float = 0.95,
+        top: int | None = None,
+        max_games: int | None = None,
+    ) -> None:
         super().__init__(bots, table_size, rounds, duplicate, seed)
         self.confidence = confidence
         self.top = top
@@ -698,8 +756,11 @@ class AdaptiveScheduler(BalancedScheduler):
         """The active bots in standings order (bots not in the standings yet
         in the middle) and, for each adjacent pair, the probability that the
         upper one is truly stronger."""
-        rows = [(pos, s) for pos, s in enumerate(standings)
-                if s.bot in self.ids and self.active[self.ids[s.bot]] and not s.retired]
+        rows = [
+            (pos, s)
+            for pos, s in enumerate(standings)
+            if s.bot in self.ids and self.active[self.ids[s.bot]] and not s.retired
+        ]
         probs: list[float] = []
         for (pa, a), (pb, b) in zip(rows, rows[1:]):
             given = a.p_above_next if pb == pa + 1 else None
@@ -729,7 +790,7 @@ class AdaptiveScheduler(BalancedScheduler):
         (the standings' ``rank_low``) still reaches into them."""
         if self.top is None or self.top >= len(order):
             return []
-        rest = set(order[self.top:])
+        rest = set(order[self.top :])
         out = []
         for row in standings:
             b = self.ids.get(row.bot)
@@ -737,8 +798,9 @@ class AdaptiveScheduler(BalancedScheduler):
                 out.append(b)
         return out
 
-    def weights(self, order: Sequence[int], probs: Sequence[float],
-                uncertain: Sequence[int]) -> dict[int, float]:
+    def weights(
+        self, order: Sequence[int], probs: Sequence[float], uncertain: Sequence[int]
+    ) -> dict[int, float]:
         """Each unsettled pair's weight: the higher, the sooner it is seated.
 
         A pair at probability p, whose bots have played n games (their
@@ -771,7 +833,7 @@ class AdaptiveScheduler(BalancedScheduler):
             a, b = self.games[order[i]], self.games[order[i + 1]]
             n = 2.0 * a * b / (a + b) if a and b else 0.0
             more = more_games(n, z, target)
-            out[i] = 1.0 + more / left if 0 < left and more <= left else 1.0 / (1.0 + more)
+            out[i] = 1.0 + more / left if left > 0 and more <= left else 1.0 / (1.0 + more)
         return out
 
     def _adaptive_tables(self, standings: Sequence[Standing], k: int) -> list[list[int]] | None:
@@ -806,7 +868,7 @@ class AdaptiveScheduler(BalancedScheduler):
             return True
 
         def take(start: int) -> bool:
-            return seat(order[start:start + t])
+            return seat(order[start : start + t])
 
         # A newcomer first: tables around its place until its games catch up.
         for b in behind:
@@ -828,8 +890,10 @@ class AdaptiveScheduler(BalancedScheduler):
         # first: a table across each one's boundary.
         last = m - 1 if self.top is None else min(self.top, m - 1)
         open_pairs = set(uncertain)
-        separated = sorted((i for i in range(last) if i not in open_pairs),
-                           key=lambda i: (self.met[order[i]].get(order[i + 1], 0), i))
+        separated = sorted(
+            (i for i in range(last) if i not in open_pairs),
+            key=lambda i: (self.met[order[i]].get(order[i + 1], 0), i),
+        )
         for i in separated[: most_tables // RETEST_SHARE]:
             take(min(max(0, i - (t - 2) // 2), m - t))
         # Then the unsettled pairs, by their weights (see `weights`); a
@@ -839,7 +903,7 @@ class AdaptiveScheduler(BalancedScheduler):
             i = max(need, key=lambda j: (need[j], -j))
             best: tuple[float, int, int] | None = None
             for s in range(max(0, i + 2 - t), min(i, m - t) + 1):
-                if any(uses[b] >= cap for b in order[s:s + t]):
+                if any(uses[b] >= cap for b in order[s : s + t]):
                     continue
                 score = sum(need.get(j, 0.0) for j in range(s, s + t - 1))
                 key = (score, -abs(2 * s + t - 2 - 2 * i), -s)

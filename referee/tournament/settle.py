@@ -165,7 +165,10 @@ def effective_variance(sigma: float, sigma0: float, factor: float) -> float:
 
 
 def posteriors(
-    mus: Sequence[float], sigmas: Sequence[float], mu0s: Sequence[float], sigma0s: Sequence[float],
+    mus: Sequence[float],
+    sigmas: Sequence[float],
+    mu0s: Sequence[float],
+    sigma0s: Sequence[float],
     factor: float,
 ) -> tuple[list[float], list[float]]:
     """Honest posterior means and variances of the bots' strengths.

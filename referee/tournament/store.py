@@ -151,9 +151,20 @@ class Store:
                 " adjudicated, disqualified, turns, result, replay, finished_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    index, round_, meeting, rotation, deal_seed, json.dumps(list(seats)), game_id,
-                    json.dumps(list(places)), int(adjudicated), json.dumps(list(disqualified)), turns,
-                    msgspec.json.encode(result).decode(), replay, time.time(),
+                    index,
+                    round_,
+                    meeting,
+                    rotation,
+                    deal_seed,
+                    json.dumps(list(seats)),
+                    game_id,
+                    json.dumps(list(places)),
+                    int(adjudicated),
+                    json.dumps(list(disqualified)),
+                    turns,
+                    msgspec.json.encode(result).decode(),
+                    replay,
+                    time.time(),
                 ),
             )
             db.executemany(

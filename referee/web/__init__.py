@@ -2,7 +2,7 @@
 live leaderboard, bot pages, replay viewer, JSON API); :func:`make_app` builds it."""
 
 from .app import make_app
-from .db import ServiceDB
 from .app_state import Settings
+from .db import ServiceDB
 
 __all__ = ["ServiceDB", "Settings", "make_app"]

@@ -62,11 +62,20 @@ from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
 from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
+from .app_state import DB, SETTINGS
 from .db import ServiceDB, Submission, Team
-from .health import HEALTH, Health, ServiceFault, backoff, classify, docker_ok, refusal_is_service, team_reason
+from .health import (
+    HEALTH,
+    Health,
+    ServiceFault,
+    backoff,
+    classify,
+    docker_ok,
+    refusal_is_service,
+    team_reason,
+)
 from .ladder_service import submission_accepted
 from .run_start import check_league_text, house_bots
-from .app_state import DB, SETTINGS
 from .storage import after_accepted, at_start
 
 log = logging.getLogger("referee.web.admission_queue")
@@ -120,8 +129,9 @@ def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str
             log.warning("could not re-tag image %s: %s", image_id, e)
             continue
         if tag is not None:
-            log.warning("image %s had lost its tag (another install re-tagged it): tagged %s again",
-                        image_id, tag)
+            log.warning(
+                "image %s had lost its tag (another install re-tagged it): tagged %s again", image_id, tag
+            )
             done.append(tag)
     return done
 
@@ -211,9 +221,13 @@ class Pipeline:
         for tid, sid in newest.items():
             self._waiting[tid] = sid
             self._queued.add(sid)
-        self._tasks = [asyncio.create_task(self._intake(), name="admission-intake"),
-                       asyncio.create_task(self._retrier(), name="admission-retry")]
-        self._tasks += [asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)]
+        self._tasks = [
+            asyncio.create_task(self._intake(), name="admission-intake"),
+            asyncio.create_task(self._retrier(), name="admission-retry"),
+        ]
+        self._tasks += [
+            asyncio.create_task(self._worker(), name=f"admission-{i}") for i in range(self.workers)
+        ]
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -335,7 +349,9 @@ class Pipeline:
         settings = self.app[SETTINGS]
         now = await self.app[DB].call(ServiceDB.submission, sid)
         if now is None or not now.pending:  # it was over (say accepted) when the fault came: it stays so
-            log.error("submission %s: a service fault after it was %s: %s", sid, now and now.status, fault.cause)
+            log.error(
+                "submission %s: a service fault after it was %s: %s", sid, now and now.status, fault.cause
+            )
             return
         newer = self._waiting.get(tid)
         if newer is not None and newer != sid:  # the team uploaded again meanwhile: that one goes on
@@ -349,8 +365,13 @@ class Pipeline:
         self._docker_fault = fault.docker
         self._next_probe = time.time() + settings.fault_retry_s
         self.health.fault(fault.cause, min(at for _, at in self._retry.values()), len(self._retry))
-        await self.app[DB].call(ServiceDB.update_submission, sid, status="waiting",
-                                reason=team_reason(fault.summary, retry_at), retry_at=retry_at)
+        await self.app[DB].call(
+            ServiceDB.update_submission,
+            sid,
+            status="waiting",
+            reason=team_reason(fault.summary, retry_at),
+            retry_at=retry_at,
+        )
 
     def _recovered(self) -> None:
         """The service works again: the banner goes; after Docker's fault every waiting submission goes on now."""
@@ -382,10 +403,12 @@ class Pipeline:
             async with self._ready:
                 self._ready.notify_all()
 
-    async def _finish(self, sid: int, status: str, *, reason: str | None, report: str | None,
-                      **fields: str | None) -> None:
-        await self.app[DB].call(ServiceDB.update_submission, sid, status=status, reason=reason,
-                                report=report, **fields)
+    async def _finish(
+        self, sid: int, status: str, *, reason: str | None, report: str | None, **fields: str | None
+    ) -> None:
+        await self.app[DB].call(
+            ServiceDB.update_submission, sid, status=status, reason=reason, report=report, **fields
+        )
 
     async def process(self, sid: int) -> None:
         db = self.app[DB]
@@ -400,8 +423,9 @@ class Pipeline:
         try:
             league = check_league_text(comp.league_toml)
         except LeagueError as e:
-            await self._finish(sid, "refused", reason=f"the competition's league file is broken: {e}",
-                               report=None)
+            await self._finish(
+                sid, "refused", reason=f"the competition's league file is broken: {e}", report=None
+            )
             return
         folder = team_dir(db.data_dir, team.id)
         await db.call(ServiceDB.update_submission, sid, status="building", reason=None, retry_at=None)
@@ -444,8 +468,7 @@ class Pipeline:
                 await db.call(ServiceDB.update_submission, sid, image_id=image_id, log=build_log, upload=None)
                 self._unlink(sub.upload)
             self._recovered()  # Docker made an image: it is there
-            spec = BotSpec(name=team.name, image=image_id, secret=sub.secret,
-                           limits=league.containers)
+            spec = BotSpec(name=team.name, image=image_id, secret=sub.secret, limits=league.containers)
         # 2. the admission check, its games seated and named as the competition's are, in its budget
         await db.call(ServiceDB.update_submission, sid, status="checking")
         seat_name, opponents = await db.call(table_names, sub)
@@ -453,15 +476,28 @@ class Pipeline:
         try:
             async with asyncio.timeout(budget + CLEANUP_GRACE_S):
                 report: AdmissionReport = await admit(
-                    spec, out_dir=folder / f"check-{sid}", rules=league.rules, timeouts=league.timeouts,
-                    limits=league.containers, games=settings.validation_games, seat_name=seat_name,
-                    opponents=opponents, table_size=league.tournament.table_size,
-                    duplicate=league.tournament.duplicate, policy=league.faults, budget_s=budget)
+                    spec,
+                    out_dir=folder / f"check-{sid}",
+                    rules=league.rules,
+                    timeouts=league.timeouts,
+                    limits=league.containers,
+                    games=settings.validation_games,
+                    seat_name=seat_name,
+                    opponents=opponents,
+                    table_size=league.tournament.table_size,
+                    duplicate=league.tournament.duplicate,
+                    policy=league.faults,
+                    budget_s=budget,
+                )
         except TimeoutError:
-            await self._finish(sid, "refused", report=None,
-                               reason=f"the check did not end {CLEANUP_GRACE_S:g} s after its budget of {budget:g} s "
-                                      "(stopping the bot hung): submit again, and if it happens again tell the "
-                                      "organiser")
+            await self._finish(
+                sid,
+                "refused",
+                report=None,
+                reason=f"the check did not end {CLEANUP_GRACE_S:g} s after its budget of {budget:g} s "
+                "(stopping the bot hung): submit again, and if it happens again tell the "
+                "organiser",
+            )
             return
         text = msgspec.json.encode(report).decode()
         if not report.ok and spec.image is not None:
@@ -473,14 +509,17 @@ class Pipeline:
             await self._finish(sid, "accepted", reason=None, report=text)
             for result in await submission_accepted(self.app, team.competition_id):
                 if result.outcome == "unreachable":
-                    log.warning("submission %s: accepted, but the ladder could not reach it: %s", sid,
-                                result.reason)
+                    log.warning(
+                        "submission %s: accepted, but the ladder could not reach it: %s", sid, result.reason
+                    )
             await after_accepted(self.app, team.id)  # issue 24: its superseded versions' images
         else:
             if sub.kind in ("archive", "source") and spec.image is not None:
                 # a refused version never plays: its image need not stay on the disk. Removed
                 # before the status says so, so that "refused" is the final state, image gone.
-                await asyncio.to_thread(self._remove_image, image_tag(team.id, sid, self.instance), spec.image)
+                await asyncio.to_thread(
+                    self._remove_image, image_tag(team.id, sid, self.instance), spec.image
+                )
             await self._finish(sid, "refused", reason=report.reason, report=text)
 
     @staticmethod
@@ -529,18 +568,34 @@ class Pipeline:
                 return None, "", f"no image {sub.image!r} on this server: {e}"
         if sub.upload is None or not Path(sub.upload).is_file():
             return None, "", "the uploaded file is gone (the server lost it): upload it again"
-        labels = {"referee.team": str(tid), "referee.submission": str(sub.id), INSTANCE_LABEL: self.instance.id}
+        labels = {
+            "referee.team": str(tid),
+            "referee.submission": str(sub.id),
+            INSTANCE_LABEL: self.instance.id,
+        }
         tag = image_tag(tid, sub.id, self.instance)
         path = Path(sub.upload)
         # the upload stays until its image is recorded (issue 25): a stop here resumes from step 1
         if sub.kind == "archive":
-            result = load_image_archive(path, tag=tag, labels=labels, client=client,
-                                        timeout_s=timeout_s,
-                                        max_unpacked=self.app[SETTINGS].max_image_unpacked)
+            result = load_image_archive(
+                path,
+                tag=tag,
+                labels=labels,
+                client=client,
+                timeout_s=timeout_s,
+                max_unpacked=self.app[SETTINGS].max_image_unpacked,
+            )
         else:
-            result = build_source(path, tag=tag, labels=labels, client=client,
-                                  timeout_s=timeout_s, workdir=path.parent, instance=self.instance,
-                                  max_growth_bytes=self.app[SETTINGS].max_build_growth)
+            result = build_source(
+                path,
+                tag=tag,
+                labels=labels,
+                client=client,
+                timeout_s=timeout_s,
+                workdir=path.parent,
+                instance=self.instance,
+                max_growth_bytes=self.app[SETTINGS].max_build_growth,
+            )
         return (result.image_id if result.ok else None), result.log, result.reason
 
 
@@ -577,8 +632,12 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
         if labels.get(INSTANCE_LABEL) != inst.id or not labels.get("referee.submission", "").isdigit():
             continue
         sub = db.submission(int(labels["referee.submission"]))
-        if (sub is not None and sub.status not in ("refused", "superseded") and sub.image_id == image.id
-                and str(sub.team_id) == labels.get("referee.team")):
+        if (
+            sub is not None
+            and sub.status not in ("refused", "superseded")
+            and sub.image_id == image.id
+            and str(sub.team_id) == labels.get("referee.team")
+        ):
             continue
         for tag in image.tags:
             if inst.owns_tag(tag):

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from . import pages
 from .admission_queue import default_policy, pipeline_ctx
+from .app_state import DB, RUNS, SETTINGS, Settings
 from .boardcache import BOARDS, RENDERED, BoardCache
 from .data import CACHES, LRU, Caches
 from .db import AsyncServiceDB, ServiceDB
@@ -31,7 +32,6 @@ from .live import HUB, Hub, poller
 from .middlewares import errors_middleware, on_response_prepare
 from .practice import practice_ctx
 from .routes import setup_routes
-from .app_state import DB, RUNS, SETTINGS, Settings
 
 
 async def _db_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -89,7 +89,9 @@ def make_app(db_path: str | Path, settings: Settings | None = None) -> web.Appli
     app.cleanup_ctx.append(_db_ctx)
     app.cleanup_ctx.append(pipeline_ctx)
     app.cleanup_ctx.append(_runs_ctx)
-    app.cleanup_ctx.append(deadlines_ctx)  # deadlines passed while it was down: applied before the ladders play
+    app.cleanup_ctx.append(
+        deadlines_ctx
+    )  # deadlines passed while it was down: applied before the ladders play
     app.cleanup_ctx.append(ladders_ctx)
     app.cleanup_ctx.append(watch_deadlines_ctx)
     app.cleanup_ctx.append(practice_ctx)  # practice games (issue 26): stopped before the ladders

@@ -15,7 +15,6 @@ from ..bots.netpolicy import AddressPolicy, IPNetwork
 from .db import AsyncServiceDB
 from .run_start import RunThread
 
-
 #: Seconds a refused live stream is told to wait (``Retry-After``), and that
 #: the pages' script waits (more a jitter) before it asks again.
 STREAM_RETRY_S = 10

@@ -34,7 +34,7 @@ def _favicon_ico() -> bytes:
     import struct
 
     size = 16
-    colours = [(0x1d, 0x23, 0x30), (0xff, 0xff, 0xff), (0x9d, 0xb4, 0xea), (0xd9, 0x2d, 0x20)]
+    colours = [(0x1D, 0x23, 0x30), (0xFF, 0xFF, 0xFF), (0x9D, 0xB4, 0xEA), (0xD9, 0x2D, 0x20)]
 
     def pixel(x: int, y: int) -> tuple[int, int, int, int]:
         if 3 <= y < 13:
@@ -50,7 +50,11 @@ def _favicon_ico() -> bytes:
     mask = bytes(4 * size)  # 1 bit a pixel, rows padded to 4 bytes: all opaque
     header = struct.pack("<IiiHHIIiiII", 40, size, 2 * size, 1, 32, 0, len(xor) + len(mask), 0, 0, 0, 0)
     image = header + xor + mask
-    return struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(image), 22) + image
+    return (
+        struct.pack("<HHH", 0, 1, 1)
+        + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(image), 22)
+        + image
+    )
 
 
 FAVICON_ICO = _favicon_ico()

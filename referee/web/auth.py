@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 from aiohttp import web
 
+from .app_state import DB
 from .db import ServiceDB, Team
 from .errors import fail
-from .app_state import DB
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 

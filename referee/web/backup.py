@@ -51,7 +51,7 @@ class BackupError(Exception):
 
 
 class FileEntry(msgspec.Struct):
-    path: str          # relative to the backup folder, with /
+    path: str  # relative to the backup folder, with /
     size: int
     sha256: str
 
@@ -96,8 +96,10 @@ def copy_sqlite(src: Path, dst: Path) -> None:
     finally:
         source.close()
     if check != ["ok"]:
-        raise BackupError(f"{src}: its copy fails SQLite's integrity check ({'; '.join(check[:3])}): the "
-                          "database may be damaged; nothing was kept")
+        raise BackupError(
+            f"{src}: its copy fails SQLite's integrity check ({'; '.join(check[:3])}): the "
+            "database may be damaged; nothing was kept"
+        )
 
 
 def schema_version_of(path: Path) -> int:
@@ -111,8 +113,10 @@ def schema_version_of(path: Path) -> int:
 def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: None) -> Manifest:
     """Copy the service database `db_path` and its data folder into the new folder `out`."""
     if not db_path.is_file():
-        raise BackupError(f"{db_path}: no service database there (referee backup --db PATH: the one "
-                          "referee serve --db uses)")
+        raise BackupError(
+            f"{db_path}: no service database there (referee backup --db PATH: the one "
+            "referee serve --db uses)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BackupError(f"{out}: exists and is not an empty folder: name a new folder for the backup")
     out.mkdir(parents=True, exist_ok=True)
@@ -145,8 +149,12 @@ def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: Non
                 except FileNotFoundError:  # removed meanwhile (a pruned upload)
                     continue
                 keep(rel)
-    manifest = Manifest(made_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                        schema_version=version, data_dir=str(data.resolve()), files=files)
+    manifest = Manifest(
+        made_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        schema_version=version,
+        data_dir=str(data.resolve()),
+        files=files,
+    )
     (out / MANIFEST).write_bytes(msgspec.json.format(msgspec.json.encode(manifest)))
     say(f"backup {out}: {len(files)} files, {sum(f.size for f in files)} bytes, schema version {version}")
     return manifest
@@ -161,7 +169,9 @@ def read_manifest(folder: Path) -> Manifest:
     except (OSError, msgspec.DecodeError) as e:
         raise BackupError(f"{folder / MANIFEST}: unreadable ({e}): the backup is damaged") from None
     if manifest.format != FORMAT:
-        raise BackupError(f"{folder}: a backup of format {manifest.format}; this referee reads format {FORMAT}")
+        raise BackupError(
+            f"{folder}: a backup of format {manifest.format}; this referee reads format {FORMAT}"
+        )
     names = {f.path for f in manifest.files}
     if DB_NAME not in names:
         raise BackupError(f"{folder}: its manifest lists no {DB_NAME}: the backup is damaged")
@@ -172,18 +182,24 @@ def read_manifest(folder: Path) -> Manifest:
         if not path.is_file():
             raise BackupError(f"{folder}: {f.path} is missing: the backup is incomplete")
         if path.stat().st_size != f.size or _sha256(path) != f.sha256:
-            raise BackupError(f"{folder}: {f.path} differs from the manifest (size or SHA-256): the backup "
-                              "is damaged; restore another one")
+            raise BackupError(
+                f"{folder}: {f.path} differs from the manifest (size or SHA-256): the backup "
+                "is damaged; restore another one"
+            )
     if manifest.schema_version > SCHEMA_VERSION:
-        raise BackupError(f"{folder}: its database is at schema version {manifest.schema_version}, newer than "
-                          f"this referee's ({SCHEMA_VERSION}): restore it with the referee that made it")
+        raise BackupError(
+            f"{folder}: its database is at schema version {manifest.schema_version}, newer than "
+            f"this referee's ({SCHEMA_VERSION}): restore it with the referee that made it"
+        )
     return manifest
 
 
 def _in_use(db_path: Path) -> bool:
     """Whether a service (or any program) seems to have the database open:
     SQLite keeps its ``-wal`` file while a connection in WAL mode is open."""
-    return db_path.with_name(db_path.name + "-wal").exists() or db_path.with_name(db_path.name + "-shm").exists()
+    return (
+        db_path.with_name(db_path.name + "-wal").exists() or db_path.with_name(db_path.name + "-shm").exists()
+    )
 
 
 def _rewrite_paths(path: Path, old: str, new: str) -> None:
@@ -193,28 +209,42 @@ def _rewrite_paths(path: Path, old: str, new: str) -> None:
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
-        tables = [str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
-                                                " AND name NOT LIKE 'sqlite_%'")]
+        tables = [
+            str(r[0])
+            for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         for table in tables:
             for col in db.execute(f'PRAGMA table_info("{table}")').fetchall():
                 name, kind = str(col[1]), str(col[2]).upper()
                 if "TEXT" in kind or kind == "":
-                    db.execute(f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) '
-                               f'WHERE typeof("{name}") = \'text\' AND instr("{name}", ?) > 0', (old, new, old))
+                    db.execute(
+                        f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) '
+                        f'WHERE typeof("{name}") = \'text\' AND instr("{name}", ?) > 0',
+                        (old, new, old),
+                    )
         db.execute("COMMIT")
     finally:
         db.close()
 
 
-def restore(folder: Path, db_path: Path, *, force: bool = False,
-            say: Callable[[str], None] = lambda _m: None) -> Manifest:
+def restore(
+    folder: Path, db_path: Path, *, force: bool = False, say: Callable[[str], None] = lambda _m: None
+) -> Manifest:
     """Put the backup `folder` in place as the service database `db_path` and its data folder."""
     manifest = read_manifest(folder)
     data = data_dir_of(db_path)
     if db_path.exists() and not force:
-        live = " and seems in use (its -wal file is there): stop referee serve first," if _in_use(db_path) else ""
-        raise BackupError(f"{db_path}: a database is there already{live} refusing to overwrite it: restore to "
-                          "another --db, or add --force to replace it and its data folder")
+        live = (
+            " and seems in use (its -wal file is there): stop referee serve first,"
+            if _in_use(db_path)
+            else ""
+        )
+        raise BackupError(
+            f"{db_path}: a database is there already{live} refusing to overwrite it: restore to "
+            "another --db, or add --force to replace it and its data folder"
+        )
     if not db_path.exists() and data.exists() and any(data.iterdir()) and not force:
         raise BackupError(f"{data}: a data folder is there already: add --force to replace it")
     db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -246,6 +276,8 @@ def restore(folder: Path, db_path: Path, *, force: bool = False,
         db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
     os.replace(stage_db, db_path)
     os.chmod(db_path, 0o600)
-    say(f"restored {folder} (made {manifest.made_at}, schema version {manifest.schema_version}) to {db_path}, "
-        f"data folder {data}")
+    say(
+        f"restored {folder} (made {manifest.made_at}, schema version {manifest.schema_version}) to {db_path}, "
+        f"data folder {data}"
+    )
     return manifest

@@ -30,10 +30,10 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from aiohttp import web
 
 from . import data
+from .app_state import DB
 from .data import LRU
 from .db import Competition, ServiceDB
 from .schemas import Leaderboard
-from .app_state import DB
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -37,7 +37,9 @@ def sigma_bars(standings: Sequence[Standing], width: int = 180) -> list[tuple[St
     out = []
     for s in standings:
         a, b, m = x(s.mu - 3 * s.sigma), x(s.mu + 3 * s.sigma), x(s.mu)
-        out.append((s, SigmaBar(width=width, lo_x=a, mu_x=m, bar=f"{max(b - a, 1):.1f}", mu=s.mu, sigma=s.sigma)))
+        out.append(
+            (s, SigmaBar(width=width, lo_x=a, mu_x=m, bar=f"{max(b - a, 1):.1f}", mu=s.mu, sigma=s.sigma))
+        )
     return out
 
 
@@ -85,8 +87,10 @@ def rating_chart(history: Sequence[RatingPoint], width: int = 760, height: int =
     def y(v: float) -> float:
         return round(pad_t + (height - pad_t - pad_b) * (1 - (v - lo) / (hi - lo)), 1)
 
-    band = " ".join(f"{x(k)},{y(v)}" for k, v in enumerate(his)) + " " + " ".join(
-        f"{x(k)},{y(v)}" for k, v in reversed(list(enumerate(los)))
+    band = (
+        " ".join(f"{x(k)},{y(v)}" for k, v in enumerate(his))
+        + " "
+        + " ".join(f"{x(k)},{y(v)}" for k, v in reversed(list(enumerate(los))))
     )
     ticks = []
     for t in range(5):
@@ -94,8 +98,15 @@ def rating_chart(history: Sequence[RatingPoint], width: int = 760, height: int =
         ticks.append(Tick(x=pad_l - 6, y=y(v), label=f"{v:.1f}"))
     games = [Tick(x=x(k), y=height - 8, label=str(k + 1)) for k in sorted({0, (n - 1) // 2, n - 1})]
     return RatingChart(
-        width=width, height=height, n=n, left=pad_l, right=width - pad_r, top=pad_t, band=band,
+        width=width,
+        height=height,
+        n=n,
+        left=pad_l,
+        right=width - pad_r,
+        top=pad_t,
+        band=band,
         mu_line=" ".join(f"{x(k)},{y(p.mu)}" for k, p in enumerate(history)),
         score_line=" ".join(f"{x(k)},{y(v)}" for k, v in enumerate(los)),
-        ticks=ticks, games=games,
+        ticks=ticks,
+        games=games,
     )

@@ -20,7 +20,6 @@ import click
 
 from referee import engine_status
 
-
 if TYPE_CHECKING:  # generic in click 8.2 and newer only
     from .db import ServiceDB
 
@@ -54,94 +53,252 @@ class Size(_IntParam):
 
 
 @click.command()
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The service database (created on first start); run folders go beside it.")
+@click.option(
+    "--db",
+    "db_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The service database (created on first start); run folders go beside it.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port.")
 @click.option("--reset-admin-token", is_flag=True, help="Replace the admin token and print the new one.")
-@click.option("--max-submissions", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Submissions a team may make per --window seconds.")
-@click.option("--window", default=60.0, show_default=True, type=click.FloatRange(min=1),
-              help="The submission rate limit's window, in seconds.")
-@click.option("--bot-networks", default="", metavar="CIDR,...",
-              help="Networks where teams' URL bots may be although not public (a class LAN: "
-                   "192.168.1.0/24). Loopback, link-local and this server's own addresses are refused "
-                   "unless listed here.")
-@click.option("--trusted-proxies", default="", metavar="CIDR,...",
-              help="Reverse proxies in front of this server (127.0.0.1 for one on this host): a request "
-                   "from one of them comes from the client its X-Forwarded-For names (the live-stream "
-                   "cap per client counts by that address). Without it the header is ignored.")
-@click.option("--allow-house-commands", is_flag=True,
-              help="Let league files sent through the web start commands and open unix sockets on this "
-                   "server (house bots). Off: only URL and image house bots.")
-@click.option("--house-urls-anywhere", is_flag=True,
-              help="Let a league file's house URL bots be at any address (loopback, this server's, a private "
-                   "network). Off: they are under the teams' address policy (--bot-networks).")
-@click.option("--max-upload", default="1g", show_default=True, type=Size(1),
-              help="The largest upload (docker save or source archive): bytes, or with k/m/g.")
-@click.option("--max-build-growth", default="64m", show_default=True, type=Size(1024**2, "1m"),
-              help="The most a source bot's build may add to its base image (its files and their "
-                   "compiled form), with k/m/g; a bigger one is refused.")
-@click.option("--max-image-unpacked", default="2g", show_default=True, type=Size(1024**2, "1m"),
-              help="The most a docker save upload's layers may unpack to, all together (with k/m/g): "
-                   "counted before the Docker daemon sees the archive; a bigger one is refused.")
-@click.option("--min-free-disk", default="1g", show_default=True, type=Size(),
-              help="Uploads are refused (507) while the data folder's disk has less than this free "
-                   "(with k/m/g; 0: no floor).")
-@click.option("--team-image-quota", default="2g", show_default=True, type=Size(),
-              help="What a team's images, waiting uploads and the upload in flight may weigh in all "
-                   "(with k/m/g; 0: no quota); superseded versions nothing needs are pruned.")
-@click.option("--live-rate", default="4m", show_default=True, type=Size(1024, "1k a second"),
-              help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
-                   "viewers, each is updated less often (at most once a second).")
-@click.option("--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where runs, ladders and finals play their games: this process, or Ray workers "
-                   "(pip install -e '.[ray]').")
-@click.option("--address", help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); "
-                                "default: a local one.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
-              help="With --executor ray: worker actors per run.")
-@click.option("--registry", metavar="HOST:PORT",
-              help="With --executor ray: the Docker registry the teams' images are pushed to (by digest) for "
-                   "the nodes to pull; without it every node must share this machine's Docker daemon.")
-@click.option("--check-budget", default=120.0, show_default=True, type=click.FloatRange(min=1), metavar="SECONDS",
-              help="The longest admission check, in all (its compliance checks and validation games): a bot "
-                   "slower than that is refused as too slow, and the next team's check starts.")
-@click.option("--runtime", metavar="NAME",
-              help="Run every team's container (admission checks, runs, the ladder) under this runtime of "
-                   "the Docker daemon, over the league files' [containers] runtime: runsc for gVisor.")
-@click.option("--header-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds a connection has to send its request line and headers (then 408, closed).")
-@click.option("--body-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="A request body must arrive at --min-body-rate over each stretch of this many seconds "
-                   "(else the connection is cut).")
-@click.option("--min-body-rate", default="1k", show_default=True, type=Size(1),
-              help="Bytes a second a request body must arrive at, at least (with k/m/g).")
-@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds an idle kept-alive connection stays open.")
-@click.option("--max-conns-per-client", default=64, show_default=True, type=click.IntRange(min=1),
-              help="Connections open at once from one client address (IPv6: one /64; trusted proxies exempt).")
-@click.option("--max-connections", default=0, show_default=True, type=click.IntRange(min=0),
-              help="Connections open at once in all; 0: the open-file limit less 512 kept for the service "
-                   "(and for connections being accepted).")
-@click.option("--fault-retry", default=10.0, show_default=True, type=click.FloatRange(min=0.1), metavar="SECONDS",
-              help="A submission the service itself could not check (Docker unreachable, the disk full) waits "
-                   "this long before it is tried again, doubled each time up to 600 s; Docker is pinged as "
-                   "often, and once it answers every waiting submission goes on.")
-@click.option("--practice-per-hour", default=20, show_default=True, type=click.IntRange(min=0),
-              help="Practice games a team may ask for in an hour (one in flight at a time; 0: none).")
-@click.option("--practice-timeout", default=900.0, show_default=True, type=click.FloatRange(min=1),
-              metavar="SECONDS", help="A practice game running longer than this is stopped, failed as the "
-                                      "service's (each plays in a process of its own at the lowest priority).")
-def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_submissions: int,
-          window: float, bot_networks: str, trusted_proxies: str, allow_house_commands: bool,
-          house_urls_anywhere: bool, max_upload: int, live_rate: int, secure_cookies: bool, executor: str,
-          address: str | None, workers: int, registry: str | None, max_build_growth: int, max_image_unpacked: int, min_free_disk: int,
-          team_image_quota: int, check_budget: float, runtime: str | None, header_timeout: float,
-          body_timeout: float, min_body_rate: int, idle_timeout: float, max_conns_per_client: int,
-          max_connections: int, fault_retry: float, practice_per_hour: int,
-          practice_timeout: float = 900.0) -> None:
+@click.option(
+    "--max-submissions",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Submissions a team may make per --window seconds.",
+)
+@click.option(
+    "--window",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    help="The submission rate limit's window, in seconds.",
+)
+@click.option(
+    "--bot-networks",
+    default="",
+    metavar="CIDR,...",
+    help="Networks where teams' URL bots may be although not public (a class LAN: "
+    "192.168.1.0/24). Loopback, link-local and this server's own addresses are refused "
+    "unless listed here.",
+)
+@click.option(
+    "--trusted-proxies",
+    default="",
+    metavar="CIDR,...",
+    help="Reverse proxies in front of this server (127.0.0.1 for one on this host): a request "
+    "from one of them comes from the client its X-Forwarded-For names (the live-stream "
+    "cap per client counts by that address). Without it the header is ignored.",
+)
+@click.option(
+    "--allow-house-commands",
+    is_flag=True,
+    help="Let league files sent through the web start commands and open unix sockets on this "
+    "server (house bots). Off: only URL and image house bots.",
+)
+@click.option(
+    "--house-urls-anywhere",
+    is_flag=True,
+    help="Let a league file's house URL bots be at any address (loopback, this server's, a private "
+    "network). Off: they are under the teams' address policy (--bot-networks).",
+)
+@click.option(
+    "--max-upload",
+    default="1g",
+    show_default=True,
+    type=Size(1),
+    help="The largest upload (docker save or source archive): bytes, or with k/m/g.",
+)
+@click.option(
+    "--max-build-growth",
+    default="64m",
+    show_default=True,
+    type=Size(1024**2, "1m"),
+    help="The most a source bot's build may add to its base image (its files and their "
+    "compiled form), with k/m/g; a bigger one is refused.",
+)
+@click.option(
+    "--max-image-unpacked",
+    default="2g",
+    show_default=True,
+    type=Size(1024**2, "1m"),
+    help="The most a docker save upload's layers may unpack to, all together (with k/m/g): "
+    "counted before the Docker daemon sees the archive; a bigger one is refused.",
+)
+@click.option(
+    "--min-free-disk",
+    default="1g",
+    show_default=True,
+    type=Size(),
+    help="Uploads are refused (507) while the data folder's disk has less than this free "
+    "(with k/m/g; 0: no floor).",
+)
+@click.option(
+    "--team-image-quota",
+    default="2g",
+    show_default=True,
+    type=Size(),
+    help="What a team's images, waiting uploads and the upload in flight may weigh in all "
+    "(with k/m/g; 0: no quota); superseded versions nothing needs are pruned.",
+)
+@click.option(
+    "--live-rate",
+    default="4m",
+    show_default=True,
+    type=Size(1024, "1k a second"),
+    help="Bytes a second the live pages' updates send in all, at most (with k/m/g): with more "
+    "viewers, each is updated less often (at most once a second).",
+)
+@click.option(
+    "--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS)."
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where runs, ladders and finals play their games: this process, or Ray workers "
+    "(pip install -e '.[ray]').",
+)
+@click.option(
+    "--address",
+    help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); default: a local one.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="With --executor ray: worker actors per run.",
+)
+@click.option(
+    "--registry",
+    metavar="HOST:PORT",
+    help="With --executor ray: the Docker registry the teams' images are pushed to (by digest) for "
+    "the nodes to pull; without it every node must share this machine's Docker daemon.",
+)
+@click.option(
+    "--check-budget",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    help="The longest admission check, in all (its compliance checks and validation games): a bot "
+    "slower than that is refused as too slow, and the next team's check starts.",
+)
+@click.option(
+    "--runtime",
+    metavar="NAME",
+    help="Run every team's container (admission checks, runs, the ladder) under this runtime of "
+    "the Docker daemon, over the league files' [containers] runtime: runsc for gVisor.",
+)
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds a connection has to send its request line and headers (then 408, closed).",
+)
+@click.option(
+    "--body-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="A request body must arrive at --min-body-rate over each stretch of this many seconds "
+    "(else the connection is cut).",
+)
+@click.option(
+    "--min-body-rate",
+    default="1k",
+    show_default=True,
+    type=Size(1),
+    help="Bytes a second a request body must arrive at, at least (with k/m/g).",
+)
+@click.option(
+    "--idle-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds an idle kept-alive connection stays open.",
+)
+@click.option(
+    "--max-conns-per-client",
+    default=64,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Connections open at once from one client address (IPv6: one /64; trusted proxies exempt).",
+)
+@click.option(
+    "--max-connections",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Connections open at once in all; 0: the open-file limit less 512 kept for the service "
+    "(and for connections being accepted).",
+)
+@click.option(
+    "--fault-retry",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="A submission the service itself could not check (Docker unreachable, the disk full) waits "
+    "this long before it is tried again, doubled each time up to 600 s; Docker is pinged as "
+    "often, and once it answers every waiting submission goes on.",
+)
+@click.option(
+    "--practice-per-hour",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Practice games a team may ask for in an hour (one in flight at a time; 0: none).",
+)
+@click.option(
+    "--practice-timeout",
+    default=900.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    help="A practice game running longer than this is stopped, failed as the "
+    "service's (each plays in a process of its own at the lowest priority).",
+)
+def serve(
+    db_path: Path,
+    host: str,
+    port: int,
+    reset_admin_token: bool,
+    max_submissions: int,
+    window: float,
+    bot_networks: str,
+    trusted_proxies: str,
+    allow_house_commands: bool,
+    house_urls_anywhere: bool,
+    max_upload: int,
+    live_rate: int,
+    secure_cookies: bool,
+    executor: str,
+    address: str | None,
+    workers: int,
+    registry: str | None,
+    max_build_growth: int,
+    max_image_unpacked: int,
+    min_free_disk: int,
+    team_image_quota: int,
+    check_budget: float,
+    runtime: str | None,
+    header_timeout: float,
+    body_timeout: float,
+    min_body_rate: int,
+    idle_timeout: float,
+    max_conns_per_client: int,
+    max_connections: int,
+    fault_retry: float,
+    practice_per_hour: int,
+    practice_timeout: float = 900.0,
+) -> None:
     """Serve the classroom service over the database DB.
 
     On the first start (or with --reset-admin-token) the admin token is
@@ -151,7 +308,6 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         use_runtime(runtime)
     from ..bots.netpolicy import AddressPolicy, parse_networks
     from .app import make_app
-    from .db import ServiceDB
     from .app_state import Settings
 
     try:
@@ -167,16 +323,23 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
     from . import server
 
     files_before, files = server.raise_file_limit()
-    limits = server.Limits(header_timeout_s=header_timeout, body_timeout_s=body_timeout, min_body_rate=min_body_rate,
-                           idle_timeout_s=idle_timeout, max_per_client=max_conns_per_client,
-                           max_connections=max_connections or server.default_max_connections(files),
-                           trusted_proxies=proxies)
+    limits = server.Limits(
+        header_timeout_s=header_timeout,
+        body_timeout_s=body_timeout,
+        min_body_rate=min_body_rate,
+        idle_timeout_s=idle_timeout,
+        max_per_client=max_conns_per_client,
+        max_connections=max_connections or server.default_max_connections(files),
+        trusted_proxies=proxies,
+    )
 
     if registry is not None:
         from ..bots.registry import check_registry
 
         if executor != "ray":
-            raise click.BadParameter("a registry serves the nodes of --executor ray only", param_hint="--registry")
+            raise click.BadParameter(
+                "a registry serves the nodes of --executor ray only", param_hint="--registry"
+            )
         try:
             registry = check_registry(registry)
         except ValueError as e:
@@ -204,34 +367,63 @@ def serve(db_path: Path, host: str, port: int, reset_admin_token: bool, max_subm
         db.close()
     if token is not None:
         click.echo(f"admin token (shown once, keep it): {token}")
-    click.echo(f"instance {instance.id}: images referee-{instance.id}-team-*, {instance.base_tag}; "
-               f"containers labelled referee.instance={instance.id}", err=True)
-    app = make_app(db_path, Settings(submissions_per_window=max_submissions, window_s=window, bot_policy=policy,
-                                     allow_house_commands=allow_house_commands, max_upload=max_upload,
-                                     secure_cookies=secure_cookies, executor=executor,
-                                     executor_address=address, executor_workers=workers,
-                                     executor_registry=registry,
-                                     trusted_proxies=proxies, live_bytes_per_s=live_rate,
-                                     max_build_growth=max_build_growth, max_image_unpacked=max_image_unpacked,
-                                     min_free_disk=min_free_disk, team_image_quota=team_image_quota,
-                                     check_budget_s=check_budget, house_urls_anywhere=house_urls_anywhere,
-                                     fault_retry_s=fault_retry, practice_per_hour=practice_per_hour,
-                                     practice_timeout_s=practice_timeout))
+    click.echo(
+        f"instance {instance.id}: images referee-{instance.id}-team-*, {instance.base_tag}; "
+        f"containers labelled referee.instance={instance.id}",
+        err=True,
+    )
+    app = make_app(
+        db_path,
+        Settings(
+            submissions_per_window=max_submissions,
+            window_s=window,
+            bot_policy=policy,
+            allow_house_commands=allow_house_commands,
+            max_upload=max_upload,
+            secure_cookies=secure_cookies,
+            executor=executor,
+            executor_address=address,
+            executor_workers=workers,
+            executor_registry=registry,
+            trusted_proxies=proxies,
+            live_bytes_per_s=live_rate,
+            max_build_growth=max_build_growth,
+            max_image_unpacked=max_image_unpacked,
+            min_free_disk=min_free_disk,
+            team_image_quota=team_image_quota,
+            check_budget_s=check_budget,
+            house_urls_anywhere=house_urls_anywhere,
+            fault_retry_s=fault_retry,
+            practice_per_hour=practice_per_hour,
+            practice_timeout_s=practice_timeout,
+        ),
+    )
     click.echo(f"referee serve: http://{host}:{port}/  (database {db_path.resolve()})", err=True)
     click.echo(engine_status(), err=True)
     raised = f" (raised from {files_before})" if files > files_before else ""
-    click.echo(f"open files: at most {files}{raised}; connections: at most {limits.max_connections} in all, "
-               f"{limits.max_per_client} per client", err=True)
+    click.echo(
+        f"open files: at most {files}{raised}; connections: at most {limits.max_connections} in all, "
+        f"{limits.max_per_client} per client",
+        err=True,
+    )
     server.run(app, host=host, port=port, limits=limits, repeat=server.setup_logging())
 
 
 @click.command()
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="The service database.")
+@click.option(
+    "--db",
+    "db_path",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The service database.",
+)
 @click.argument("competition")
 @click.option("--resume", is_flag=True, help="Continue the competition's last run (interrupted or failed).")
-@click.option("--runtime", metavar="NAME",
-              help="Run the teams' containers under this runtime of the Docker daemon (runsc: gVisor).")
+@click.option(
+    "--runtime",
+    metavar="NAME",
+    help="Run the teams' containers under this runtime of the Docker daemon (runsc: gVisor).",
+)
 def start(db_path: Path, competition: str, resume: bool, runtime: str | None = None) -> None:
     """Play a run of COMPETITION (its id or name) here, with the teams'
     latest bots; a server over the same database shows it live."""
@@ -239,7 +431,6 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
         use_runtime(runtime)
     from ..bots.instance import current, use
     from .admission_queue import retag_pinned, service_instance
-    from .db import ServiceDB
     from .run_start import StartError, play_run, prepare_run
     from .validation import parse_id
 
@@ -260,8 +451,10 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
         except StartError as e:
             click.echo(f"error: {e.message}", err=True)
             sys.exit(2)
-        click.echo(f"{comp.name}: run {run.id}, {len(league.bots)} bots, {run.total_games} games -> {run.out_dir}",
-                   err=True)
+        click.echo(
+            f"{comp.name}: run {run.id}, {len(league.bots)} bots, {run.total_games} games -> {run.out_dir}",
+            err=True,
+        )
         status = play_run(db, run, league, resume=resume)
     finally:
         db.close()
@@ -272,14 +465,18 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
 
 @click.command()
 @click.argument("game", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the replay viewer, self-contained, to this file.")
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the replay viewer, self-contained, to this file.",
+)
 def replay(game: Path, html_out: Path | None) -> None:
     """Show the replay file GAME (a game-NNNNNN.jsonl.gz): a summary, or with
     --html the step-by-step viewer as one self-contained HTML file."""
-    from ..report import format_result
     from ..replay import ReplayError, frames
     from ..replay import read as read_replay
+    from ..report import format_result
     from .viewer import standalone_html
 
     try:
@@ -294,16 +491,23 @@ def replay(game: Path, html_out: Path | None) -> None:
         click.echo(f"{game.name}: {steps} steps")
         click.echo(format_result(record.result))
     else:
-        click.echo(f"game {data['game_id']}, seed {data['seed']}, {steps} steps; no result recorded "
-                   "(the game did not finish)")
+        click.echo(
+            f"game {data['game_id']}, seed {data['seed']}, {steps} steps; no result recorded "
+            "(the game did not finish)"
+        )
     if html_out is not None:
         html_out.write_text(standalone_html(data, title=f"replay {game.name}"), encoding="utf-8")
         click.echo(f"viewer written to {html_out}")
 
 
 @click.command("backup")
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The service database (the one referee serve --db uses).")
+@click.option(
+    "--db",
+    "db_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The service database (the one referee serve --db uses).",
+)
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 def backup_command(db_path: Path, out: Path) -> None:
     """Copy the service database and its data folder into the new folder
@@ -320,8 +524,13 @@ def backup_command(db_path: Path, out: Path) -> None:
 
 @click.command("restore")
 @click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Where the service database goes (its data folder beside it).")
+@click.option(
+    "--db",
+    "db_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where the service database goes (its data folder beside it).",
+)
 @click.option("--force", is_flag=True, help="Replace the database and data folder that are there.")
 def restore_command(folder: Path, db_path: Path, force: bool) -> None:
     """Restore the backup FOLDER (made by referee backup) as the service

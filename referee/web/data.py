@@ -23,18 +23,20 @@ from ..replay import read as read_replay
 from ..tournament.ladder import EntryStatus, is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
-from ..tournament.store import Store
-from .db import Competition, Run, ServiceDB, Submission, Team
-from . import grading
-from .errors import fail
 from ..tournament.results import (
     RunRatings,
     Snapshot,
     count_games,
-    games_list,
     deal_progress,
+    games_list,
     replay_path,
 )
+from ..tournament.store import Store
+from . import grading
+from .app_state import DB
+from .db import Competition, Run, ServiceDB, Submission, Team
+from .errors import fail
+from .ladder_service import LADDERS
 from .run_start import check_league_text, decode_league, house_bots
 from .schemas import (
     BotData,
@@ -46,8 +48,6 @@ from .schemas import (
     SubmissionDetail,
     SubmissionInfo,
 )
-from .ladder_service import LADDERS
-from .app_state import DB
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -142,19 +142,41 @@ def run_info(run: Run, *, private: bool = False) -> RunInfo:
     if error is not None and run.status == "failed" and not private:
         error = PUBLIC_FAILURE.format(cid=run.competition_id)
     seed = None
-    if run.kind == "final" and run.status == "finished":  # the final's deals are all played: its seed is public
+    if (
+        run.kind == "final" and run.status == "finished"
+    ):  # the final's deals are all played: its seed is public
         seed = decode_league(run.league_json).tournament.seed
-    return RunInfo(id=run.id, status=run.status, total_games=run.total_games, error=error,
-                   started_at=run.started_at, finished_at=run.finished_at, kind=run.kind, seed=seed)
+    return RunInfo(
+        id=run.id,
+        status=run.status,
+        total_games=run.total_games,
+        error=error,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        kind=run.kind,
+        seed=seed,
+    )
 
 
 def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo | None:
     """`version`: its :meth:`~referee.web.db.ServiceDB.submission_number` (see :func:`numbered`)."""
     if sub is None:
         return None
-    return SubmissionInfo(id=sub.id, kind=sub.kind, url=sub.url, image=sub.image, has_secret=sub.secret is not None,
-                          note=sub.note, created_at=sub.created_at, status=sub.status, reason=sub.reason,
-                          image_id=sub.image_id, address=sub.address, version=version, retry_at=sub.retry_at)
+    return SubmissionInfo(
+        id=sub.id,
+        kind=sub.kind,
+        url=sub.url,
+        image=sub.image,
+        has_secret=sub.secret is not None,
+        note=sub.note,
+        created_at=sub.created_at,
+        status=sub.status,
+        reason=sub.reason,
+        image_id=sub.image_id,
+        address=sub.address,
+        version=version,
+        retry_at=sub.retry_at,
+    )
 
 
 def numbered(db: ServiceDB, sub: Submission | None) -> SubmissionInfo | None:
@@ -189,10 +211,18 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
     out = []
     for c, run, teams in await app[DB].call(_index_rows):
         games = await asyncio.to_thread(count_games, run.out_dir) if run is not None else 0
-        out.append(CompetitionSummary(
-            id=c.id, name=c.name, teams=teams, status=run.status if run else "no run yet", games=games,
-            total_games=run.total_games if run else 0, run=run_info(run) if run else None, phase=c.phase,
-        ))
+        out.append(
+            CompetitionSummary(
+                id=c.id,
+                name=c.name,
+                teams=teams,
+                status=run.status if run else "no run yet",
+                games=games,
+                total_games=run.total_games if run else 0,
+                run=run_info(run) if run else None,
+                phase=c.phase,
+            )
+        )
     return out
 
 
@@ -202,8 +232,11 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
 def _board_rows(db: ServiceDB, cid: int, prospective: bool) -> tuple[list[Team], list[Run], list[str]]:
     """The teams, the runs, and (``prospective``) the teams that submitted a bot."""
     teams = db.teams(cid)
-    playing = [t.name for t in teams if t.withdrawn_at is None and db.playing_submission(t.id) is not None] \
-        if prospective else []
+    playing = (
+        [t.name for t in teams if t.withdrawn_at is None and db.playing_submission(t.id) is not None]
+        if prospective
+        else []
+    )
     return teams, db.runs(cid), playing
 
 
@@ -217,14 +250,24 @@ def _prospective(comp: Competition, teams_with_bots: list[str]) -> list[Standing
     return Table(names, league.ratings, series=league.rules.scoring).standings()
 
 
-async def leaderboard(app: web.Application, comp: Competition, run: Run | None,
-                      pinned: bool = False) -> Leaderboard:
+async def leaderboard(
+    app: web.Application, comp: Competition, run: Run | None, pinned: bool = False
+) -> Leaderboard:
     """The leaderboard of ``run`` (GET /api/competitions/{cid}, the live updates)."""
     teams, runs, playing = await app[DB].call(_board_rows, comp.id, run is None)
     board = Leaderboard(
-        id=comp.id, name=comp.name, created_at=comp.created_at, teams=[t.name for t in teams],
-        house_bots=house_of(comp), runs=[run_info(r) for r in runs], run=None, pinned=pinned, games=0,
-        standings=[], recent_games=[], phase=comp.phase,
+        id=comp.id,
+        name=comp.name,
+        created_at=comp.created_at,
+        teams=[t.name for t in teams],
+        house_bots=house_of(comp),
+        runs=[run_info(r) for r in runs],
+        run=None,
+        pinned=pinned,
+        games=0,
+        standings=[],
+        recent_games=[],
+        phase=comp.phase,
     )
     if run is None:
         board.standings = _prospective(comp, playing)
@@ -271,8 +314,9 @@ class TeamStanding(msgspec.Struct, kw_only=True):
     of: int
 
 
-async def team_standings(app: web.Application, comp: Competition, team: Team) -> tuple[Run | None,
-                                                                                       list[TeamStanding]]:
+async def team_standings(
+    app: web.Application, comp: Competition, team: Team
+) -> tuple[Run | None, list[TeamStanding]]:
     """The team's versions in the competition's latest run, newest first, with their standing."""
     run = await app[DB].call(ServiceDB.latest_run, comp.id)
     if run is None:
@@ -282,18 +326,22 @@ async def team_standings(app: web.Application, comp: Competition, team: Team) ->
     of = len(snap.standings)
     if run.kind != "ladder":
         s = rows.get(team.name)
-        return run, [] if s is None else [TeamStanding(name=team.name, status="playing", reason=None,
-                                                       standing=s, of=of)]
+        return run, [] if s is None else [
+            TeamStanding(name=team.name, status="playing", reason=None, standing=s, of=of)
+        ]
     entries = [e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.team == team.name]
-    return run, [TeamStanding(name=e.name, status=e.status, reason=e.reason, standing=rows.get(e.name), of=of)
-                 for e in reversed(entries)]
+    return run, [
+        TeamStanding(name=e.name, status=e.status, reason=e.reason, standing=rows.get(e.name), of=of)
+        for e in reversed(entries)
+    ]
 
 
 # -------------------------------------------------------------------- bot
 
 
-def _team_and_bot(db: ServiceDB, cid: int, name: str, run: Run | None,
-                  bot_name: str) -> tuple[Team | None, Submission | None, int]:
+def _team_and_bot(
+    db: ServiceDB, cid: int, name: str, run: Run | None, bot_name: str
+) -> tuple[Team | None, Submission | None, int]:
     """The team, and the version of its bot that played as `bot_name` in
     `run` (with its number; without a run: the version in play)."""
     team = db.team_named(cid, name)
@@ -313,7 +361,9 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
     in_league = league is not None and any(b.name == name for b in league.bots)
     team_name = name
     if run is not None and run.kind == "ladder":  # a team's version in the ladder: "alice v3"
-        entry = next((e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None)
+        entry = next(
+            (e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None
+        )
         in_league = entry is not None and entry.status != "unreachable"
         team_name = entry.team if entry is not None and entry.team is not None else name
     team, sub, version = await app[DB].call(_team_and_bot, comp.id, team_name, run, name)
@@ -321,16 +371,26 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
     if not in_league and team is None and name not in house:
         fail(404, f"no bot {name!r} in competition {comp.id}")
     data = BotData(
-        name=name, team=team is not None, house=name in house,
-        submission=None if sub is None else SubmissionBrief(kind=sub.kind, created_at=sub.created_at, version=version),
-        submitted_at=sub.created_at if sub else None, run=run.id if run else None, in_run=in_league,
-        standing=None, history=[], games=[],
+        name=name,
+        team=team is not None,
+        house=name in house,
+        submission=None
+        if sub is None
+        else SubmissionBrief(kind=sub.kind, created_at=sub.created_at, version=version),
+        submitted_at=sub.created_at if sub else None,
+        run=run.id if run else None,
+        in_run=in_league,
+        standing=None,
+        history=[],
+        games=[],
     )
     if run is not None and in_league:
         snap = await run_snapshot(app, run)
         data.standing = next((s for s in snap.standings + snap.retired if s.bot == name), None)
-        data.history = [RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
-                        for g, mu, sg in list(snap.history.get(name, ()))]
+        data.history = [
+            RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
+            for g, mu, sg in list(snap.history.get(name, ()))
+        ]
         data.games = await asyncio.to_thread(games_list, run.out_dir, name)
     return data
 
@@ -361,8 +421,11 @@ async def replay(app: web.Application, run: Run, idx: int) -> dict[str, Any]:
     if run.status != "finished":
         progress = await asyncio.to_thread(deal_progress, run.out_dir, idx)
         if progress is not None and progress[0] < progress[1]:
-            fail(403, f"game {idx} is not public yet: {progress[0]} of the {progress[1]} seat rotations of its "
-                      "deal are played, and its cards stay hidden until all are")
+            fail(
+                403,
+                f"game {idx} is not public yet: {progress[0]} of the {progress[1]} seat rotations of its "
+                "deal are played, and its cards stay hidden until all are",
+            )
     found = await asyncio.to_thread(_replay_file, run.out_dir, idx)
     if found is None:
         fail(404, f"no replay of game {idx} in run {run.id}")

@@ -159,8 +159,8 @@ MIGRATIONS = {
 #: the end, never changed once released; a database whose version is past
 #: the last step was written by a newer referee and is refused.
 STEPS: tuple[tuple[str, ...], ...] = (
-    (),                                                        # 1: the schema of release 90465a8 and after
-    ("ALTER TABLE competitions ADD COLUMN deadlines TEXT",),   # 2: freeze_at/final_at set on the admin page
+    (),  # 1: the schema of release 90465a8 and after
+    ("ALTER TABLE competitions ADD COLUMN deadlines TEXT",),  # 2: freeze_at/final_at set on the admin page
 )
 
 #: The schema version this code writes.
@@ -286,8 +286,10 @@ class Submission(msgspec.Struct, kw_only=True):
         return self.status in PENDING
 
 
-_SUB_COLUMNS = ("id, team_id, kind, url, image, secret, note, created_at, status, reason, report, log,"
-                " image_id, address, upload, updated_at, retry_at")
+_SUB_COLUMNS = (
+    "id, team_id, kind, url, image, secret, note, created_at, status, reason, report, log,"
+    " image_id, address, upload, updated_at, retry_at"
+)
 _SUB_NAMES = _SUB_COLUMNS.replace(" ", "").split(",")
 
 
@@ -350,7 +352,8 @@ class ServiceDB:
             raise SchemaError(
                 f"{self.path}: the database is at schema version {found}, written by a newer referee; this one "
                 f"knows versions up to {SCHEMA_VERSION}: run the newer referee, or restore a backup made by "
-                "this version (referee restore)")
+                "this version (referee restore)"
+            )
 
     def _upgrade(self) -> None:
         """Apply the numbered steps the database lacks, each in its own
@@ -373,8 +376,11 @@ class ServiceDB:
 
     def _private(self) -> None:
         """The database, its WAL files and the data folder: the service's user only."""
-        for path in (self.path, self.path.with_name(self.path.name + "-wal"),
-                     self.path.with_name(self.path.name + "-shm")):
+        for path in (
+            self.path,
+            self.path.with_name(self.path.name + "-wal"),
+            self.path.with_name(self.path.name + "-shm"),
+        ):
             if path.exists():
                 os.chmod(path, 0o600)
         self.data_dir.mkdir(mode=0o700, exist_ok=True)
@@ -432,7 +438,8 @@ class ServiceDB:
         may play (not refused): each must keep a tag of this instance."""
         rows = self.db.execute(
             "SELECT team_id, id, image_id FROM submissions WHERE image_id IS NOT NULL"
-            " AND kind IN ('archive', 'source') AND status != 'refused' ORDER BY id").fetchall()
+            " AND kind IN ('archive', 'source') AND status != 'refused' ORDER BY id"
+        ).fetchall()
         return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
 
     def is_admin(self, token: str) -> bool:
@@ -449,16 +456,32 @@ class ServiceDB:
                 (name, league_toml, now),
             )
             assert cur.lastrowid is not None
-            db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
-                       " VALUES (?, 1, ?, ?, 'at creation')", (cur.lastrowid, league_toml, now))
+            db.execute(
+                "INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                " VALUES (?, 1, ?, ?, 'at creation')",
+                (cur.lastrowid, league_toml, now),
+            )
             return Competition(id=cur.lastrowid, name=name, league_toml=league_toml, created_at=now)
 
     def competition(self, cid: int) -> Competition | None:
         row = self.db.execute(
             "SELECT id, name, league_toml, created_at, phase, ladder_concurrency, frozen_at FROM competitions"
-            " WHERE id = ?", (cid,)).fetchone()
-        return None if row is None else Competition(id=row[0], name=row[1], league_toml=row[2], created_at=row[3],
-                                                    phase=row[4], ladder_concurrency=row[5], frozen_at=row[6])
+            " WHERE id = ?",
+            (cid,),
+        ).fetchone()
+        return (
+            None
+            if row is None
+            else Competition(
+                id=row[0],
+                name=row[1],
+                league_toml=row[2],
+                created_at=row[3],
+                phase=row[4],
+                ladder_concurrency=row[5],
+                frozen_at=row[6],
+            )
+        )
 
     def set_phase(self, cid: int, phase: str, *, concurrency: int | None = None) -> None:
         """Move the competition to `phase` (freezing: submissions close now)."""
@@ -467,7 +490,8 @@ class ServiceDB:
         self.db.execute(
             "UPDATE competitions SET phase = ?, ladder_concurrency = COALESCE(?, ladder_concurrency),"
             " frozen_at = CASE WHEN ? = 'open' THEN NULL ELSE COALESCE(?, frozen_at) END WHERE id = ?",
-            (phase, concurrency, phase, frozen, cid))
+            (phase, concurrency, phase, frozen, cid),
+        )
 
     def deadlines(self, cid: int) -> tuple[float | None, float | None] | None:
         """The (freeze_at, final_at) set on the admin page (Unix times, None:
@@ -488,8 +512,10 @@ class ServiceDB:
         self.db.execute("UPDATE competitions SET frozen_at = ? WHERE id = ?", (when, cid))
 
     def competitions_in(self, phase: str) -> list[Competition]:
-        ids = [int(r[0]) for r in self.db.execute("SELECT id FROM competitions WHERE phase = ? ORDER BY id",
-                                                  (phase,))]
+        ids = [
+            int(r[0])
+            for r in self.db.execute("SELECT id FROM competitions WHERE phase = ? ORDER BY id", (phase,))
+        ]
         return [c for c in (self.competition(i) for i in ids) if c is not None]
 
     def competition_named(self, name: str) -> Competition | None:
@@ -520,11 +546,16 @@ class ServiceDB:
         row = self.db.execute(
             "SELECT id, competition_id, name, created_at, withdrawn_at FROM teams WHERE id = ?", (tid,)
         ).fetchone()
-        return None if row is None else Team(id=row[0], competition_id=row[1], name=row[2], created_at=row[3],
-                                             withdrawn_at=row[4])
+        return (
+            None
+            if row is None
+            else Team(id=row[0], competition_id=row[1], name=row[2], created_at=row[3], withdrawn_at=row[4])
+        )
 
     def team_named(self, cid: int, name: str) -> Team | None:
-        row = self.db.execute("SELECT id FROM teams WHERE competition_id = ? AND name = ?", (cid, name)).fetchone()
+        row = self.db.execute(
+            "SELECT id FROM teams WHERE competition_id = ? AND name = ?", (cid, name)
+        ).fetchone()
         return None if row is None else self.team(int(row[0]))
 
     def teams(self, cid: int) -> list[Team]:
@@ -533,7 +564,8 @@ class ServiceDB:
             Team(id=r[0], competition_id=r[1], name=r[2], created_at=r[3], withdrawn_at=r[4])
             for r in self.db.execute(
                 "SELECT id, competition_id, name, created_at, withdrawn_at FROM teams WHERE competition_id = ?"
-                " ORDER BY id", (cid,),
+                " ORDER BY id",
+                (cid,),
             )
         ]
 
@@ -543,14 +575,16 @@ class ServiceDB:
 
     def team_token_matches(self, tid: int, token: str) -> bool:
         """`token` is the team's and the team is not withdrawn (a withdrawn team's token stops)."""
-        row = self.db.execute("SELECT token_sha256 FROM teams WHERE id = ? AND withdrawn_at IS NULL",
-                              (tid,)).fetchone()
+        row = self.db.execute(
+            "SELECT token_sha256 FROM teams WHERE id = ? AND withdrawn_at IS NULL", (tid,)
+        ).fetchone()
         return row is not None and hmac.compare_digest(hash_token(token), str(row[0]))
 
     def team_by_token(self, token: str) -> Team | None:
         """The team whose token this is (looked up by its hash); None for a withdrawn team."""
-        row = self.db.execute("SELECT id FROM teams WHERE token_sha256 = ? AND withdrawn_at IS NULL",
-                              (hash_token(token),)).fetchone()
+        row = self.db.execute(
+            "SELECT id FROM teams WHERE token_sha256 = ? AND withdrawn_at IS NULL", (hash_token(token),)
+        ).fetchone()
         return None if row is None else self.team(int(row[0]))
 
     # ------------------------------------------- changing a team (issue 25)
@@ -562,7 +596,9 @@ class ServiceDB:
     def withdraw_team(self, tid: int) -> None:
         """The team leaves: it plays no more, its token stops and its sessions end at once; its history stays."""
         with self.transaction() as db:
-            db.execute("UPDATE teams SET withdrawn_at = COALESCE(withdrawn_at, ?) WHERE id = ?", (time.time(), tid))
+            db.execute(
+                "UPDATE teams SET withdrawn_at = COALESCE(withdrawn_at, ?) WHERE id = ?", (time.time(), tid)
+            )
             db.execute("DELETE FROM sessions WHERE team_id = ?", (tid,))
 
     def new_team_token(self, tid: int) -> str:
@@ -578,39 +614,70 @@ class ServiceDB:
     def _first_version(self, db: sqlite3.Connection, cid: int) -> None:
         """A competition made before versions were kept: its league so far becomes version 1."""
         if db.execute("SELECT 1 FROM league_versions WHERE competition_id = ?", (cid,)).fetchone() is None:
-            db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
-                       " SELECT id, 1, league_toml, created_at, 'at creation' FROM competitions WHERE id = ?",
-                       (cid,))
+            db.execute(
+                "INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                " SELECT id, 1, league_toml, created_at, 'at creation' FROM competitions WHERE id = ?",
+                (cid,),
+            )
 
     def set_league(self, cid: int, league_toml: str, who: str) -> LeagueVersion:
         """The competition's new league file (checked by the caller), kept as its next version."""
         now = time.time()
         with self.transaction() as db:
             self._first_version(db, cid)
-            number = int(db.execute("SELECT MAX(version) FROM league_versions WHERE competition_id = ?",
-                                    (cid,)).fetchone()[0]) + 1
-            cur = db.execute("INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
-                             " VALUES (?, ?, ?, ?, ?)", (cid, number, league_toml, now, who))
+            number = (
+                int(
+                    db.execute(
+                        "SELECT MAX(version) FROM league_versions WHERE competition_id = ?", (cid,)
+                    ).fetchone()[0]
+                )
+                + 1
+            )
+            cur = db.execute(
+                "INSERT INTO league_versions (competition_id, version, league_toml, created_at, who)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (cid, number, league_toml, now, who),
+            )
             db.execute("UPDATE competitions SET league_toml = ? WHERE id = ?", (league_toml, cid))
             assert cur.lastrowid is not None
-            return LeagueVersion(id=cur.lastrowid, competition_id=cid, version=number, league_toml=league_toml,
-                                 created_at=now, who=who)
+            return LeagueVersion(
+                id=cur.lastrowid,
+                competition_id=cid,
+                version=number,
+                league_toml=league_toml,
+                created_at=now,
+                who=who,
+            )
 
     def league_versions(self, cid: int) -> list[LeagueVersion]:
         """The competition's league files, newest first."""
         with self.transaction() as db:
             self._first_version(db, cid)
-        return [LeagueVersion(id=r[0], competition_id=r[1], version=r[2], league_toml=r[3], created_at=r[4],
-                              who=r[5])
-                for r in self.db.execute(
-                    "SELECT id, competition_id, version, league_toml, created_at, who FROM league_versions"
-                    " WHERE competition_id = ? ORDER BY version DESC", (cid,))]
+        return [
+            LeagueVersion(
+                id=r[0], competition_id=r[1], version=r[2], league_toml=r[3], created_at=r[4], who=r[5]
+            )
+            for r in self.db.execute(
+                "SELECT id, competition_id, version, league_toml, created_at, who FROM league_versions"
+                " WHERE competition_id = ? ORDER BY version DESC",
+                (cid,),
+            )
+        ]
 
     # ------------------------------------------------------------ submissions
 
     def add_submission(
-        self, tid: int, *, kind: str, url: str | None, image: str | None, secret: str | None, note: str,
-        rate_limit: tuple[int, float] | None = None, status: SubmissionStatus = "queued", upload: str | None = None,
+        self,
+        tid: int,
+        *,
+        kind: str,
+        url: str | None,
+        image: str | None,
+        secret: str | None,
+        note: str,
+        rate_limit: tuple[int, float] | None = None,
+        status: SubmissionStatus = "queued",
+        upload: str | None = None,
         slot: str | None = None,
     ) -> Submission | None:
         """Record a submission (queued for its admission check unless
@@ -627,9 +694,12 @@ class ServiceDB:
             if rate_limit is not None:
                 count, window = rate_limit
                 recent = db.execute(
-                    "SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?", (tid, now - window)
+                    "SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?",
+                    (tid, now - window),
                 ).fetchone()[0]
-                recent += db.execute("SELECT COUNT(*) FROM upload_slots WHERE team_id = ?", (tid,)).fetchone()[0]
+                recent += db.execute(
+                    "SELECT COUNT(*) FROM upload_slots WHERE team_id = ?", (tid,)
+                ).fetchone()[0]
                 if recent >= count:
                     return None
             cur = db.execute(
@@ -643,8 +713,9 @@ class ServiceDB:
             return sub
 
     def submission(self, sid: int) -> Submission | None:
-        return _submission(self.db.execute(f"SELECT {_SUB_COLUMNS} FROM submissions WHERE id = ?",
-                                           (sid,)).fetchone())
+        return _submission(
+            self.db.execute(f"SELECT {_SUB_COLUMNS} FROM submissions WHERE id = ?", (sid,)).fetchone()
+        )
 
     def update_submission(self, sid: int, /, **fields: str | float | None) -> None:
         """Set some of status, reason, report, log, image_id, address, upload, retry_at."""
@@ -654,8 +725,10 @@ class ServiceDB:
         assert fields.get("status", "queued") in STATUSES
         names = sorted(fields)
         sets = ", ".join(f"{n} = ?" for n in names)
-        self.db.execute(f"UPDATE submissions SET {sets}, updated_at = ? WHERE id = ?",
-                        (*[fields[n] for n in names], time.time(), sid))
+        self.db.execute(
+            f"UPDATE submissions SET {sets}, updated_at = ? WHERE id = ?",
+            (*[fields[n] for n in names], time.time(), sid),
+        )
 
     def supersede(self, sid: int, by: int) -> Submission | None:
         """Mark a submission not yet checked as replaced by the team's newer
@@ -665,8 +738,11 @@ class ServiceDB:
             sub = self.submission(sid)
             if sub is None or not sub.pending:
                 return None
-            db.execute("UPDATE submissions SET status = 'superseded', reason = ?, upload = NULL, updated_at = ?"
-                       " WHERE id = ?", (f"replaced by #{int(by)} before its check", time.time(), sid))
+            db.execute(
+                "UPDATE submissions SET status = 'superseded', reason = ?, upload = NULL, updated_at = ?"
+                " WHERE id = ?",
+                (f"replaced by #{int(by)} before its check", time.time(), sid),
+            )
             return sub
 
     def retry_after(self, tid: int, window: float) -> float:
@@ -691,12 +767,15 @@ class ServiceDB:
             row = db.execute("SELECT created_at FROM upload_slots WHERE team_id = ?", (tid,)).fetchone()
             if row is not None:
                 return "busy", 5.0
-            recent = db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?",
-                                (tid, now - window)).fetchone()[0]
+            recent = db.execute(
+                "SELECT COUNT(*) FROM submissions WHERE team_id = ? AND created_at > ?", (tid, now - window)
+            ).fetchone()[0]
             if recent >= count:
                 return "rate", self.retry_after(tid, window)
             token = secrets.token_hex(16)
-            db.execute("INSERT INTO upload_slots (team_id, token, created_at) VALUES (?, ?, ?)", (tid, token, now))
+            db.execute(
+                "INSERT INTO upload_slots (team_id, token, created_at) VALUES (?, ?, ?)", (tid, token, now)
+            )
             return token
 
     def release_upload_slot(self, tid: int, token: str) -> None:
@@ -712,23 +791,29 @@ class ServiceDB:
         rows = self.db.execute(
             f"SELECT {_SUB_COLUMNS} FROM submissions WHERE kind IN ('archive', 'source')"
             " AND (image_id IS NOT NULL OR upload IS NOT NULL) AND team_id = COALESCE(?, team_id) ORDER BY id",
-            (tid,)).fetchall()
+            (tid,),
+        ).fetchall()
         return [s for s in map(_submission, rows) if s is not None]
 
     def latest_submission(self, tid: int) -> Submission | None:
         """The team's newest submission, whatever its status."""
-        return _submission(self.db.execute(
-            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT 1", (tid,)
-        ).fetchone())
+        return _submission(
+            self.db.execute(
+                f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT 1", (tid,)
+            ).fetchone()
+        )
 
     def playing_submission(self, tid: int, before: float | None = None) -> Submission | None:
         """The version in play: the team's newest accepted submission (a
         refused or pending one leaves the previous version playing); made
         `before` that time only, when given (the final: before the freeze)."""
-        return _submission(self.db.execute(
-            f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? AND status = 'accepted'"
-            " AND created_at <= COALESCE(?, created_at) ORDER BY id DESC LIMIT 1", (tid, before)
-        ).fetchone())
+        return _submission(
+            self.db.execute(
+                f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? AND status = 'accepted'"
+                " AND created_at <= COALESCE(?, created_at) ORDER BY id DESC LIMIT 1",
+                (tid, before),
+            ).fetchone()
+        )
 
     def submission_number(self, sid: int) -> int:
         """A submission's number among its team's (1 for the first): its
@@ -738,21 +823,28 @@ class ServiceDB:
         running ladder's entries keep theirs."""
         row = self.db.execute(
             "SELECT COUNT(*) FROM submissions WHERE team_id = (SELECT team_id FROM submissions WHERE id = ?)"
-            " AND id <= ?", (sid, sid)).fetchone()
+            " AND id <= ?",
+            (sid, sid),
+        ).fetchone()
         return int(row[0])
 
     def submissions(self, tid: int, limit: int = 50, offset: int = 0) -> list[Submission]:
         """The team's submissions, newest first (`offset` of them skipped)."""
         rows = self.db.execute(
             f"SELECT {_SUB_COLUMNS} FROM submissions WHERE team_id = ? ORDER BY id DESC LIMIT ? OFFSET ?",
-            (tid, limit, offset)).fetchall()
+            (tid, limit, offset),
+        ).fetchall()
         return [s for s in map(_submission, rows) if s is not None]
 
-    def numbered_submissions(self, tid: int, limit: int = 50, offset: int = 0) -> list[tuple[Submission, int]]:
+    def numbered_submissions(
+        self, tid: int, limit: int = 50, offset: int = 0
+    ) -> list[tuple[Submission, int]]:
         """:meth:`submissions` with each one's :meth:`submission_number`."""
         rows = self.db.execute(
             f"SELECT {_SUB_COLUMNS}, ROW_NUMBER() OVER (ORDER BY id) FROM submissions WHERE team_id = ?"
-            " ORDER BY id DESC LIMIT ? OFFSET ?", (tid, limit, offset)).fetchall()
+            " ORDER BY id DESC LIMIT ? OFFSET ?",
+            (tid, limit, offset),
+        ).fetchall()
         out = []
         for row in rows:
             sub = _submission(row[:-1])
@@ -770,7 +862,9 @@ class ServiceDB:
         return [s for s in map(_submission, rows) if s is not None]
 
     def count_submissions(self, tid: int) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0])
+        return int(
+            self.db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0]
+        )
 
     # --------------------------------------------------------------- sessions
 
@@ -781,13 +875,16 @@ class ServiceDB:
         now = time.time()
         with self.transaction() as db:
             db.execute("DELETE FROM sessions WHERE expires_at < ?", (now,))
-            db.execute("INSERT INTO sessions (id_sha256, team_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-                       (hash_token(sid), tid, csrf, now, now + lifetime_s))
+            db.execute(
+                "INSERT INTO sessions (id_sha256, team_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (hash_token(sid), tid, csrf, now, now + lifetime_s),
+            )
         return sid, csrf
 
     def session(self, sid: str) -> Session | None:
-        row = self.db.execute("SELECT team_id, csrf, expires_at FROM sessions WHERE id_sha256 = ?",
-                              (hash_token(sid),)).fetchone()
+        row = self.db.execute(
+            "SELECT team_id, csrf, expires_at FROM sessions WHERE id_sha256 = ?", (hash_token(sid),)
+        ).fetchone()
         if row is None or float(row[2]) < time.time():
             return None
         return Session(team_id=int(row[0]), csrf=str(row[1]), expires_at=float(row[2]))
@@ -801,14 +898,17 @@ class ServiceDB:
         now = time.time()
         with self.transaction() as db:
             db.execute("DELETE FROM admin_sessions WHERE expires_at < ?", (now,))
-            db.execute("INSERT INTO admin_sessions (id_sha256, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                       (hash_token(sid), csrf, now, now + lifetime_s))
+            db.execute(
+                "INSERT INTO admin_sessions (id_sha256, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                (hash_token(sid), csrf, now, now + lifetime_s),
+            )
         return sid, csrf
 
     def admin_session(self, sid: str) -> str | None:
         """The session's CSRF token, or None when there is no such live session."""
-        row = self.db.execute("SELECT csrf, expires_at FROM admin_sessions WHERE id_sha256 = ?",
-                              (hash_token(sid),)).fetchone()
+        row = self.db.execute(
+            "SELECT csrf, expires_at FROM admin_sessions WHERE id_sha256 = ?", (hash_token(sid),)
+        ).fetchone()
         return None if row is None or float(row[1]) < time.time() else str(row[0])
 
     def end_admin_session(self, sid: str) -> None:
@@ -823,29 +923,44 @@ class ServiceDB:
                 token = new_token()
                 cur = db.execute(
                     "INSERT INTO teams (competition_id, name, token_sha256, created_at) VALUES (?, ?, ?, ?)",
-                    (cid, name, hash_token(token), now))
+                    (cid, name, hash_token(token), now),
+                )
                 assert cur.lastrowid is not None
                 out.append((Team(id=cur.lastrowid, competition_id=cid, name=name, created_at=now), token))
         return out
 
     # ------------------------------------------------------------------- runs
 
-    _RUN_COLUMNS = ("id, competition_id, out_dir, league_json, total_games, status, error, pid, started_at,"
-                    " finished_at, secrets_from, kind, league_version")
+    _RUN_COLUMNS = (
+        "id, competition_id, out_dir, league_json, total_games, status, error, pid, started_at,"
+        " finished_at, secrets_from, kind, league_version"
+    )
 
     def _run(self, row: tuple[object, ...] | None) -> Run | None:
         if row is None:
             return None
-        return msgspec.convert(dict(zip(self._RUN_COLUMNS.replace(" ", "").split(","), row, strict=True)), Run)
+        return msgspec.convert(
+            dict(zip(self._RUN_COLUMNS.replace(" ", "").split(","), row, strict=True)), Run
+        )
 
-    def begin_run(self, cid: int, *, out_dir: str, league_json: str, total_games: int,
-                  resume_run: int | None = None, secrets_from: str | None = None, kind: str = "run") -> Run | str:
+    def begin_run(
+        self,
+        cid: int,
+        *,
+        out_dir: str,
+        league_json: str,
+        total_games: int,
+        resume_run: int | None = None,
+        secrets_from: str | None = None,
+        kind: str = "run",
+    ) -> Run | str:
         """Mark a run of competition ``cid`` as running (a new one, or
         ``resume_run`` again); a message instead when one is running already."""
         now = time.time()
         with self.transaction() as db:
             for r in db.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? AND status = 'running'", (cid,)
+                f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? AND status = 'running'",
+                (cid,),
             ).fetchall():
                 run = self._run(r)
                 assert run is not None
@@ -867,7 +982,9 @@ class ServiceDB:
                 )
                 assert cur.lastrowid is not None
                 rid = cur.lastrowid
-            run = self._run(db.execute(f"SELECT {self._RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone())
+            run = self._run(
+                db.execute(f"SELECT {self._RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone()
+            )
             assert run is not None
             return run
 
@@ -886,7 +1003,9 @@ class ServiceDB:
         self.db.execute("UPDATE runs SET out_dir = ? WHERE id = ?", (out_dir, rid))
 
     def run(self, rid: int) -> Run | None:
-        return self._run(self.db.execute(f"SELECT {self._RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone())
+        return self._run(
+            self.db.execute(f"SELECT {self._RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone()
+        )
 
     def runs(self, cid: int) -> list[Run]:
         rows = self.db.execute(
@@ -895,22 +1014,32 @@ class ServiceDB:
         return [r for r in (self._run(row) for row in rows) if r is not None]
 
     def latest_run_of(self, cid: int, kind: str) -> Run | None:
-        return self._run(self.db.execute(
-            f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
-            (cid, kind)).fetchone())
+        return self._run(
+            self.db.execute(
+                f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+                (cid, kind),
+            ).fetchone()
+        )
 
     def latest_run(self, cid: int) -> Run | None:
-        return self._run(self.db.execute(
-            f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? ORDER BY id DESC LIMIT 1", (cid,)
-        ).fetchone())
+        return self._run(
+            self.db.execute(
+                f"SELECT {self._RUN_COLUMNS} FROM runs WHERE competition_id = ? ORDER BY id DESC LIMIT 1",
+                (cid,),
+            ).fetchone()
+        )
 
     def mark_stale_runs(self) -> int:
         """Runs marked running whose process is gone (a crash, a restart):
         interrupted, to be resumed. How many there were."""
         stale = [
-            r for r in (self._run(row) for row in self.db.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs WHERE status = 'running'"
-            ).fetchall())
+            r
+            for r in (
+                self._run(row)
+                for row in self.db.execute(
+                    f"SELECT {self._RUN_COLUMNS} FROM runs WHERE status = 'running'"
+                ).fetchall()
+            )
             if r is not None and (not pid_alive(r.pid) or r.pid == os.getpid())
         ]
         for r in stale:
@@ -944,7 +1073,9 @@ class AsyncServiceDB:
         loop = asyncio.get_running_loop()
         self._db = await loop.run_in_executor(self._pool, ServiceDB, self.path)
 
-    async def call(self, fn: Callable[Concatenate[ServiceDB, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def call(
+        self, fn: Callable[Concatenate[ServiceDB, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """``fn(service_db, *args, **kwargs)`` in the database's thread."""
         db = self._db
         if db is None:

@@ -34,10 +34,10 @@ from aiohttp import web
 
 from ..tournament.league import LeagueError
 from . import ladder_service
+from .app_state import DB
 from .boardcache import forget
 from .db import Competition, ServiceDB
 from .run_start import check_league_text
-from .app_state import DB
 
 log = logging.getLogger("referee.web")
 
@@ -58,8 +58,10 @@ def _league_times(text: str) -> tuple[float | None, float | None]:
         times = check_league_text(text).competition
     except LeagueError:
         return None, None
-    return (times.freeze_at.timestamp() if times.freeze_at else None,
-            times.final_at.timestamp() if times.final_at else None)
+    return (
+        times.freeze_at.timestamp() if times.freeze_at else None,
+        times.final_at.timestamp() if times.final_at else None,
+    )
 
 
 def deadlines_of(db: ServiceDB, comp: Competition) -> Deadlines:
@@ -79,10 +81,14 @@ def parse_time(text: str, field: str) -> float | None:
     try:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"'{field}': not an ISO 8601 time: {text!r} (e.g. 2026-06-01T17:00:00+02:00)") from None
+        raise ValueError(
+            f"'{field}': not an ISO 8601 time: {text!r} (e.g. 2026-06-01T17:00:00+02:00)"
+        ) from None
     if when.tzinfo is None:
-        raise ValueError(f"'{field}': {text} has no time zone: write it with its offset or Z "
-                         f"(e.g. {text}+02:00, {text}Z for UTC)")
+        raise ValueError(
+            f"'{field}': {text} has no time zone: write it with its offset or Z "
+            f"(e.g. {text}+02:00, {text}Z for UTC)"
+        )
     return when.timestamp()
 
 
@@ -95,7 +101,9 @@ def iso_z(t: float | None) -> str | None:
     """A deadline as ISO 8601 in UTC (the API's, and the admin form's value)."""
     if t is None:
         return None
-    return datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return (
+        datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
 
 
 def remaining(seconds: float) -> str:
@@ -130,14 +138,28 @@ def countdowns(comp: Competition, d: Deadlines, now: float | None = None) -> lis
     now = time.time() if now is None else now
     out = []
     if d.freeze_at is not None and comp.phase in ("setup", "open") and d.freeze_at > now:
-        out.append(Countdown(kind="freeze", at=d.freeze_at, label="Submissions close",
-                             done="Submissions are closing now", text=f"Submissions close in "
-                             f"{remaining(d.freeze_at - now)}", when=iso(d.freeze_at)))
+        out.append(
+            Countdown(
+                kind="freeze",
+                at=d.freeze_at,
+                label="Submissions close",
+                done="Submissions are closing now",
+                text=f"Submissions close in {remaining(d.freeze_at - now)}",
+                when=iso(d.freeze_at),
+            )
+        )
     if d.final_at is not None and comp.phase in ("setup", "open", "frozen") and d.final_at > now:
         closes = "" if d.freeze_at is not None and d.freeze_at <= d.final_at else " (submissions close then)"
-        out.append(Countdown(kind="final", at=d.final_at, label=f"The final starts{closes}",
-                             done="The final is starting now",
-                             text=f"The final starts{closes} in {remaining(d.final_at - now)}", when=iso(d.final_at)))
+        out.append(
+            Countdown(
+                kind="final",
+                at=d.final_at,
+                label=f"The final starts{closes}",
+                done="The final is starting now",
+                text=f"The final starts{closes} in {remaining(d.final_at - now)}",
+                when=iso(d.final_at),
+            )
+        )
     return out
 
 
@@ -150,9 +172,15 @@ async def page_context(request: web.Request, comp: Competition) -> None:
     deadlines form need, added to the request's template context:
     ``countdown`` and ``deadlines`` (with ``deadline_values``: as ISO in UTC)."""
     d = await request.app[DB].call(deadlines_of, comp)
-    extra = {"countdown": countdowns(comp, d), "deadlines": d,
-             "deadline_values": {"freeze_at": iso_z(d.freeze_at) or "", "final_at": iso_z(d.final_at) or ""}}
-    request[aiohttp_jinja2.REQUEST_CONTEXT_KEY] = {**request.get(aiohttp_jinja2.REQUEST_CONTEXT_KEY, {}), **extra}
+    extra = {
+        "countdown": countdowns(comp, d),
+        "deadlines": d,
+        "deadline_values": {"freeze_at": iso_z(d.freeze_at) or "", "final_at": iso_z(d.final_at) or ""},
+    }
+    request[aiohttp_jinja2.REQUEST_CONTEXT_KEY] = {
+        **request.get(aiohttp_jinja2.REQUEST_CONTEXT_KEY, {}),
+        **extra,
+    }
 
 
 def passed_for_open(d: Deadlines, now: float | None = None) -> str | None:
@@ -160,8 +188,10 @@ def passed_for_open(d: Deadlines, now: float | None = None) -> str | None:
     now = time.time() if now is None else now
     for key, at in (("freeze_at", d.freeze_at), ("final_at", d.final_at)):
         if at is not None and at <= now:
-            return (f"its {key} ({iso(at)}) has passed: move it or clear it (admin page, Deadlines) before "
-                    "opening")
+            return (
+                f"its {key} ({iso(at)}) has passed: move it or clear it (admin page, Deadlines) before "
+                "opening"
+            )
     return None
 
 
@@ -192,13 +222,21 @@ async def apply_due(app: web.Application, waiting: dict[int, str] | None = None)
                 if comp.phase == "frozen" and d.final_at is not None and d.final_at <= now:
                     run = await ladder_service.start_final(app, comp)
                     waiting.pop(comp.id, None)
-                    log.info("competition %s: final_at %s has passed: its final plays (run %s)", comp.id,
-                             iso(d.final_at), run.id)
+                    log.info(
+                        "competition %s: final_at %s has passed: its final plays (run %s)",
+                        comp.id,
+                        iso(d.final_at),
+                        run.id,
+                    )
             except ladder_service.PhaseError as e:
                 if waiting.get(comp.id) != e.message:
                     waiting[comp.id] = e.message
-                    log.warning("competition %s: its deadline has passed but %s; tried again every %.0f s",
-                                comp.id, e.message, TICK_S)
+                    log.warning(
+                        "competition %s: its deadline has passed but %s; tried again every %.0f s",
+                        comp.id,
+                        e.message,
+                        TICK_S,
+                    )
             finally:
                 forget(app, comp.id)
 

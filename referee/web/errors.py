@@ -13,19 +13,29 @@ from aiohttp import web
 from .schemas import ErrorBody
 
 _CLASSES: dict[int, type[web.HTTPException]] = {
-    400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden, 404: web.HTTPNotFound,
-    409: web.HTTPConflict, 413: web.HTTPRequestEntityTooLarge, 422: web.HTTPUnprocessableEntity,
-    429: web.HTTPTooManyRequests, 500: web.HTTPInternalServerError, 503: web.HTTPServiceUnavailable,
+    400: web.HTTPBadRequest,
+    401: web.HTTPUnauthorized,
+    403: web.HTTPForbidden,
+    404: web.HTTPNotFound,
+    409: web.HTTPConflict,
+    413: web.HTTPRequestEntityTooLarge,
+    422: web.HTTPUnprocessableEntity,
+    429: web.HTTPTooManyRequests,
+    500: web.HTTPInternalServerError,
+    503: web.HTTPServiceUnavailable,
 }
 _CLASSES[507] = web.HTTPInsufficientStorage  # the server's disk is below its floor (issue 24)
 
 
-def fail(status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> NoReturn:
+def fail(
+    status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> NoReturn:
     raise http_error(status, message, field, headers)
 
 
-def http_error(status: int, message: str, field: str | None = None,
-               headers: dict[str, str] | None = None) -> web.HTTPException:
+def http_error(
+    status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> web.HTTPException:
     """The exception answering ``status`` with the JSON error body."""
     text = json.dumps(msgspec.to_builtins(ErrorBody(error=message, status=status, field=field)))
     cls = _CLASSES.get(status, web.HTTPBadRequest)

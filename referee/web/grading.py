@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import csv
 import io
-
-import msgspec
 from pathlib import Path
 
-from ..tournament.ladder import ladder_entries
+import msgspec
+
 from ..bots.factory import BotSpec
+from ..tournament.ladder import ladder_entries
 from ..tournament.ratings import Standing
 from ..tournament.runner import STANDINGS_FIELDS, csv_cell, load_standings
 from .db import Run, ServiceDB, Submission, Team
@@ -59,9 +59,16 @@ def whose(db: ServiceDB, run: Run, only: str | None = None) -> dict[str, Who]:
         team = teams.get(spec.name) if only is None or spec.name == only else None
         if team is None:
             continue
-        found = next(((s, v) for s, v in db.numbered_submissions(team.id, 10_000)
-                      if s.status == "accepted" and s.created_at <= run.started_at
-                      and _same_bot(team_entry(team, s), spec)), None)
+        found = next(
+            (
+                (s, v)
+                for s, v in db.numbered_submissions(team.id, 10_000)
+                if s.status == "accepted"
+                and s.created_at <= run.started_at
+                and _same_bot(team_entry(team, s), spec)
+            ),
+            None,
+        )
         out[spec.name] = Who(team, *found) if found else Who(team, None, None)
     return out
 

@@ -77,15 +77,18 @@ def classify(exc: BaseException) -> ServiceFault | None:
     else:
         if isinstance(exc, errors.APIError):
             status = exc.status_code
-            return ServiceFault(f"the Docker daemon failed ({status}): {_first_line(str(exc.explanation or exc))}",
-                                docker=True)
+            return ServiceFault(
+                f"the Docker daemon failed ({status}): {_first_line(str(exc.explanation or exc))}",
+                docker=True,
+            )
         if isinstance(exc, (requests.exceptions.ConnectionError, errors.DockerException)):
             return ServiceFault(f"Docker is not reachable: {_first_line(str(exc))}", docker=True)
     if isinstance(exc, RuntimeError) and str(exc).startswith("building referee-"):
         return ServiceFault(f"the service's own base image could not be built: {_first_line(str(exc))}")
     if isinstance(exc, (ConnectionError, TimeoutError)):
-        return ServiceFault(f"Docker is not reachable: {type(exc).__name__}: {_first_line(str(exc))}",
-                            docker=True)
+        return ServiceFault(
+            f"Docker is not reachable: {type(exc).__name__}: {_first_line(str(exc))}", docker=True
+        )
     return ServiceFault(f"an error in the service: {type(exc).__name__}: {_first_line(str(exc))}")
 
 
@@ -162,22 +165,28 @@ class Health:
             log.error("the service is degraded: %s (submissions wait; retried at %s)", cause, clock(retry_at))
             self.degraded = Degraded(cause=cause, since=time.time(), retry_at=retry_at, waiting=waiting)
         else:
-            self.degraded = msgspec.structs.replace(self.degraded, cause=cause, retry_at=retry_at,
-                                                    waiting=waiting)
+            self.degraded = msgspec.structs.replace(
+                self.degraded, cause=cause, retry_at=retry_at, waiting=waiting
+            )
 
     def recovered(self) -> None:
         if self.degraded is not None:
-            log.warning("the service is well again (it was degraded for %.0f s: %s)",
-                        time.time() - self.degraded.since, self.degraded.cause)
+            log.warning(
+                "the service is well again (it was degraded for %.0f s: %s)",
+                time.time() - self.degraded.since,
+                self.degraded.cause,
+            )
         self.degraded = None
 
     def banner(self) -> str | None:
         d = self.degraded
         if d is None:
             return None
-        return (f"The service is degraded since {clock(d.since)}: {d.cause}. {d.waiting} submission(s) wait "
-                f"(not refused: nothing is wrong with the teams' bots); the next try is at {clock(d.retry_at)}, "
-                "and they go on by themselves once this is fixed.")
+        return (
+            f"The service is degraded since {clock(d.since)}: {d.cause}. {d.waiting} submission(s) wait "
+            f"(not refused: nothing is wrong with the teams' bots); the next try is at {clock(d.retry_at)}, "
+            "and they go on by themselves once this is fixed."
+        )
 
 
 #: The service's health in the app.
@@ -192,5 +201,16 @@ async def banner_context(request: web.Request) -> dict[str, Any]:
     return {"service_banner": health.banner() if health is not None and shown else None}
 
 
-__all__ = ["HEALTH", "NOT_YOUR_BOT", "Degraded", "Health", "ServiceFault", "backoff", "banner_context",
-           "classify", "docker_ok", "refusal_is_service", "team_reason"]
+__all__ = [
+    "HEALTH",
+    "NOT_YOUR_BOT",
+    "Degraded",
+    "Health",
+    "ServiceFault",
+    "backoff",
+    "banner_context",
+    "classify",
+    "docker_ok",
+    "refusal_is_service",
+    "team_reason",
+]

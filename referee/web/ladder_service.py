@@ -38,6 +38,7 @@ from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_
 from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted
 from ..tournament.schedule import make_scheduler
+from .app_state import DB, RUNS, SETTINGS
 from .db import Competition, Run, ServiceDB
 from .run_start import (
     RunThread,
@@ -56,7 +57,6 @@ from .run_start import (
     team_entry,
     with_secrets,
 )
-from .app_state import DB, RUNS, SETTINGS
 
 log = logging.getLogger("referee.web")
 
@@ -69,8 +69,9 @@ def _secret_seed() -> int:
 # ------------------------------------------------------------ the entries
 
 
-def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None,
-              house: Mapping[str, PinnedURL] | None = None) -> list[Wanted]:
+def wanted_of(
+    db: ServiceDB, cid: int, policy: AddressPolicy | None, house: Mapping[str, PinnedURL] | None = None
+) -> list[Wanted]:
     """The entries an open competition's ladder should have: its house bots
     (a URL one at its address in `house`, :func:`~.runs.pin_house_urls`)
     and each team's version in play (a URL bot only while its pinned address
@@ -91,8 +92,14 @@ def wanted_of(db: ServiceDB, cid: int, policy: AddressPolicy | None,
         if sub is None or not still_allowed(sub, policy):
             continue
         spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
-        out.append(Wanted(name=entry_name(team.name, db.submission_number(sub.id)), team=team.name,
-                          submission=sub.id, spec=spec))
+        out.append(
+            Wanted(
+                name=entry_name(team.name, db.submission_number(sub.id)),
+                team=team.name,
+                submission=sub.id,
+                spec=spec,
+            )
+        )
     return out
 
 
@@ -119,9 +126,16 @@ class LadderThread:
     (like :class:`~referee.web.run_start.RunThread`); :meth:`reconcile` from the
     service's loop brings in new entries."""
 
-    def __init__(self, db_path: Path, run: Run, league: League, wanted: list[Wanted],
-                 known: dict[str, BotSpec], concurrency: int | None,
-                 executor: Callable[[], Executor] = LocalExecutor) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        run: Run,
+        league: League,
+        wanted: list[Wanted],
+        known: dict[str, BotSpec],
+        concurrency: int | None,
+        executor: Callable[[], Executor] = LocalExecutor,
+    ) -> None:
         self.db_path = db_path
         self.run = run
         self.make_executor = executor
@@ -149,8 +163,14 @@ class LadderThread:
 
     def _new_ladder(self, wanted: list[Wanted]) -> Ladder:
         cid = self.run.competition_id
-        return Ladder(self.league, Path(self.run.out_dir), wanted=wanted, known=self.known,
-                      concurrency=self.concurrency, log=lambda m: log.info("competition %s: %s", cid, m))
+        return Ladder(
+            self.league,
+            Path(self.run.out_dir),
+            wanted=wanted,
+            known=self.known,
+            concurrency=self.concurrency,
+            log=lambda m: log.info("competition %s: %s", cid, m),
+        )
 
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
@@ -175,9 +195,14 @@ class LadderThread:
                     if isinstance(e, LeagueError) or self.restarts > RESTARTS or self._stopping:
                         self.status = "failed"
                         break
-                    log.error("competition %s: the ladder failed (%s); it starts again in %.0f s (%d of %d)",
-                              self.run.competition_id, self.error, RESTART_S * self.restarts, self.restarts,
-                              RESTARTS)
+                    log.error(
+                        "competition %s: the ladder failed (%s); it starts again in %.0f s (%d of %d)",
+                        self.run.competition_id,
+                        self.error,
+                        RESTART_S * self.restarts,
+                        self.restarts,
+                        RESTARTS,
+                    )
                     with contextlib.suppress(Exception):
                         loop.run_until_complete(self.ladder.executor.close())
                     loop.run_until_complete(self._pause(RESTART_S * self.restarts))
@@ -260,14 +285,20 @@ async def _house_pins(app: web.Application, comp: Competition, what: str) -> Map
     (:func:`~.runs.pin_house_urls`); :class:`PhaseError` naming the one refused."""
     settings = app[SETTINGS]
     try:
-        return await pin_house_text(comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere)
+        return await pin_house_text(
+            comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+        )
     except StartError as e:
         raise PhaseError(e.status, f"{what}: {e.message}") from None
 
 
-def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
-                  concurrency: int | None, house: Mapping[str, PinnedURL] | None = None,
-                  ) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
+def _start_ladder(
+    db: ServiceDB,
+    cid: int,
+    policy: AddressPolicy | None,
+    concurrency: int | None,
+    house: Mapping[str, PinnedURL] | None = None,
+) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
     """Mark the competition open and its ladder running: the same ladder as
     before when it has one (reopened, or the server restarted), else a new
     one on a secret seed; its house URL bots at their addresses in `house`."""
@@ -277,8 +308,9 @@ def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
     last = db.latest_run_of(cid, "ladder")
     if last is not None:
         league = decode_league(last.league_json)
-        run = db.begin_run(cid, out_dir=last.out_dir, league_json=last.league_json, total_games=0,
-                           resume_run=last.id)
+        run = db.begin_run(
+            cid, out_dir=last.out_dir, league_json=last.league_json, total_games=0, resume_run=last.id
+        )
     else:
         try:
             league = check_league_text(comp.league_toml, league_filename(db, cid))
@@ -301,15 +333,25 @@ def _start_ladder(db: ServiceDB, cid: int, policy: AddressPolicy | None,
 async def open_competition(app: web.Application, comp: Competition, concurrency: int | None = None) -> Run:
     """Open the competition (from setup or frozen): its ladder plays from now on."""
     if comp.phase not in ("setup", "frozen"):
-        raise PhaseError(409, f"competition {comp.id} is {comp.phase}: only a competition in setup or frozen "
-                              "opens")
+        raise PhaseError(
+            409, f"competition {comp.id} is {comp.phase}: only a competition in setup or frozen opens"
+        )
     if comp.id in app[LADDERS] and app[LADDERS][comp.id].alive():
         raise PhaseError(409, f"competition {comp.id}'s ladder is playing already")
     db, settings = app[DB], app[SETTINGS]
     house = await _house_pins(app, comp, "cannot open")
-    run, league, wanted, known = await db.call(_start_ladder, comp.id, settings.bot_policy, concurrency, house)
-    thread = LadderThread(db.path, run, league, wanted, known,
-                          concurrency if concurrency is not None else comp.ladder_concurrency, executor_of(app))
+    run, league, wanted, known = await db.call(
+        _start_ladder, comp.id, settings.bot_policy, concurrency, house
+    )
+    thread = LadderThread(
+        db.path,
+        run,
+        league,
+        wanted,
+        known,
+        concurrency if concurrency is not None else comp.ladder_concurrency,
+        executor_of(app),
+    )
     thread.house = house
     app[LADDERS][comp.id] = thread
     await asyncio.to_thread(thread.start)
@@ -347,8 +389,13 @@ async def freeze(app: web.Application, comp: Competition) -> None:
     await stop_ladder(app, comp.id, "finished", abandon=False)
 
 
-def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
-                   seed: int | None = None, house: Mapping[str, PinnedURL] | None = None) -> tuple[Run, League]:
+def _prepare_final(
+    db: ServiceDB,
+    cid: int,
+    policy: AddressPolicy | None,
+    seed: int | None = None,
+    house: Mapping[str, PinnedURL] | None = None,
+) -> tuple[Run, League]:
     """The final's run: the house bots (a URL one at its address in
     `house`) and each team's newest version accepted before the freeze, on
     an adaptive schedule from fresh ratings and a new secret seed."""
@@ -357,11 +404,17 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
         raise PhaseError(404, f"no competition {cid}")
     if comp.phase != "frozen":
         raise PhaseError(409, f"competition {cid} is {comp.phase}: the final starts once it is frozen")
-    pending = [s for s in db.pending_submissions()
-               if (t := db.team(s.team_id)) is not None and t.competition_id == cid]
+    pending = [
+        s
+        for s in db.pending_submissions()
+        if (t := db.team(s.team_id)) is not None and t.competition_id == cid
+    ]
     if pending:
-        raise PhaseError(409, f"{len(pending)} submission(s) made before the freeze are still being checked: "
-                              "start the final once they are accepted or refused")
+        raise PhaseError(
+            409,
+            f"{len(pending)} submission(s) made before the freeze are still being checked: "
+            "start the final once they are accepted or refused",
+        )
     pairs = []
     for team in db.playing_teams(cid):
         sub = db.playing_submission(team.id, before=comp.frozen_at)
@@ -375,8 +428,14 @@ def _prepare_final(db: ServiceDB, cid: int, policy: AddressPolicy | None,
     league.tournament.seed = _secret_seed() if seed is None else seed
     limit = make_scheduler(league).limit or 0
     secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
-    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=limit,
-                       secrets_from=secrets_from, kind="final")
+    run = db.begin_run(
+        cid,
+        out_dir="",
+        league_json=encode_league(league),
+        total_games=limit,
+        secrets_from=secrets_from,
+        kind="final",
+    )
     if isinstance(run, str):
         raise PhaseError(409, f"cannot start the final: {run}")
     out = db.data_dir / f"competition-{cid}" / f"final-{run.id}"
@@ -403,7 +462,9 @@ async def autoplay(app: web.Application) -> None:
     for comp in await db.call(ServiceDB.competitions_in, "open"):
         try:
             house = await _house_pins(app, comp, "cannot open")
-            run, league, wanted, known = await db.call(_start_ladder, comp.id, settings.bot_policy, None, house)
+            run, league, wanted, known = await db.call(
+                _start_ladder, comp.id, settings.bot_policy, None, house
+            )
         except StartError as e:
             log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)
             continue
@@ -436,4 +497,3 @@ async def ladders_ctx(app: web.Application) -> AsyncIterator[None]:
         t.stop("interrupted", abandon=True)
     for t in threads:
         await asyncio.to_thread(t.join, 30)
-

@@ -37,16 +37,16 @@ from typing import NamedTuple
 import msgspec
 from aiohttp import web
 
+from ..tournament.results import count_games
 from . import data
+from .app_state import DB, SETTINGS, STREAM_RETRY_S, Settings
 from .boardcache import BOARDS, latest_board, latest_key, rendered
 from .db import Competition, Run, ServiceDB
 from .errors import fail
 from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html
 from .ladder_service import ladder_waiting
-from ..tournament.results import count_games
 from .schemas import Leaderboard
-from .app_state import DB, SETTINGS, STREAM_RETRY_S, Settings
 
 log = logging.getLogger("referee.web")
 
@@ -146,19 +146,25 @@ class Hub:
         those who hold several cannot take the last slots from a new client."""
         address, network = client
         if self.clients[address] >= settings.max_streams_per_client:
-            return 429, (f"too many live streams from {address}: at most {settings.max_streams_per_client} "
-                         "at a time (close a page of a leaderboard)")
+            return 429, (
+                f"too many live streams from {address}: at most {settings.max_streams_per_client} "
+                "at a time (close a page of a leaderboard)"
+            )
         per_network = max(settings.max_streams_per_network, settings.max_streams_per_client)
         if network != address and self.networks[network] >= per_network:
-            return 429, (f"too many live streams from {network}: at most {per_network} at a time from one "
-                         "network (close a page of a leaderboard)")
+            return 429, (
+                f"too many live streams from {network}: at most {per_network} at a time from one "
+                "network (close a page of a leaderboard)"
+            )
         if self.open >= settings.max_streams:
             return 503, f"the server has {self.open} live streams open, its limit: try again later"
         if self.networks[network] and self.open >= settings.max_streams - reserved(settings):
             who = address if network == address else f"{network} ({address})"
-            return 429, (f"the server is busy ({self.open} live streams of {settings.max_streams}): the last "
-                         f"slots are kept for clients with none, and {who} has {self.networks[network]} open "
-                         "(close a page of a leaderboard, or try again later)")
+            return 429, (
+                f"the server is busy ({self.open} live streams of {settings.max_streams}): the last "
+                f"slots are kept for clients with none, and {who} has {self.networks[network]} open "
+                "(close a page of a leaderboard, or try again later)"
+            )
         return None
 
     def subscribe(self, cid: int, client: Client) -> Stream:
@@ -225,9 +231,13 @@ async def events(request: web.Request) -> web.StreamResponse:
     if refused is not None:
         fail(*refused, headers={"Retry-After": str(STREAM_RETRY_S)})
     stream = hub.subscribe(comp.id, client)
-    resp = web.StreamResponse(headers={
-        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-    })
+    resp = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        }
+    )
     loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
@@ -289,7 +299,11 @@ def _event(request: web.Request, view: str, board: Leaderboard) -> bytes:
         if view == "live":
             # every line of the data is its own ``data:`` field; the client joins them with "\n"
             html = live_html(request, board).decode()
-            return b"event: live\n" + "".join(f"data: {line}\n" for line in LINE_BREAK.split(html)).encode() + b"\n"
+            return (
+                b"event: live\n"
+                + "".join(f"data: {line}\n" for line in LINE_BREAK.split(html)).encode()
+                + b"\n"
+            )
         return b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n"
 
     return rendered(request.app, board, f"event:{view}", make)
@@ -327,8 +341,13 @@ async def poller(app: web.Application) -> None:
                 comp, run, teams = watched
                 games = await asyncio.to_thread(count_games, run.out_dir) if run else 0
                 # a ladder that starts or stops waiting for players changes too (no game may come)
-                version = (run.id if run else None, run.status if run else None, games, teams,
-                           ladder_waiting(app, cid))
+                version = (
+                    run.id if run else None,
+                    run.status if run else None,
+                    games,
+                    teams,
+                    ladder_waiting(app, cid),
+                )
                 if hub.versions.get(cid) == version:
                     continue
                 # The first look too: a new stream's first board came from

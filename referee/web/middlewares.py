@@ -67,12 +67,15 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         e.content_type = "text/html"
         raise
     except Exception as e:  # noqa: BLE001
-        if isinstance(e, ConnectionResetError) and (request.transport is None or request.transport.is_closing()):
+        if isinstance(e, ConnectionResetError) and (
+            request.transport is None or request.transport.is_closing()
+        ):
             raise  # the client is gone (or was cut off, referee.web.server): no one to answer, nothing to log
         log.exception("unhandled error on %s", request.path)
         if api:
             raise http_error(500, f"internal error: {type(e).__name__}") from None
-        raise web.HTTPInternalServerError(text=_error_page(request, 500, "internal error"),
-                                          content_type="text/html") from None
+        raise web.HTTPInternalServerError(
+            text=_error_page(request, 500, "internal error"), content_type="text/html"
+        ) from None
     secure(response)
     return response

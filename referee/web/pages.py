@@ -28,17 +28,22 @@ from aiohttp import web
 from markupsafe import Markup
 
 from ..tournament.ratings import Standing
+from .app_state import STREAM_RETRY_S
 from .assets import CSS, JS
 from .charts import rating_chart, sigma_bars
-from .app_state import STREAM_RETRY_S
 
 
 def json_for_script(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``</script>``,
     no ``<!--``, no line separators can break out."""
     text = msgspec.json.encode(data).decode()
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 # ------------------------------------------------------------------ filters
@@ -87,8 +92,14 @@ FILTERS: dict[str, Callable[..., str]] = {
     "inline_script": _inline_script,
     "inline_style": _inline_style,
 }
-GLOBALS = {"zip": zip, "sigma_bars": sigma_bars, "rating_chart": rating_chart, "css": CSS, "js": JS,
-           "retry_s": STREAM_RETRY_S}
+GLOBALS = {
+    "zip": zip,
+    "sigma_bars": sigma_bars,
+    "rating_chart": rating_chart,
+    "css": CSS,
+    "js": JS,
+    "retry_s": STREAM_RETRY_S,
+}
 
 
 def _options() -> dict[str, Any]:
@@ -106,8 +117,9 @@ def setup(app: web.Application) -> None:
     """The app's template environment (aiohttp-jinja2)."""
     from .health import banner_context
 
-    env = aiohttp_jinja2.setup(app, default_helpers=False, filters=FILTERS,
-                               context_processors=[banner_context], **_options())
+    env = aiohttp_jinja2.setup(
+        app, default_helpers=False, filters=FILTERS, context_processors=[banner_context], **_options()
+    )
     env.globals.update(GLOBALS)
 
 

@@ -71,8 +71,9 @@ from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
-from .db import Competition, ServiceDB, Team
 from ..tournament.results import games_list
+from .app_state import DB, SETTINGS
+from .db import Competition, ServiceDB, Team
 from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
     StartError,
@@ -83,7 +84,6 @@ from .run_start import (
     still_allowed,
     team_entry,
 )
-from .app_state import DB, SETTINGS
 
 log = logging.getLogger("referee.web")
 
@@ -169,15 +169,22 @@ class PracticeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def info(g: PracticeGame) -> PracticeInfo:
     return PracticeInfo(
-        id=g.id, status=g.status, opponents=[s.name for s in g.seats if s.kind != "self"], error=g.error,
-        created_at=g.created_at, finished_at=g.finished_at, results=g.results,
-        replays=[f"/team/practice/{g.id}?game={r.index}&seat={r.seat}" for r in g.results])
+        id=g.id,
+        status=g.status,
+        opponents=[s.name for s in g.seats if s.kind != "self"],
+        error=g.error,
+        created_at=g.created_at,
+        finished_at=g.finished_at,
+        results=g.results,
+        replays=[f"/team/practice/{g.id}?game={r.index}&seat={r.seat}" for r in g.results],
+    )
 
 
 # ------------------------------------------------------------ the table
 
-_COLUMNS = ("id, competition_id, team_id, seats, status, error, out_dir, created_at, started_at, finished_at,"
-            " results")
+_COLUMNS = (
+    "id, competition_id, team_id, seats, status, error, out_dir, created_at, started_at, finished_at, results"
+)
 
 
 def _game(row: tuple[object, ...] | None) -> PracticeGame | None:
@@ -193,7 +200,8 @@ def add_game(db: ServiceDB, team: Team, seats: list[Seat], now: float) -> Practi
     cur = db.db.execute(
         "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
         " VALUES (?, ?, ?, 'queued', '', ?)",
-        (team.competition_id, team.id, msgspec.json.encode(seats).decode(), now))
+        (team.competition_id, team.id, msgspec.json.encode(seats).decode(), now),
+    )
     pid = int(cur.lastrowid or 0)
     out = db.data_dir / f"competition-{team.competition_id}" / "practice" / f"game-{pid}"
     db.db.execute("UPDATE practice_games SET out_dir = ? WHERE id = ?", (str(out), pid))
@@ -207,40 +215,59 @@ def get_game(db: ServiceDB, pid: int) -> PracticeGame | None:
 
 
 def team_games(db: ServiceDB, tid: int, limit: int = 50) -> list[PracticeGame]:
-    rows = db.db.execute(f"SELECT {_COLUMNS} FROM practice_games WHERE team_id = ? ORDER BY id DESC LIMIT ?",
-                         (tid, limit)).fetchall()
+    rows = db.db.execute(
+        f"SELECT {_COLUMNS} FROM practice_games WHERE team_id = ? ORDER BY id DESC LIMIT ?", (tid, limit)
+    ).fetchall()
     return [g for g in map(_game, rows) if g is not None]
 
 
 def next_queued(db: ServiceDB) -> PracticeGame | None:
     """The oldest game waiting (each team has one in flight at most: first come, first played)."""
-    return _game(db.db.execute(
-        f"SELECT {_COLUMNS} FROM practice_games WHERE status = 'queued' ORDER BY id LIMIT 1").fetchone())
+    return _game(
+        db.db.execute(
+            f"SELECT {_COLUMNS} FROM practice_games WHERE status = 'queued' ORDER BY id LIMIT 1"
+        ).fetchone()
+    )
 
 
 def requeue_playing(db: ServiceDB) -> int:
     """At the server's start: a game that was playing when it stopped is played again."""
-    return db.db.execute("UPDATE practice_games SET status = 'queued', started_at = NULL"
-                         " WHERE status = 'playing'").rowcount
+    return db.db.execute(
+        "UPDATE practice_games SET status = 'queued', started_at = NULL WHERE status = 'playing'"
+    ).rowcount
 
 
 def set_playing(db: ServiceDB, pid: int) -> None:
-    db.db.execute("UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid))
+    db.db.execute(
+        "UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid)
+    )
 
 
-def set_ended(db: ServiceDB, pid: int, status: str, error: str | None, results: list[Result] | None = None) -> None:
-    db.db.execute("UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",
-                  (status, error, msgspec.json.encode(results or []).decode(), time.time(), pid))
+def set_ended(
+    db: ServiceDB, pid: int, status: str, error: str | None, results: list[Result] | None = None
+) -> None:
+    db.db.execute(
+        "UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",
+        (status, error, msgspec.json.encode(results or []).decode(), time.time(), pid),
+    )
 
 
 def limits_of(db: ServiceDB, tid: int, since: float) -> tuple[int, list[float]]:
     """The team's games in flight, and the times of those asked for since `since`."""
     marks = ", ".join("?" * len(IN_FLIGHT))
-    flying = int(db.db.execute(f"SELECT COUNT(*) FROM practice_games WHERE team_id = ? AND status IN ({marks})",
-                               (tid, *IN_FLIGHT)).fetchone()[0])
-    times = [float(r[0]) for r in db.db.execute(
-        "SELECT created_at FROM practice_games WHERE team_id = ? AND created_at > ? ORDER BY created_at",
-        (tid, since))]
+    flying = int(
+        db.db.execute(
+            f"SELECT COUNT(*) FROM practice_games WHERE team_id = ? AND status IN ({marks})",
+            (tid, *IN_FLIGHT),
+        ).fetchone()[0]
+    )
+    times = [
+        float(r[0])
+        for r in db.db.execute(
+            "SELECT created_at FROM practice_games WHERE team_id = ? AND created_at > ? ORDER BY created_at",
+            (tid, since),
+        )
+    ]
     return flying, times
 
 
@@ -261,8 +288,11 @@ def choices(db: ServiceDB, team: Team) -> tuple[list[Choice], int]:
     newest = db.playing_submission(team.id)
     for sub in db.submissions(team.id, limit=1000):
         if sub.status == "accepted" and (newest is None or sub.id != newest.id):
-            out.append(Choice(value=f"version:{sub.id}",
-                              label=f"your earlier version v{db.submission_number(sub.id)}"))
+            out.append(
+                Choice(
+                    value=f"version:{sub.id}", label=f"your earlier version v{db.submission_number(sub.id)}"
+                )
+            )
     if league.ladder.practice_against_teams:
         for other in db.teams(team.competition_id):
             if other.id != team.id and db.playing_submission(other.id) is not None:
@@ -285,20 +315,34 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
         raise PickError(409, f"the competition's league file is broken (the admin's to fix): {e}") from None
     newest = db.playing_submission(team.id)
     if newest is None:
-        raise PickError(409, "your team has no accepted version yet: a practice game plays your newest "
-                             "accepted version, so submit one and wait for its check")
+        raise PickError(
+            409,
+            "your team has no accepted version yet: a practice game plays your newest "
+            "accepted version, so submit one and wait for its check",
+        )
     if len(picks) != wanted:
-        raise PickError(422, f"a table of this competition seats {wanted + 1} bots: pick exactly {wanted} "
-                             f"opponent(s), not {len(picks)}")
+        raise PickError(
+            422,
+            f"a table of this competition seats {wanted + 1} bots: pick exactly {wanted} "
+            f"opponent(s), not {len(picks)}",
+        )
     values = {c.value for c in allowed}
-    seats = [Seat(kind="self", name=entry_name(team.name, db.submission_number(newest.id)), pick="self",
-                  submission=newest.id)]
+    seats = [
+        Seat(
+            kind="self",
+            name=entry_name(team.name, db.submission_number(newest.id)),
+            pick="self",
+            submission=newest.id,
+        )
+    ]
     for pick in picks:
         if pick not in values:
             kind = pick.partition(":")[0]
             if kind == "team":
-                why = ("this competition's league file does not let teams practise against other teams "
-                       "([ladder] practice_against_teams = false)")
+                why = (
+                    "this competition's league file does not let teams practise against other teams "
+                    "([ladder] practice_against_teams = false)"
+                )
             else:
                 why = "it is none of your choices (house bots, your earlier accepted versions)"
             raise PickError(422, f"opponent {pick!r} cannot be picked: {why}")
@@ -307,14 +351,26 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
             seats.append(Seat(kind="house", name=rest, pick=pick, house=rest))
         elif kind == "version":
             sid = int(rest)
-            seats.append(Seat(kind="version", name=entry_name(team.name, db.submission_number(sid)), pick=pick,
-                              submission=sid))
+            seats.append(
+                Seat(
+                    kind="version",
+                    name=entry_name(team.name, db.submission_number(sid)),
+                    pick=pick,
+                    submission=sid,
+                )
+            )
         else:
             other = db.team(int(rest))
             sub = db.playing_submission(int(rest))
             assert other is not None and sub is not None
-            seats.append(Seat(kind="team", name=entry_name(other.name, db.submission_number(sub.id)), pick=pick,
-                              submission=sub.id))
+            seats.append(
+                Seat(
+                    kind="team",
+                    name=entry_name(other.name, db.submission_number(sub.id)),
+                    pick=pick,
+                    submission=sub.id,
+                )
+            )
     seen: dict[str, int] = {}
     for s in seats:  # a bot picked twice sits twice, under two names
         seen[s.name] = seen.get(s.name, 0) + 1
@@ -323,8 +379,9 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
     return seats
 
 
-def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | None,
-                    house: Mapping[str, PinnedURL]) -> League:
+def practice_league(
+    db: ServiceDB, game: PracticeGame, policy: AddressPolicy | None, house: Mapping[str, PinnedURL]
+) -> League:
     """The one-game league of a practice game: the competition's league
     (rules, timeouts, faults, containers, table size) with the seats'
     bots, their secrets, on a fresh seed. :class:`PickError` when a bot is
@@ -344,11 +401,19 @@ def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | N
             sub = db.submission(s.submission)
             team = db.team(sub.team_id) if sub is not None else None
             if sub is None or team is None or not still_allowed(sub, policy):
-                raise PickError(409, f"{s.name} can no longer play: its address is not one the service allows")
+                raise PickError(
+                    409, f"{s.name} can no longer play: its address is not one the service allows"
+                )
             spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
         bots.append(msgspec.structs.replace(spec, name=s.name))
-    t = msgspec.structs.replace(league.tournament, schedule="round-robin", rounds=1,
-                                concurrency=1, name=f"practice-{game.id}", seed=secrets.randbits(62))
+    t = msgspec.structs.replace(
+        league.tournament,
+        schedule="round-robin",
+        rounds=1,
+        concurrency=1,
+        name=f"practice-{game.id}",
+        seed=secrets.randbits(62),
+    )
     return msgspec.structs.replace(league, bots=bots, tournament=t)
 
 
@@ -356,8 +421,10 @@ def practice_league(db: ServiceDB, game: PracticeGame, policy: AddressPolicy | N
 
 #: The child's first statement: the lowest CPU priority, before it imports
 #: anything of the referee's (its start-up costs the ladder nothing either).
-_BOOT = ("import os, sys; os.setpriority(os.PRIO_PROCESS, 0, int(sys.argv[1])); "
-         "from referee.web.practice_worker import main; sys.exit(main())")
+_BOOT = (
+    "import os, sys; os.setpriority(os.PRIO_PROCESS, 0, int(sys.argv[1])); "
+    "from referee.web.practice_worker import main; sys.exit(main())"
+)
 #: Seconds a stopped child has to abandon its game (its bots stopped, its
 #: containers removed) before it is killed.
 STOP_GRACE_S = 10.0
@@ -437,8 +504,12 @@ class PracticeProcess:
         with (self.out / LOG_FILE).open("ab") as log_file:
             try:
                 self.process = await asyncio.create_subprocess_exec(
-                    *self.argv, stdin=asyncio.subprocess.PIPE, stdout=log_file, stderr=log_file,
-                    env=self.environment(), cwd=os.getcwd(),
+                    *self.argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=log_file,
+                    stderr=log_file,
+                    env=self.environment(),
+                    cwd=os.getcwd(),
                     start_new_session=True,  # its own group: the terminal's Ctrl-C is the service's to handle
                 )
             except OSError as e:
@@ -472,8 +543,10 @@ class PracticeProcess:
         rc = process.returncode
         with contextlib.suppress(OSError), (self.out / LOG_FILE).open("ab") as log_file:
             how = f"killed by {_signal_name(rc)}" if rc is not None and rc < 0 else f"exit code {rc}"
-            log_file.write(f"--- the service: the practice process ended ({how})"
-                           f"{', past its bound' if timed_out else ''}\n".encode())
+            log_file.write(
+                f"--- the service: the practice process ended ({how})"
+                f"{', past its bound' if timed_out else ''}\n".encode()
+            )
         outcome = None
         with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
             outcome = msgspec.json.decode((self.out / OUTCOME_FILE).read_bytes(), type=Outcome)
@@ -508,14 +581,20 @@ def service_fault(ending: Ending, bound_s: float) -> str | None:
     """What a child's ending says when the game ended through no bot's doing,
     naming the service as the one at fault; None when the child reported."""
     if ending.start_error is not None:
-        return f"the service could not start the practice game's process ({ending.start_error}): {SERVICE_FAULT}"
+        return (
+            f"the service could not start the practice game's process ({ending.start_error}): {SERVICE_FAULT}"
+        )
     if ending.timed_out:
-        return (f"the service stopped it after {bound_s:.0f} s, the longest it lets a practice game run "
-                f"(its own limit: a bot within its move time is not to blame): {SERVICE_FAULT}")
+        return (
+            f"the service stopped it after {bound_s:.0f} s, the longest it lets a practice game run "
+            f"(its own limit: a bot within its move time is not to blame): {SERVICE_FAULT}"
+        )
     rc = ending.returncode
     if rc is not None and rc < 0:
-        return (f"the service's practice process was killed mid-game ({_signal_name(rc)}: out of memory, "
-                f"or stopped on the server): {SERVICE_FAULT}")
+        return (
+            f"the service's practice process was killed mid-game ({_signal_name(rc)}: out of memory, "
+            f"or stopped on the server): {SERVICE_FAULT}"
+        )
     if ending.outcome is None:
         return f"the service's practice process crashed (exit code {rc}) before it reported: {SERVICE_FAULT}"
     if ending.outcome.status == "crashed":
@@ -563,8 +642,12 @@ class PracticeQueue:
                 await self.play(game)
             except Exception:  # the queue plays on
                 log.exception("practice game %s", game.id)
-                await db.call(set_ended, game.id, "failed",
-                              f"the service failed to play it (the admin's to look at): {SERVICE_FAULT}")
+                await db.call(
+                    set_ended,
+                    game.id,
+                    "failed",
+                    f"the service failed to play it (the admin's to look at): {SERVICE_FAULT}",
+                )
 
     async def job_of(self, game: PracticeGame, league: League) -> tuple[PracticeJob, Instance]:
         """The child's job: the league and each setting of the service's it plays under, explicitly."""
@@ -573,11 +656,17 @@ class PracticeQueue:
         db, settings = self.app[DB], self.app[SETTINGS]
         instance = await db.call(service_instance)
         pins = str(instance.pins_file) if instance.pins_file is not None else None
-        job = PracticeJob(league=league, out_dir=game.out_dir, runtime=os.environ.get(RUNTIME_ENV) or None,
-                          instance_id=instance.id, pins_file=pins, executor=settings.executor,
-                          executor_address=ray_address(settings.executor, settings.executor_address),
-                          executor_workers=settings.executor_workers,
-                          docker_host=os.environ.get("DOCKER_HOST") or None)
+        job = PracticeJob(
+            league=league,
+            out_dir=game.out_dir,
+            runtime=os.environ.get(RUNTIME_ENV) or None,
+            instance_id=instance.id,
+            pins_file=pins,
+            executor=settings.executor,
+            executor_address=ray_address(settings.executor, settings.executor_address),
+            executor_workers=settings.executor_workers,
+            docker_host=os.environ.get("DOCKER_HOST") or None,
+        )
         return job, instance
 
     async def run_job(self, job: PracticeJob) -> Ending:
@@ -596,8 +685,9 @@ class PracticeQueue:
         comp = await db.call(ServiceDB.competition, game.competition_id)
         assert comp is not None
         try:
-            house = await pin_house_text(comp.league_toml, settings.bot_policy,
-                                         anywhere=settings.house_urls_anywhere)
+            house = await pin_house_text(
+                comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+            )
             league = await db.call(practice_league, game, settings.bot_policy, house)
         except (PickError, StartError) as e:
             await db.call(set_ended, game.id, "failed", e.message)
@@ -612,23 +702,28 @@ class PracticeQueue:
         if ended_badly and any(b.image is not None for b in league.bots):  # what a killed child left
             removed = await asyncio.to_thread(remove_orphans, game.out_dir, instance)
             if removed:
-                log.warning("practice game %s: removed its containers left behind: %s", game.id,
-                            ", ".join(removed))
+                log.warning(
+                    "practice game %s: removed its containers left behind: %s", game.id, ", ".join(removed)
+                )
         if self.stopping and (outcome is None or outcome.status != "played"):
             await db.call(requeue_playing)  # played again at the next start
             return
         self.played += 1
         rows = await asyncio.to_thread(games_list, game.out_dir)
         own = game.seats[0].name
-        results = [Result(index=r.index, names=r.seats, places=r.places, seat=r.seats.index(own))
-                   for r in rows if own in r.seats]
+        results = [
+            Result(index=r.index, names=r.seats, places=r.places, seat=r.seats.index(own))
+            for r in rows
+            if own in r.seats
+        ]
         bound = settings.practice_timeout_s
         fault = service_fault(ending, bound)
         if fault is None and outcome is not None and outcome.status == "interrupted":
             fault = f"the practice process was stopped from outside the service ({outcome.error}): {SERVICE_FAULT}"
         if fault is not None:
-            log.warning("practice game %s failed: %s (its log: %s)", game.id, fault,
-                        Path(game.out_dir) / LOG_FILE)
+            log.warning(
+                "practice game %s failed: %s (its log: %s)", game.id, fault, Path(game.out_dir) / LOG_FILE
+            )
             await db.call(set_ended, game.id, "failed", fault, results)
             return
         assert outcome is not None

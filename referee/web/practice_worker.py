@@ -117,8 +117,9 @@ async def play(job: PracticeJob, started: Callable[[Tournament], None] | None = 
     executor = None
     try:
         executor = executor_factory(job.executor, job.executor_address, job.executor_workers)()
-        t = Tournament(job.league, Path(job.out_dir), progress=False, log=say, drop_unreachable=True,
-                       executor=executor)
+        t = Tournament(
+            job.league, Path(job.out_dir), progress=False, log=say, drop_unreachable=True, executor=executor
+        )
         if started is not None:
             started(t)
         await t.run()
@@ -179,8 +180,11 @@ def main() -> int:
         print(f"practice worker: not a job on stdin ({e})", file=sys.stderr, flush=True)
         return 2
     apply_settings(job)
-    print(f"practice worker {os.getpid()} (nice {os.getpriority(os.PRIO_PROCESS, 0)}): "
-          f"{job.league.tournament.name} in {job.out_dir}", flush=True)
+    print(
+        f"practice worker {os.getpid()} (nice {os.getpriority(os.PRIO_PROCESS, 0)}): "
+        f"{job.league.tournament.name} in {job.out_dir}",
+        flush=True,
+    )
 
     async def go() -> Outcome:
         loop = asyncio.get_running_loop()

@@ -5,8 +5,19 @@ from __future__ import annotations
 from aiohttp import web
 
 from . import live
-from .handlers import admin_pages, bots, competitions, diagnostics, phases, runs, static, team_pages, teams
-from .handlers import docs, practice
+from .handlers import (
+    admin_pages,
+    bots,
+    competitions,
+    diagnostics,
+    docs,
+    phases,
+    practice,
+    runs,
+    static,
+    team_pages,
+    teams,
+)
 
 
 def setup_routes(app: web.Application) -> None:

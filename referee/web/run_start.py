@@ -21,7 +21,16 @@ from pathlib import Path
 import msgspec
 
 from ..bots.factory import BotSpec
-from ..bots.netpolicy import AddressPolicy, AddressRefused, BotURLError, PinnedURL, Resolve, admit_url, check_url
+from ..bots.netpolicy import (
+    AddressPolicy,
+    AddressRefused,
+    BotURLError,
+    PinnedURL,
+    Resolve,
+    admit_url,
+    check_url,
+)
+from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.league import (
     League,
     LeagueError,
@@ -29,7 +38,6 @@ from ..tournament.league import (
     check_league,
     parse_league,
 )
-from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.runner import Interrupted, Tournament
 from .db import Run, ServiceDB, Submission, Team
 
@@ -65,8 +73,12 @@ def team_entry(team: Team, sub: Submission) -> BotSpec:
     return BotSpec(name=team.name, url=sub.url, address=sub.address)
 
 
-def build_league(text: str, teams: list[tuple[Team, Submission]], filename: str,
-                 house: Mapping[str, PinnedURL] | None = None) -> League:
+def build_league(
+    text: str,
+    teams: list[tuple[Team, Submission]],
+    filename: str,
+    house: Mapping[str, PinnedURL] | None = None,
+) -> League:
     """The league a run plays: the competition's league, its house URL bots
     pinned to the addresses admitted (`house`, :func:`pin_house_urls`), with
     the teams' bots."""
@@ -101,8 +113,9 @@ def decode_league(data: str) -> League:
 # ------------------------------------------------------------------ running
 
 
-def executor_factory(kind: str, address: str | None = None, workers: int = 2,
-                     registry: str | None = None) -> Callable[[], Executor]:
+def executor_factory(
+    kind: str, address: str | None = None, workers: int = 2, registry: str | None = None
+) -> Callable[[], Executor]:
     """Where a run's games are played (``referee serve --executor``): a new
     executor for each run, made in the run's thread. With Ray, the cluster
     is joined once by the service (:func:`start_ray`); a run's executor has
@@ -119,8 +132,14 @@ def start_ray(address: str | None) -> None:
     RayExecutor(address=address, workers=0)
 
 
-def end_thread(loop: asyncio.AbstractEventLoop, executor: Executor | None, db_path: Path, rid: int,
-               status: str, error: str | None) -> None:
+def end_thread(
+    loop: asyncio.AbstractEventLoop,
+    executor: Executor | None,
+    db_path: Path,
+    rid: int,
+    status: str,
+    error: str | None,
+) -> None:
     """The end of a run's (or a ladder's) thread: its executor closed, its
     loop closed, its status recorded in the service database."""
     if executor is not None:
@@ -143,8 +162,15 @@ class RunThread:
     the main thread may install, are left to the service).
     """
 
-    def __init__(self, db_path: Path, run: Run, league: League, *, resume: bool,
-                 executor: Callable[[], Executor] = LocalExecutor) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        run: Run,
+        league: League,
+        *,
+        resume: bool,
+        executor: Callable[[], Executor] = LocalExecutor,
+    ) -> None:
         self.db_path = db_path
         self.run = run
         self.league = league
@@ -168,9 +194,15 @@ class RunThread:
         executor: Executor | None = None
         try:
             executor = self.make_executor()
-            self.tournament = Tournament(self.league, Path(self.run.out_dir), resume=self.resume,
-                                         progress=False, log=log.append, drop_unreachable=True,
-                                         executor=executor)
+            self.tournament = Tournament(
+                self.league,
+                Path(self.run.out_dir),
+                resume=self.resume,
+                progress=False,
+                log=log.append,
+                drop_unreachable=True,
+                executor=executor,
+            )
             self._ready.set()
             loop.run_until_complete(self.tournament.run())
             self.status = "finished"
@@ -230,12 +262,12 @@ HOUSE_URLS_FLAG = "referee serve --house-urls-anywhere"
 def house_urls(league: League) -> list[BotSpec]:
     """The house bots of a league that are reached over the network by URL
     (not an image's, not a unix socket: ``--allow-house-commands`` rules those)."""
-    return [b for b in league.bots
-            if b.url is not None and b.image is None and not b.url.startswith("unix:")]
+    return [b for b in league.bots if b.url is not None and b.image is None and not b.url.startswith("unix:")]
 
 
-async def pin_house_urls(league: League, policy: AddressPolicy | None, *, anywhere: bool = False,
-                         resolve: Resolve | None = None) -> dict[str, PinnedURL]:
+async def pin_house_urls(
+    league: League, policy: AddressPolicy | None, *, anywhere: bool = False, resolve: Resolve | None = None
+) -> dict[str, PinnedURL]:
     """Each house URL bot of an admin's league file admitted as a team's URL
     is (:func:`~referee.bots.netpolicy.admit_url` under `policy`, the
     service's ``--bot-networks``): its host resolved once, every address
@@ -256,8 +288,9 @@ async def pin_house_urls(league: League, policy: AddressPolicy | None, *, anywhe
             return await admit_url(bot.url, policy, resolve=resolve)
         parsed = check_url(bot.url)  # pinned by the league file: that address is what is reached
         policy.check(bot.address, parsed.port)
-        return PinnedURL(url=parsed.url, host=parsed.host, port=parsed.port, address=bot.address,
-                         addresses=(bot.address,))
+        return PinnedURL(
+            url=parsed.url, host=parsed.host, port=parsed.port, address=bot.address, addresses=(bot.address,)
+        )
 
     bots = house_urls(league)
     answers = await asyncio.gather(*(admit(b) for b in bots), return_exceptions=True)
@@ -269,18 +302,26 @@ async def pin_house_urls(league: League, policy: AddressPolicy | None, *, anywhe
         try:
             raise answer
         except AddressRefused as e:
-            raise StartError(409, f"house bot {bot.name!r} at {bot.url!r} is refused: {e.what}. A league file's "
-                                  "house URL bots are under the address policy of the teams' URLs: allow that "
-                                  "network with referee serve --bot-networks CIDR, or let house bots be anywhere "
-                                  f"with {HOUSE_URLS_FLAG}") from None
+            raise StartError(
+                409,
+                f"house bot {bot.name!r} at {bot.url!r} is refused: {e.what}. A league file's "
+                "house URL bots are under the address policy of the teams' URLs: allow that "
+                "network with referee serve --bot-networks CIDR, or let house bots be anywhere "
+                f"with {HOUSE_URLS_FLAG}",
+            ) from None
         except (BotURLError, ValueError) as e:  # malformed, or its host does not resolve
-            raise StartError(409, f"house bot {bot.name!r} is refused: {e} (a league file's house URL bots are "
-                                  f"admitted as the teams' URLs are; {HOUSE_URLS_FLAG} takes them as they "
-                                  "are)") from None
+            raise StartError(
+                409,
+                f"house bot {bot.name!r} is refused: {e} (a league file's house URL bots are "
+                f"admitted as the teams' URLs are; {HOUSE_URLS_FLAG} takes them as they "
+                "are)",
+            ) from None
     return pins
 
 
-async def pin_house_text(text: str, policy: AddressPolicy | None, *, anywhere: bool = False) -> dict[str, PinnedURL]:
+async def pin_house_text(
+    text: str, policy: AddressPolicy | None, *, anywhere: bool = False
+) -> dict[str, PinnedURL]:
     """:func:`pin_house_urls` of a competition's league text (none when it
     does not parse: what reads it next says why)."""
     if anywhere or policy is None:
@@ -296,8 +337,12 @@ def pinned_house(bots: list[BotSpec], house: Mapping[str, PinnedURL] | None) -> 
     """The league's bots, each house URL bot of `house` at its pinned address."""
     if not house:
         return bots
-    return [msgspec.structs.replace(b, url=house[b.name].url, address=house[b.name].address)
-            if b.name in house and b.image is None else b for b in bots]
+    return [
+        msgspec.structs.replace(b, url=house[b.name].url, address=house[b.name].address)
+        if b.name in house and b.image is None
+        else b
+        for b in bots
+    ]
 
 
 # ---------------------------------------------------------- starting a run
@@ -334,9 +379,14 @@ def still_allowed(sub: Submission, policy: AddressPolicy | None) -> bool:
     return address is not None and policy.refusal(address, parsed.port) is None
 
 
-def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
-                policy: AddressPolicy | None = None,
-                house: Mapping[str, PinnedURL] | None = None) -> tuple[Run, League]:
+def prepare_run(
+    db: ServiceDB,
+    cid: int,
+    *,
+    resume: bool,
+    policy: AddressPolicy | None = None,
+    house: Mapping[str, PinnedURL] | None = None,
+) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
     teams' latest accepted bots (a URL bot only while its pinned address is
     one `policy` allows) and the house bots (a URL one at its address in
@@ -354,8 +404,13 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
         if last.status == "finished":
             raise StartError(409, f"run {last.id} is finished: start a new run instead")
         league = with_secrets(db, decode_league(last.league_json), last.secrets_from)
-        run = db.begin_run(cid, out_dir=last.out_dir, league_json=last.league_json,
-                           total_games=last.total_games, resume_run=last.id)
+        run = db.begin_run(
+            cid,
+            out_dir=last.out_dir,
+            league_json=last.league_json,
+            total_games=last.total_games,
+            resume_run=last.id,
+        )
         if isinstance(run, str):
             raise StartError(409, run)
         return run, league
@@ -371,8 +426,9 @@ def prepare_run(db: ServiceDB, cid: int, *, resume: bool,
     scheduler = make_scheduler(league)
     total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
     secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
-    run = db.begin_run(cid, out_dir="", league_json=encode_league(league), total_games=total,
-                       secrets_from=secrets_from)
+    run = db.begin_run(
+        cid, out_dir="", league_json=encode_league(league), total_games=total, secrets_from=secrets_from
+    )
     if isinstance(run, str):
         raise StartError(409, run)
     out = db.data_dir / f"competition-{cid}" / f"run-{run.id}"

@@ -13,7 +13,6 @@ from typing import Literal
 import msgspec
 
 from ..admission import AdmissionReport
-
 from ..tournament.ratings import Standing
 from ..tournament.results import GameRow
 from .db import RunStatus, SubmissionStatus

@@ -44,8 +44,8 @@ import contextlib
 import ipaddress
 import logging
 import resource
-import threading
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -130,8 +130,10 @@ def _answer(status: int, reason: str, message: str, retry_after: int | None = No
     instead of aiohttp's (the connection is not handed to a handler)."""
     body = (message + "\n").encode()
     retry = f"Retry-After: {retry_after}\r\n" if retry_after is not None else ""
-    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n{retry}Connection: close\r\n\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n{retry}Connection: close\r\n\r\n"
+    ).encode() + body
 
 
 class GuardedHandler(RequestHandler):
@@ -139,8 +141,19 @@ class GuardedHandler(RequestHandler):
     accounting: when it waits for a request, since when its headers are
     arriving, how fast its body arrives."""
 
-    __slots__ = ("_guard", "client", "host", "admitted", "cut", "waiting_since", "head_since", "request",
-                 "received", "window_start", "window_received")
+    __slots__ = (
+        "_guard",
+        "client",
+        "host",
+        "admitted",
+        "cut",
+        "waiting_since",
+        "head_since",
+        "request",
+        "received",
+        "window_start",
+        "window_received",
+    )
 
     def __init__(self, manager: GuardedServer, *, loop: asyncio.AbstractEventLoop, **kwargs: Any) -> None:
         super().__init__(manager, loop=loop, **kwargs)
@@ -192,13 +205,16 @@ class GuardedHandler(RequestHandler):
         self.request = request
         if self.cut is not None:
             # Closed by the guard with this request already in: its handler's reads fail as a client gone.
-            request.content.set_exception(ConnectionResetError(f"the server closed the connection: {self.cut}"))
+            request.content.set_exception(
+                ConnectionResetError(f"the server closed the connection: {self.cut}")
+            )
         self._guard.busy(self)
         self.head_since = None
         self.window_start, self.window_received = self._loop.time(), self.received
 
-    async def finish_response(self, request: web.BaseRequest, resp: web.StreamResponse,
-                              start_time: float | None) -> tuple[web.StreamResponse, bool]:
+    async def finish_response(
+        self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
+    ) -> tuple[web.StreamResponse, bool]:
         try:
             return await super().finish_response(request, resp, start_time)
         finally:
@@ -266,21 +282,34 @@ class Guard:
                 victim = self._oldest_waiting(mine)
                 if victim is None:
                     self.counts["refused-client"] += 1
-                    log.warning("refused a connection from %s: it has %d open, the most a client may",
-                                host, limits.max_per_client)
-                    return _answer(429, "Too Many Requests",
-                                   f"too many connections from {host}: at most {limits.max_per_client} at a time "
-                                   "(close some, or wait for them to finish)", retry_after=10)
+                    log.warning(
+                        "refused a connection from %s: it has %d open, the most a client may",
+                        host,
+                        limits.max_per_client,
+                    )
+                    return _answer(
+                        429,
+                        "Too Many Requests",
+                        f"too many connections from {host}: at most {limits.max_per_client} at a time "
+                        "(close some, or wait for them to finish)",
+                        retry_after=10,
+                    )
                 self._evict(victim)
         if len(self.open) >= self.max_connections:
             victim = self._oldest_waiting(self.waiting) or self._slowest_body()
             if victim is None:
                 self.counts["refused-server"] += 1
-                log.warning("refused a connection from %s: the server has %d open, its limit",
-                            host, self.max_connections)
-                return _answer(503, "Service Unavailable",
-                               f"the server has {self.max_connections} connections open, its limit: try again later",
-                               retry_after=10)
+                log.warning(
+                    "refused a connection from %s: the server has %d open, its limit",
+                    host,
+                    self.max_connections,
+                )
+                return _answer(
+                    503,
+                    "Service Unavailable",
+                    f"the server has {self.max_connections} connections open, its limit: try again later",
+                    retry_after=10,
+                )
             self._evict(victim)
         conn.admitted = True
         self.open[conn] = None
@@ -295,8 +324,11 @@ class Guard:
             return next((c for c in conns if c.waiting_for_headers()), None)
         best: GuardedHandler | None = None
         for c in conns:
-            if c.waiting_for_headers() and c.waiting_since is not None and (
-                    best is None or best.waiting_since is None or c.waiting_since < best.waiting_since):
+            if (
+                c.waiting_for_headers()
+                and c.waiting_since is not None
+                and (best is None or best.waiting_since is None or c.waiting_since < best.waiting_since)
+            ):
                 best = c
         return best
 
@@ -334,12 +366,19 @@ class Guard:
         slowly) to make room for a new connection."""
         self.counts["evicted"] += 1
         waiting = victim.waiting_since is not None
-        log.warning("closed a connection from %s to make room for a new one (%s)", victim.host,
-                    "it was waiting for a request" if waiting else "its request body arrived too slowly")
+        log.warning(
+            "closed a connection from %s to make room for a new one (%s)",
+            victim.host,
+            "it was waiting for a request" if waiting else "its request body arrived too slowly",
+        )
         partial = not waiting or victim.head_since is not None
         self.release(victim)
-        victim.close_for("evicted", _answer(408, "Request Timeout", "the server needs this connection: "
-                                             "send the request again") if partial else None)
+        victim.close_for(
+            "evicted",
+            _answer(408, "Request Timeout", "the server needs this connection: send the request again")
+            if partial
+            else None,
+        )
 
     def release(self, conn: GuardedHandler) -> None:
         if not conn.admitted:
@@ -397,15 +436,26 @@ class Guard:
         """Close the connections past a timeout."""
         limits = self.limits
         for conn in list(self.waiting):
-            if (conn.head_since is not None and conn.waiting_for_headers()
-                    and now - conn.head_since > limits.header_timeout_s):
+            if (
+                conn.head_since is not None
+                and conn.waiting_for_headers()
+                and now - conn.head_since > limits.header_timeout_s
+            ):
                 self.counts["header-timeout"] += 1
-                log.warning("closed a connection from %s: its request line and headers took over %g s",
-                            conn.host, limits.header_timeout_s)
+                log.warning(
+                    "closed a connection from %s: its request line and headers took over %g s",
+                    conn.host,
+                    limits.header_timeout_s,
+                )
                 self.release(conn)
-                conn.close_for("header timeout", _answer(
-                    408, "Request Timeout",
-                    f"the request line and headers must arrive within {limits.header_timeout_s:g} s"))
+                conn.close_for(
+                    "header timeout",
+                    _answer(
+                        408,
+                        "Request Timeout",
+                        f"the request line and headers must arrive within {limits.header_timeout_s:g} s",
+                    ),
+                )
         for conn in list(self.open):
             if conn.waiting_since is not None or not conn.body_pending():
                 continue
@@ -419,12 +469,22 @@ class Guard:
             got = conn.received - conn.window_received
             if got < limits.min_body_rate * elapsed:
                 self.counts["body-slow"] += 1
-                log.warning("cut a request from %s: its body arrived at %.0f bytes a second, under the "
-                            "%d a second the server requires", conn.host, got / elapsed, limits.min_body_rate)
+                log.warning(
+                    "cut a request from %s: its body arrived at %.0f bytes a second, under the "
+                    "%d a second the server requires",
+                    conn.host,
+                    got / elapsed,
+                    limits.min_body_rate,
+                )
                 self.release(conn)
-                conn.close_for("body too slow", _answer(
-                    408, "Request Timeout",
-                    f"the request body must arrive at {limits.min_body_rate} bytes a second at least"))
+                conn.close_for(
+                    "body too slow",
+                    _answer(
+                        408,
+                        "Request Timeout",
+                        f"the request body must arrive at {limits.min_body_rate} bytes a second at least",
+                    ),
+                )
             else:
                 conn.window_start, conn.window_received = now, conn.received
         self._slow = self._rank_slow(now)
@@ -438,7 +498,9 @@ class GuardedServer(Server):
         self.guard = guard
         plain = self.request_factory
 
-        def factory(message: Any, payload: Any, protocol: RequestHandler, writer: Any, task: Any) -> web.BaseRequest:
+        def factory(
+            message: Any, payload: Any, protocol: RequestHandler, writer: Any, task: Any
+        ) -> web.BaseRequest:
             # Each request the connection takes up, as it takes it up: it is handled now.
             request = plain(message, payload, protocol, writer, task)
             if isinstance(protocol, GuardedHandler):
@@ -460,24 +522,32 @@ class GuardedRunner(web.AppRunner):
 
     async def _make_server(self) -> Server:
         plain = await super()._make_server()
-        return GuardedServer(plain.request_handler, guard=self.guard, request_factory=plain.request_factory,
-                             handler_cancellation=plain.handler_cancellation,
-                             loop=asyncio.get_running_loop(), **plain._kwargs)
+        return GuardedServer(
+            plain.request_handler,
+            guard=self.guard,
+            request_factory=plain.request_factory,
+            handler_cancellation=plain.handler_cancellation,
+            loop=asyncio.get_running_loop(),
+            **plain._kwargs,
+        )
 
     async def cleanup(self) -> None:
         self.guard.stop()
         await super().cleanup()
 
 
-def make_runner(app: web.Application, limits: Limits, *, max_connections: int | None = None,
-                **kwargs: Any) -> GuardedRunner:
+def make_runner(
+    app: web.Application, limits: Limits, *, max_connections: int | None = None, **kwargs: Any
+) -> GuardedRunner:
     """A runner of `app` guarded by `limits` (the cap in all from the open-file limit when 0)."""
     if max_connections is None:
         max_connections = limits.max_connections or default_max_connections(
-            resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        )
     kwargs.setdefault("access_log", None)
-    return GuardedRunner(app, guard=Guard(limits, max_connections), keepalive_timeout=limits.idle_timeout_s,
-                         **kwargs)
+    return GuardedRunner(
+        app, guard=Guard(limits, max_connections), keepalive_timeout=limits.idle_timeout_s, **kwargs
+    )
 
 
 # -- the log -------------------------------------------------------------------
@@ -493,8 +563,14 @@ class RepeatFilter(logging.Filter):
     says how many were suppressed. A filter of the log's handler, so it
     holds for every logger: aiohttp's, asyncio's, the service's."""
 
-    def __init__(self, burst: int = 5, interval_s: float = 60.0, total: int = 200,
-                 clock: Callable[[], float] = time.monotonic, max_keys: int = 1024) -> None:
+    def __init__(
+        self,
+        burst: int = 5,
+        interval_s: float = 60.0,
+        total: int = 200,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 1024,
+    ) -> None:
         super().__init__()
         self.burst, self.interval_s, self.total, self.max_keys = burst, interval_s, total, max_keys
         self.clock = clock
@@ -548,8 +624,13 @@ class RepeatFilter(logging.Filter):
                     del self._seen[key]
         for name, level, template, n in said:
             logging.getLogger(name or None).log(
-                level, "%d similar messages suppressed in %g s: %s", n, self.interval_s, template,
-                extra={"repeat_summary": True})
+                level,
+                "%d similar messages suppressed in %g s: %s",
+                n,
+                self.interval_s,
+                template,
+                extra={"repeat_summary": True},
+            )
         return said
 
 
@@ -575,7 +656,9 @@ async def _flush_every(repeat: RepeatFilter) -> None:
 
 
 # -- serving -------------------------------------------------------------------
-async def _serve(app: web.Application, host: str, port: int, limits: Limits, repeat: RepeatFilter | None) -> None:
+async def _serve(
+    app: web.Application, host: str, port: int, limits: Limits, repeat: RepeatFilter | None
+) -> None:
     runner = make_runner(app, limits, handle_signals=True)
     await runner.setup()
     flusher = asyncio.create_task(_flush_every(repeat)) if repeat is not None else None
@@ -589,7 +672,9 @@ async def _serve(app: web.Application, host: str, port: int, limits: Limits, rep
         await runner.cleanup()
 
 
-def run(app: web.Application, *, host: str, port: int, limits: Limits, repeat: RepeatFilter | None = None) -> None:
+def run(
+    app: web.Application, *, host: str, port: int, limits: Limits, repeat: RepeatFilter | None = None
+) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, as
     :func:`aiohttp.web.run_app` does, with the :class:`Guard` of `limits`
     (and `repeat`'s counts said as their windows end)."""
@@ -617,5 +702,14 @@ def run(app: web.Application, *, host: str, port: int, limits: Limits, repeat: R
             loop.close()
 
 
-__all__ = ["FD_RESERVE", "Guard", "Limits", "RepeatFilter", "client_key", "make_runner", "raise_file_limit",
-           "run", "setup_logging"]
+__all__ = [
+    "FD_RESERVE",
+    "Guard",
+    "Limits",
+    "RepeatFilter",
+    "client_key",
+    "make_runner",
+    "raise_file_limit",
+    "run",
+    "setup_logging",
+]

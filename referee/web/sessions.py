@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 from aiohttp import web
 
+from .app_state import DB, SETTINGS
 from .db import SESSION_S, ServiceDB, Session, Team
 from .errors import fail
-from .app_state import DB, SETTINGS
 
 COOKIE = "referee_session"
 
@@ -49,8 +49,15 @@ async def signed_in(request: web.Request) -> SignedIn | None:
 
 
 def set_cookie(request: web.Request, response: web.StreamResponse, sid: str) -> None:
-    response.set_cookie(COOKIE, sid, max_age=int(SESSION_S), path="/", httponly=True, samesite="Strict",
-                        secure=request.app[SETTINGS].secure_cookies)
+    response.set_cookie(
+        COOKIE,
+        sid,
+        max_age=int(SESSION_S),
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=request.app[SETTINGS].secure_cookies,
+    )
 
 
 def clear_cookie(response: web.StreamResponse) -> None:
@@ -95,6 +102,12 @@ async def admin_signed_in(request: web.Request) -> AdminSignedIn | None:
 
 
 def set_admin_cookie(request: web.Request, response: web.StreamResponse, sid: str) -> None:
-    response.set_cookie(ADMIN_COOKIE, sid, max_age=int(SESSION_S), path="/", httponly=True, samesite="Strict",
-                        secure=request.app[SETTINGS].secure_cookies)
-
+    response.set_cookie(
+        ADMIN_COOKIE,
+        sid,
+        max_age=int(SESSION_S),
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=request.app[SETTINGS].secure_cookies,
+    )

@@ -44,10 +44,10 @@ from aiohttp import web
 
 from ..tournament.ladder import needed_entries
 from ..tournament.league import LeagueError
+from .app_state import DB, SETTINGS
 from .db import ServiceDB, Team
 from .errors import fail
 from .run_start import decode_league
-from .app_state import DB, SETTINGS
 
 log = logging.getLogger("referee.web.storage")
 
@@ -77,9 +77,12 @@ def check_disk(data_dir: Path, floor: int, incoming: int = 0) -> None:
         return
     free = free_bytes(data_dir)
     if free - incoming < floor:
-        fail(507, f"the server's disk is full: {_mib(max(free, 0))} free, and the service keeps at least "
-                  f"{_mib(floor)} free for its database and games. This is not your team's fault: the upload "
-                  "was not stored; try again later, and tell the organisers")
+        fail(
+            507,
+            f"the server's disk is full: {_mib(max(free, 0))} free, and the service keeps at least "
+            f"{_mib(floor)} free for its database and games. This is not your team's fault: the upload "
+            "was not stored; try again later, and tell the organisers",
+        )
 
 
 # ------------------------------------------------------------ what needs an image
@@ -148,8 +151,15 @@ def team_images(db: ServiceDB, tid: int) -> list[Kept]:
             with contextlib.suppress(OSError):
                 size = os.stat(sub.upload).st_size
         why = needed.get(sub.image_id or "") if sub.image_id else "waiting to be built"
-        out.append(Kept(submission=sub.id, version=db.submission_number(sub.id), image_id=sub.image_id,
-                        size=size, why=why))
+        out.append(
+            Kept(
+                submission=sub.id,
+                version=db.submission_number(sub.id),
+                image_id=sub.image_id,
+                size=size,
+                why=why,
+            )
+        )
     return out
 
 
@@ -195,10 +205,18 @@ def _remove(client: Any, tid: int, sid: int, image_id: str) -> bool:
     except Exception:  # noqa: BLE001 - gone already
         return False
     labels = (attrs.get("Config") or {}).get("Labels") or {}
-    if (labels.get(BUILT_BY_LABEL) != "referee" or labels.get(INSTANCE_LABEL) != current().id
-            or labels.get("referee.team") != str(tid) or labels.get("referee.submission") != str(sid)):
-        log.warning("not pruning %s: its labels do not say it is this instance's image of team %s's "
-                    "submission %s", image_id, tid, sid)
+    if (
+        labels.get(BUILT_BY_LABEL) != "referee"
+        or labels.get(INSTANCE_LABEL) != current().id
+        or labels.get("referee.team") != str(tid)
+        or labels.get("referee.submission") != str(sid)
+    ):
+        log.warning(
+            "not pruning %s: its labels do not say it is this instance's image of team %s's submission %s",
+            image_id,
+            tid,
+            sid,
+        )
         return False
     try:
         # by id, never forced: the daemon refuses while a container uses it, or while a tag
@@ -223,8 +241,11 @@ def _prune_images(candidates: list[tuple[int, int, str]]) -> list[int]:
 def prunable(db: ServiceDB, tid: int | None = None) -> list[tuple[int, int, str]]:
     """(team, submission, image id) of the images nothing needs, of team `tid` or all."""
     needed = pins(db)
-    return [(s.team_id, s.id, s.image_id) for s in db.image_submissions(tid)
-            if s.image_id is not None and s.image_id not in needed and not s.pending]
+    return [
+        (s.team_id, s.id, s.image_id)
+        for s in db.image_submissions(tid)
+        if s.image_id is not None and s.image_id not in needed and not s.pending
+    ]
 
 
 async def prune(app: web.Application, tid: int | None = None) -> list[int]:
@@ -264,11 +285,13 @@ def _quota_message(used: list[Kept], quota: int, incoming: int) -> str:
         what = "upload" if k.image_id is None else "image"
         parts.append(f"v{k.version} ({what}, {_mib(k.size)}: {k.why or 'superseded, pruned now'})")
     kept = "; ".join(parts) or "nothing"
-    return (f"your team's storage quota is {_mib(quota)}: its images and uploads use {_mib(total)} "
-            f"({kept}), and this upload ({_mib(incoming)} so far) does not fit. The image of a superseded "
-            "version is pruned as soon as no run, ladder or final needs it (a run that is not finished "
-            "may be resumed: it needs the versions it plays); make the upload smaller, or wait until a "
-            "run that pins an older version is finished")
+    return (
+        f"your team's storage quota is {_mib(quota)}: its images and uploads use {_mib(total)} "
+        f"({kept}), and this upload ({_mib(incoming)} so far) does not fit. The image of a superseded "
+        "version is pruned as soon as no run, ladder or final needs it (a run that is not finished "
+        "may be resumed: it needs the versions it plays); make the upload smaller, or wait until a "
+        "run that pins an older version is finished"
+    )
 
 
 class UploadGuard:
@@ -305,18 +328,28 @@ async def begin_upload(app: web.Application, team: Team, declared: int | None) -
     db = app[DB]
     comp = await db.call(ServiceDB.competition, team.competition_id)
     if comp is not None and comp.phase in ("frozen", "final"):
-        fail(409, f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
-                  "accepted before the freeze)")
-    got = await db.call(ServiceDB.take_upload_slot, team.id,
-                        (settings.submissions_per_window, settings.window_s))
+        fail(
+            409,
+            f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
+            "accepted before the freeze)",
+        )
+    got = await db.call(
+        ServiceDB.take_upload_slot, team.id, (settings.submissions_per_window, settings.window_s)
+    )
     if not isinstance(got, str):
         why, wait = got
         if why == "busy":
-            fail(429, "an upload of your team is in flight already: one at a time; wait until it is "
-                      "answered", headers={"Retry-After": str(BUSY_RETRY_S)})
-        fail(429, f"too many submissions: at most {settings.submissions_per_window} every "
-                  f"{settings.window_s:g} s; try again in {wait:.0f} s",
-             headers={"Retry-After": str(int(wait + 0.999))})
+            fail(
+                429,
+                "an upload of your team is in flight already: one at a time; wait until it is answered",
+                headers={"Retry-After": str(BUSY_RETRY_S)},
+            )
+        fail(
+            429,
+            f"too many submissions: at most {settings.submissions_per_window} every "
+            f"{settings.window_s:g} s; try again in {wait:.0f} s",
+            headers={"Retry-After": str(int(wait + 0.999))},
+        )
     try:
         check_disk(db.data_dir, settings.min_free_disk, declared or 0)
         used: list[Kept] = []
@@ -339,5 +372,14 @@ async def _usage(app: web.Application, tid: int) -> list[Kept]:
     return await asyncio.to_thread(_measure, kept)
 
 
-__all__ = ["UploadGuard", "after_accepted", "at_start", "begin_upload", "check_disk", "free_bytes", "pins",
-           "prune", "prunable"]
+__all__ = [
+    "UploadGuard",
+    "after_accepted",
+    "at_start",
+    "begin_upload",
+    "check_disk",
+    "free_bytes",
+    "pins",
+    "prune",
+    "prunable",
+]

@@ -45,14 +45,17 @@ def new_upload_path(folder: Path, suffix: str) -> Path:
 Check = Callable[[int], None]
 
 
-async def _copy(read: StreamReader | BodyPartReader, path: Path, limit: int, check: Check | None = None) -> int:
+async def _copy(
+    read: StreamReader | BodyPartReader, path: Path, limit: int, check: Check | None = None
+) -> int:
     size = 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             while True:
-                chunk = await (read.read_chunk(CHUNK) if isinstance(read, BodyPartReader)
-                               else read.read(CHUNK))
+                chunk = await (
+                    read.read_chunk(CHUNK) if isinstance(read, BodyPartReader) else read.read(CHUNK)
+                )
                 if not chunk:
                     break
                 size += len(chunk)

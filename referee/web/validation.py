@@ -11,10 +11,10 @@ import msgspec
 from aiohttp import web
 
 from ..bots.netpolicy import MalformedURL, check_url
+from .app_state import SETTINGS
 from .errors import fail
 from .run_start import containers_enabled
 from .schemas import BotSubmission
-from .app_state import SETTINGS
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
@@ -120,7 +120,9 @@ def check_name(value: str, field: str, max_len: int, *, slash: bool = False) -> 
     return value
 
 
-_IMAGE = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+_IMAGE = re.compile(
+    r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$"
+)
 
 
 def check_extras(secret: str | None, note: str) -> None:
@@ -147,19 +149,33 @@ def check_submission(sub: BotSubmission, *, admin: bool = False) -> tuple[str, s
     """(kind, url, image) of a valid submission; 422 otherwise. Naming an
     image on the server is the admin's right alone (403 for a team)."""
     if (sub.url is None) == (sub.image is None):
-        fail(422, "give exactly one of 'url' (a running bot) and 'image' (a container image)",
-             "url" if sub.url is None else "image")
+        fail(
+            422,
+            "give exactly one of 'url' (a running bot) and 'image' (a container image)",
+            "url" if sub.url is None else "image",
+        )
     check_extras(sub.secret, sub.note)
     if sub.url is not None:
         return "url", check_url_field(sub.url), None
     assert sub.image is not None
     if not admin:
-        fail(403, "a team can run only images it uploaded: send the output of 'docker save' to "
-                  "POST .../uploads?kind=archive (or your source to ?kind=source)", "image")
+        fail(
+            403,
+            "a team can run only images it uploaded: send the output of 'docker save' to "
+            "POST .../uploads?kind=archive (or your source to ?kind=source)",
+            "image",
+        )
     if not containers_enabled():
-        fail(422, "image submissions are not enabled on this server (container bots are not available "
-                  "here): submit the 'url' of a running bot instead", "image")
+        fail(
+            422,
+            "image submissions are not enabled on this server (container bots are not available "
+            "here): submit the 'url' of a running bot instead",
+            "image",
+        )
     if len(sub.image) > 255 or not _IMAGE.match(sub.image):
-        fail(422, f"'image' must be a container image reference like 'name:tag' (got {sub.image[:255]!r})",
-             "image")
+        fail(
+            422,
+            f"'image' must be a container image reference like 'name:tag' (got {sub.image[:255]!r})",
+            "image",
+        )
     return "image", None, sub.image

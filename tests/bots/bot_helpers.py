@@ -18,8 +18,8 @@ from types import ModuleType
 
 from protocol import (
     APIVERSION,
-    ActRequest,
     Action,
+    ActRequest,
     ChooseUp,
     Deck,
     GameEnd,
@@ -45,13 +45,25 @@ def full_layout(
 ) -> GameState:
     """``layout`` with every other card of the standard deck in the draw pile
     (the first ``draw_count`` of them) or cleared (the rest)."""
-    used = Counter([c for h in hands for c in h] + [c for u in up for c in u]
-                   + [c for d in down for c in d if c is not None] + list(pile))
+    used = Counter(
+        [c for h in hands for c in h]
+        + [c for u in up for c in u]
+        + [c for d in down for c in d if c is not None]
+        + list(pile)
+    )
     rest = list((Counter(STANDARD) - used).elements())
     assert not used - Counter(STANDARD), "a card is used more often than the deck holds"
     random.Random(5).shuffle(rest)
-    return layout(hands=hands, up=up, down=down, pile=pile, draw=rest[:draw_count],
-                  cleared=rest[draw_count:], rules=rules, names=["me", "you"])
+    return layout(
+        hands=hands,
+        up=up,
+        down=down,
+        pile=pile,
+        draw=rest[:draw_count],
+        cleared=rest[draw_count:],
+        rules=rules,
+        names=["me", "you"],
+    )
 
 
 @dataclass
@@ -69,15 +81,26 @@ class Scripted:
 
     def request(self, request_id: str = "r1", game_id: str = "g1", deadline_ms: int = 1000) -> ActRequest:
         return ActRequest(
-            apiversion=APIVERSION, game_id=game_id, request_id=request_id, seat=self.seat,
-            turn=self.state.turn, deadline_ms=deadline_ms, bank_ms=None,
-            state=view(self.state, self.seat), legal=self.legal,
+            apiversion=APIVERSION,
+            game_id=game_id,
+            request_id=request_id,
+            seat=self.seat,
+            turn=self.state.turn,
+            deadline_ms=deadline_ms,
+            bank_ms=None,
+            state=view(self.state, self.seat),
+            legal=self.legal,
         )
 
     def start(self, game_id: str = "g1") -> GameStart:
-        return GameStart(apiversion=APIVERSION, game_id=game_id, seat=self.seat,
-                         players=list(self.state.names), rules=self.rules,
-                         timeouts=Timeouts())
+        return GameStart(
+            apiversion=APIVERSION,
+            game_id=game_id,
+            seat=self.seat,
+            players=list(self.state.names),
+            rules=self.rules,
+            timeouts=Timeouts(),
+        )
 
     def assert_legal(self, action: Action) -> None:
         """The engine accepts ``action`` here (raises otherwise)."""
@@ -85,8 +108,7 @@ class Scripted:
 
 
 def game_end(game_id: str = "g1", seat: int = 0) -> GameEnd:
-    return GameEnd(game_id=game_id, seat=seat, places=[1, 2], adjudicated=False,
-                   disqualified=[], faults=[])
+    return GameEnd(game_id=game_id, seat=seat, places=[1, 2], adjudicated=False, disqualified=[], faults=[])
 
 
 def _setup() -> Scripted:

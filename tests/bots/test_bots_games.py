@@ -38,15 +38,22 @@ def test_20_games_against_random_without_an_illegal_action(bot: str) -> None:
     for deal in range(10):
         for seats in ((bot, "random"), ("random", bot)):
             players = [strength.make_bot(name, deal) for name in seats]
-            rec = strength.play_game(players, seed=500 + deal, deadline_ms=DEADLINE[bot],
-                                     game_id=f"{bot}-{deal}-{seats[0]}")
+            rec = strength.play_game(
+                players, seed=500 + deal, deadline_ms=DEADLINE[bot], game_id=f"{bot}-{deal}-{seats[0]}"
+            )
             assert rec.illegal == [0, 0], rec
             assert sorted(rec.places) == [1, 2] or rec.adjudicated
 
 
 def test_variants_are_played_legally() -> None:
-    rules = Rules(colour_run=True, sabotage=True, pile_swap=True, reverses=True,
-                  play_for_places=True, one_draw_per_clear2=True)
+    rules = Rules(
+        colour_run=True,
+        sabotage=True,
+        pile_swap=True,
+        reverses=True,
+        play_for_places=True,
+        one_draw_per_clear2=True,
+    )
     for deal in range(3):
         players = [strength.make_bot(name, deal) for name in ("tactician", "searcher", "greedy")]
         rec = strength.play_game(players, seed=900 + deal, rules=rules, deadline_ms=10)
@@ -99,9 +106,17 @@ def _request(state: object, seat: int = 0, since: int = 0) -> ActRequest:
     from referee.game import GameState
 
     assert isinstance(state, GameState)
-    return ActRequest(apiversion=APIVERSION, game_id="t", request_id="r", seat=seat,
-                      turn=state.turn, deadline_ms=1000, bank_ms=None,
-                      state=view(state, seat, since), legal=state.legal_actions(seat))
+    return ActRequest(
+        apiversion=APIVERSION,
+        game_id="t",
+        request_id="r",
+        seat=seat,
+        turn=state.turn,
+        deadline_ms=1000,
+        bank_ms=None,
+        state=view(state, seat, since),
+        legal=state.legal_actions(seat),
+    )
 
 
 def test_tactician_plays_every_copy_of_its_lowest_rank() -> None:
@@ -112,15 +127,24 @@ def test_tactician_plays_every_copy_of_its_lowest_rank() -> None:
 def test_tactician_takes_the_free_draw_and_keeps_its_clears() -> None:
     req = by_name("extra action with draw").request()
     assert isinstance(req.legal[Tactician().decide(req)], Draw)
-    s = full_layout(hands=[["C", "C+1", "2R"], ["3R", "4R", "6R"]], up=[[], []],
-                    down=[["1R", "2G", "3G"], ["4G", "6G", "7G"]], pile=["9Y"], draw_count=5)
+    s = full_layout(
+        hands=[["C", "C+1", "2R"], ["3R", "4R", "6R"]],
+        up=[[], []],
+        down=[["1R", "2G", "3G"], ["4G", "6G", "7G"]],
+        pile=["9Y"],
+        draw_count=5,
+    )
     req = _request(s)
     assert req.legal[Tactician().decide(req)] == Play(cards=["C"])  # the plain Clear first
 
 
 def test_tactician_goes_out_with_a_clear_plus_2() -> None:
-    s = full_layout(hands=[[], ["3R", "4R", "6R"]], up=[["C", "C+2", "2R"], ["7Y"]],
-                    down=[[None, None, None], ["4G", "6G", "7G"]], pile=["9Y"])
+    s = full_layout(
+        hands=[[], ["3R", "4R", "6R"]],
+        up=[["C", "C+2", "2R"], ["7Y"]],
+        down=[[None, None, None], ["4G", "6G", "7G"]],
+        pile=["9Y"],
+    )
     req = _request(s)
     # C+2, then 2R, then the C empties everything; a plain Clear would end the turn.
     assert req.legal[Tactician().decide(req)] == Play(cards=["C+2"])
@@ -128,16 +152,24 @@ def test_tactician_goes_out_with_a_clear_plus_2() -> None:
 
 def test_tactician_attacks_a_player_whose_cards_are_known() -> None:
     # The opponent plays from its 3UP next (hand and draw pile empty): 3UP 4Y 6Y 7Y.
-    s = full_layout(hands=[["2R", "8G", "9B"], []], up=[["C"], ["4Y", "6Y", "7Y"]],
-                    down=[["1R", None, None], ["4G", "6G", "7G"]],
-                    pile=["2B", "3B", "3I", "5B", "5I"])
+    s = full_layout(
+        hands=[["2R", "8G", "9B"], []],
+        up=[["C"], ["4Y", "6Y", "7Y"]],
+        down=[["1R", None, None], ["4G", "6G", "7G"]],
+        pile=["2B", "3B", "3I", "5B", "5I"],
+    )
     req = _request(s)
     assert req.legal[Tactician().decide(req)] == Play(cards=["8G"])  # 8 beats all its 3UP
 
 
 def test_tracker_learns_what_a_forced_pickup_proves() -> None:
-    s = full_layout(hands=[["9R", "9G", "2B"], ["2R", "3R", "4B"]], up=[[], []],
-                    down=[["1R", "2G", "3G"], ["4G", "6G", "7G"]], pile=["5Y"], draw_count=10)
+    s = full_layout(
+        hands=[["9R", "9G", "2B"], ["2R", "3R", "4B"]],
+        up=[[], []],
+        down=[["1R", "2G", "3G"], ["4G", "6G", "7G"]],
+        pile=["5Y"],
+        draw_count=10,
+    )
     s.apply(Play(cards=["9R", "9G"]), 0)  # seat 1 holds nothing >= 9: it must pick up
     s.apply(s.legal_actions(1)[0], 1)
     tracker = Tracker(0)
@@ -169,9 +201,14 @@ def test_tactician_swaps_a_clear_into_its_3up_on_a_colour_run() -> None:
     req = sc.request()
     assert req.legal[Tactician().decide(req)] == Pass()
     rules = Rules(colour_run=True)
-    s = full_layout(hands=[["8R", "C+2", "3G"], ["2V", "4V", "5V"]], up=[["2B", "9B", "5I"], ["7Y"]],
-                    down=[["1R", "2G", "3B"], ["4G", "6G", "7G"]], pile=["4R", "5R", "7R"],
-                    draw_count=6, rules=rules)
+    s = full_layout(
+        hands=[["8R", "C+2", "3G"], ["2V", "4V", "5V"]],
+        up=[["2B", "9B", "5I"], ["7Y"]],
+        down=[["1R", "2G", "3B"], ["4G", "6G", "7G"]],
+        pile=["4R", "5R", "7R"],
+        draw_count=6,
+        rules=rules,
+    )
     s.apply(Play(cards=["8R"]), 0)
     req = _request(s)
     assert req.legal[Tactician().decide(req)] == Swap(give="C+2", take="2B")
@@ -208,15 +245,22 @@ def test_searcher_searches_within_its_budget() -> None:
 
 def test_searcher_finds_the_winning_move() -> None:
     # Seat 0 goes out at once with the pair of 7s from its 3UP; one 7 leaves a card.
-    s = full_layout(hands=[[], ["3R", "4R", "6R"]], up=[["7B", "7I"], ["8Y"]],
-                    down=[[None, None, None], ["4G", "6G", "7G"]], pile=["5Y"])
+    s = full_layout(
+        hands=[[], ["3R", "4R", "6R"]],
+        up=[["7B", "7I"], ["8Y"]],
+        down=[[None, None, None], ["4G", "6G", "7G"]],
+        pile=["5Y"],
+    )
     sc_rules = Rules()
     bot = Searcher(seed=1)
     req = _request(s)
     from protocol import GameStart, Timeouts
 
-    bot.on_start(GameStart(apiversion="1", game_id="t", seat=0, players=["me", "you"],
-                           rules=sc_rules, timeouts=Timeouts()))
+    bot.on_start(
+        GameStart(
+            apiversion="1", game_id="t", seat=0, players=["me", "you"], rules=sc_rules, timeouts=Timeouts()
+        )
+    )
     assert req.legal[bot.decide(req)] == Play(cards=["7B", "7I"])
 
 
@@ -266,14 +310,16 @@ def test_one_tactician_holding_every_seat_of_a_game_plays_as_one_per_seat(deal: 
     /start requests arrived in (they go out together). Now it keeps a tracker
     per seat: the same decisions, move for move, whatever that order."""
     from protocol import GameStart, Timeouts
+
     rules = Rules(play_for_places=True)
     names = ["a", "b", "c", "d"]
     shared, own = Tactician(), [Tactician() for _ in names]
     order = list(range(len(names)))
     random.Random(deal).shuffle(order)
     for seat in order:
-        start = GameStart(apiversion=APIVERSION, game_id="g", seat=seat, players=names, rules=rules,
-                          timeouts=Timeouts())
+        start = GameStart(
+            apiversion=APIVERSION, game_id="g", seat=seat, players=names, rules=rules, timeouts=Timeouts()
+        )
         shared.on_start(start)
         own[seat].on_start(start)
     state = new_game(rules, names, random.Random(1000 + deal))
@@ -284,9 +330,17 @@ def test_one_tactician_holding_every_seat_of_a_game_plays_as_one_per_seat(deal: 
             if state.over:
                 break
             legal = state.legal_actions(seat)
-            req = ActRequest(apiversion=APIVERSION, game_id="g", request_id=str(moves), seat=seat,
-                             turn=state.turn, deadline_ms=1000, bank_ms=None,
-                             state=view(state, seat, since[seat]), legal=legal)
+            req = ActRequest(
+                apiversion=APIVERSION,
+                game_id="g",
+                request_id=str(moves),
+                seat=seat,
+                turn=state.turn,
+                deadline_ms=1000,
+                bank_ms=None,
+                state=view(state, seat, since[seat]),
+                legal=legal,
+            )
             since[seat] = len(state.events)
             choice = shared.decide(req)
             assert choice == own[seat].decide(req), f"seat {seat}, turn {state.turn}"
@@ -296,11 +350,15 @@ def test_one_tactician_holding_every_seat_of_a_game_plays_as_one_per_seat(deal: 
     trackers = {s: shared.memory.get("g", s).tracker for s in range(len(names))}
     assert len({id(t) for t in trackers.values()}) == len(names)
     from protocol import GameEnd
+
     result = state.result()
     for seat in order:  # each seat's /end forgets that seat only; the game goes with the last
         assert "g" in shared.memory.games
-        shared.on_end(GameEnd(game_id="g", seat=seat, places=result.places, adjudicated=False,
-                              disqualified=[], faults=[]))
+        shared.on_end(
+            GameEnd(
+                game_id="g", seat=seat, places=result.places, adjudicated=False, disqualified=[], faults=[]
+            )
+        )
         assert seat not in shared.memory.games.get("g", {})
     assert "g" not in shared.memory.games
 
@@ -312,6 +370,7 @@ def test_a_seeded_random_bot_plays_a_deal_alike_at_a_seat_whatever_the_game_id_a
     one service. So a league of the sample bots is the same league at every
     run (tests/tournament/test_adaptive_run.py, benchmarks/entries.py)."""
     from sample_bots.random import RandomBot
+
     rules = Rules(play_for_places=True)
     names = ["a", "b", "c", "d"]
 
@@ -324,10 +383,23 @@ def test_a_seeded_random_bot_plays_a_deal_alike_at_a_seat_whatever_the_game_id_a
             asked = []
             for seat in seats:
                 legal = state.legal_actions(seat)
-                asked.append((seat, legal, ActRequest(
-                    apiversion=APIVERSION, game_id=game_id, request_id=str(len(choices)), seat=seat,
-                    turn=state.turn, deadline_ms=1000, bank_ms=None, state=view(state, seat, since[seat]),
-                    legal=legal)))
+                asked.append(
+                    (
+                        seat,
+                        legal,
+                        ActRequest(
+                            apiversion=APIVERSION,
+                            game_id=game_id,
+                            request_id=str(len(choices)),
+                            seat=seat,
+                            turn=state.turn,
+                            deadline_ms=1000,
+                            bank_ms=None,
+                            state=view(state, seat, since[seat]),
+                            legal=legal,
+                        ),
+                    )
+                )
                 since[seat] = len(state.events)
             answers = {seat: bot.decide(req) for seat, _, req in (reversed(asked) if reverse else asked)}
             for seat, legal, _ in asked:

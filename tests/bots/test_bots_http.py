@@ -123,8 +123,14 @@ async def test_a_whole_game_over_http(aiohttp_client: MakeClient, bot: str) -> N
     client = await aiohttp_client(APPS[bot](None))
     rules = Rules()
     state = new_game(rules, ["bot", "rnd"], random.Random(11))
-    start = GameStart(apiversion="1", game_id="whole", seat=0, players=["bot", "rnd"],
-                      rules=rules, timeouts=Timeouts(move_ms=60))
+    start = GameStart(
+        apiversion="1",
+        game_id="whole",
+        seat=0,
+        players=["bot", "rnd"],
+        rules=rules,
+        timeouts=Timeouts(move_ms=60),
+    )
     assert (await client.post("/start", data=body(start))).status == 200
     rng = random.Random(2)
     since = 0
@@ -135,9 +141,17 @@ async def test_a_whole_game_over_http(aiohttp_client: MakeClient, bot: str) -> N
             if seat == 1:
                 state.apply(rng.choice(legal), 1)
                 continue
-            request = ActRequest(apiversion="1", game_id="whole", request_id=f"w{k}", seat=0,
-                                 turn=state.turn, deadline_ms=60, bank_ms=None,
-                                 state=view(state, 0, since), legal=legal)
+            request = ActRequest(
+                apiversion="1",
+                game_id="whole",
+                request_id=f"w{k}",
+                seat=0,
+                turn=state.turn,
+                deadline_ms=60,
+                bank_ms=None,
+                state=view(state, 0, since),
+                legal=legal,
+            )
             since = len(state.events)
             k += 1
             resp = await client.post("/act", data=body(request))

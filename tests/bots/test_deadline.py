@@ -71,9 +71,7 @@ async def test_many_blocks_each_cancelled_at_its_own_deadline_on_one_timer() -> 
     async def watch() -> None:
         while True:
             scheduled = loop._scheduled  # type: ignore[attr-defined]
-            timers_seen.append(
-                sum(1 for h in scheduled if h._callback == owner._fire and not h.cancelled())
-            )
+            timers_seen.append(sum(1 for h in scheduled if h._callback == owner._fire and not h.cancelled()))
             await asyncio.sleep(0.005)
 
     watcher = asyncio.create_task(watch())

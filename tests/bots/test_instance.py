@@ -46,7 +46,9 @@ def test_the_cli_default_is_per_user_or_the_environment(monkeypatch: pytest.Monk
         I.default_instance_id()
 
 
-def test_the_instance_option_sets_the_process_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_instance_option_sets_the_process_instance(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     before = I.current()
     try:

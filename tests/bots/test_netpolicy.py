@@ -115,7 +115,13 @@ def test_check_url_refuses(url: str, problem: str) -> None:
 def test_check_url_normalises() -> None:
     p = check_url("HTTP://Bot.Example.ORG:8001/Team3/")
     assert (p.url, p.scheme, p.host, p.port, p.path, p.literal) == (
-        "http://bot.example.org:8001/Team3", "http", "bot.example.org", 8001, "/Team3", None)
+        "http://bot.example.org:8001/Team3",
+        "http",
+        "bot.example.org",
+        8001,
+        "/Team3",
+        None,
+    )
     assert HttpBot(p.url).url == p.url  # the same string the transport uses
     assert check_url("https://bot.example.org").port == 443
     assert check_url("http://bot.example.org").port == 80
@@ -130,8 +136,10 @@ def test_check_url_normalises() -> None:
 def test_parse_networks() -> None:
     assert parse_networks("") == ()
     assert parse_networks("192.168.1.0/24, fd00:1::/64,10.0.0.7") == (
-        ipaddress.ip_network("192.168.1.0/24"), ipaddress.ip_network("fd00:1::/64"),
-        ipaddress.ip_network("10.0.0.7/32"))
+        ipaddress.ip_network("192.168.1.0/24"),
+        ipaddress.ip_network("fd00:1::/64"),
+        ipaddress.ip_network("10.0.0.7/32"),
+    )
     with pytest.raises(ValueError, match=r"'10.0.0.0/33' is not a network: .*CIDR"):
         parse_networks("10.0.0.0/33")
     with pytest.raises(ValueError, match=r"did you mean 192.168.1.0/24"):
@@ -185,13 +193,15 @@ async def test_refusal_says_what_to_do() -> None:
     assert str(e.value) == (
         "'http://127.0.0.1:8001' is refused: 127.0.0.1 is a loopback address: bots must be "
         "reachable on the class network or at a public address; ask the admin to allow that "
-        "network with referee serve --bot-networks CIDR")
+        "network with referee serve --bot-networks CIDR"
+    )
 
 
 async def test_public_addresses_admitted() -> None:
     pinned = await admit_url("http://8.8.8.8:8001/bot/", AddressPolicy())
-    assert pinned == PinnedURL(url="http://8.8.8.8:8001/bot", host="8.8.8.8", port=8001,
-                               address="8.8.8.8", addresses=("8.8.8.8",))
+    assert pinned == PinnedURL(
+        url="http://8.8.8.8:8001/bot", host="8.8.8.8", port=8001, address="8.8.8.8", addresses=("8.8.8.8",)
+    )
     nat64 = await admit_url("http://[64:ff9b::808:808]/", AddressPolicy())  # 8.8.8.8 through NAT64
     assert nat64.address == "64:ff9b::808:808"
 
@@ -250,8 +260,17 @@ async def test_allowed_networks() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://0.0.0.0/", "http://[::]/", "http://0.0.0.1/", "http://224.0.0.1/",
-            "http://[ff02::1]/", "http://255.255.255.255/", "http://[::ffff:0.0.0.0]/"])
+    "url",
+    [
+        "http://0.0.0.0/",
+        "http://[::]/",
+        "http://0.0.0.1/",
+        "http://224.0.0.1/",
+        "http://[ff02::1]/",
+        "http://255.255.255.255/",
+        "http://[::ffff:0.0.0.0]/",
+    ],
+)
 async def test_never_allowed(url: str) -> None:
     everything = AddressPolicy(allowed=parse_networks("0.0.0.0/0,::/0"))
     with pytest.raises(AddressRefused, match="no bot can be there"):
@@ -268,14 +287,17 @@ async def test_own_addresses_refused_on_every_port() -> None:
 
 
 async def test_this_machines_address_refused_even_inside_allowed_networks() -> None:
-    mine = sorted((a for a in host_addresses() if not a.is_loopback and not a.is_link_local),
-                  key=lambda a: (a.version, int(a)))
+    mine = sorted(
+        (a for a in host_addresses() if not a.is_loopback and not a.is_link_local),
+        key=lambda a: (a.version, int(a)),
+    )
     if not mine:
         pytest.skip("this machine has no address but loopback and link-local ones")
     address = mine[0]
     url_host = f"[{address}]" if address.version == 6 else str(address)
     policy = AddressPolicy.for_service(
-        parse_networks(f"{address}/{address.max_prefixlen}"), listen=[("0.0.0.0", 8080)])
+        parse_networks(f"{address}/{address.max_prefixlen}"), listen=[("0.0.0.0", 8080)]
+    )
     for port in (8080, 8001, 22):
         with pytest.raises(AddressRefused, match=rf"{address} is (an address of this server|this server)"):
             await admit_url(f"http://{url_host}:{port}", policy)
@@ -435,10 +457,28 @@ async def test_https_uses_the_name_for_sni_and_the_certificate(tmp_path: Path) -
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     try:
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-             "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={NAME}",
-             "-addext", f"subjectAltName=DNS:{NAME}"],
-            check=True, capture_output=True, timeout=60)
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-subj",
+                f"/CN={NAME}",
+                "-addext",
+                f"subjectAltName=DNS:{NAME}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("openssl cannot make a test certificate here")
     names: list[str | None] = []
@@ -499,8 +539,16 @@ async def test_a_worker_in_another_process_connects_to_the_pinned_address() -> N
 
     async with serve(good_app("a")) as a, serve(good_app("b")) as b:
         urls = [u.replace("127.0.0.1", "bot.invalid") for u in (a, b)]
-        job = GameJob(seed=3, names=["a", "b"], urls=urls, secrets=[None, None], rules=Rules(),
-                      timeouts=Timeouts(), policy=FaultPolicy(), addresses=["127.0.0.1", "127.0.0.1"])
+        job = GameJob(
+            seed=3,
+            names=["a", "b"],
+            urls=urls,
+            secrets=[None, None],
+            rules=Rules(),
+            timeouts=Timeouts(),
+            policy=FaultPolicy(),
+            addresses=["127.0.0.1", "127.0.0.1"],
+        )
         done = _DONE.decode(await _Worker().play(_ENCODER.encode(job)))
     assert done.result.faults == [[], []] and sorted(done.result.places) == [1, 2]
 
@@ -509,7 +557,8 @@ def test_bot_spec_address() -> None:
     spec = msgspec.json.decode(b'{"name": "a", "url": "http://bot.test:8001"}', type=BotSpec)
     assert spec.address is None
     spec = msgspec.json.decode(
-        b'{"name": "a", "url": "http://bot.test:8001", "address": "10.0.0.5"}', type=BotSpec)
+        b'{"name": "a", "url": "http://bot.test:8001", "address": "10.0.0.5"}', type=BotSpec
+    )
     assert spec.address == "10.0.0.5"
     factory = BotFactory(log_dir="logs")
     with pytest.raises(ValueError, match="URL bots only"):

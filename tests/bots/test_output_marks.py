@@ -101,8 +101,10 @@ def test_bot_marks_place_every_line_exactly(pump: Pump) -> None:
     assert output_by_request([pump.path], "g") == {"g.1": "choosing my 3UP", "g.2": "first of 2\nsecond of 2"}
     text = pump.path.read_text()
     assert token not in text  # the bot's marks are the referee's now
-    assert without_marks(text) == "--- game g\nstarted\nchoosing my 3UP\na thread, after the answer\n" \
-                                  "first of 2\nsecond of 2\n"
+    assert (
+        without_marks(text) == "--- game g\nstarted\nchoosing my 3UP\na thread, after the answer\n"
+        "first of 2\nsecond of 2\n"
+    )
     assert output_by_game([pump.path])["g"] == without_marks(text).split("\n", 1)[1]
 
 
@@ -186,20 +188,24 @@ def test_add_remembers_a_bounded_number_of_requests() -> None:
     marks = OutputMarks()
     for n in range(M.SENT_KEPT + 10):
         marks.add(False, f"{ACT_MARK}g.{n} {n}\n")
-    assert len(marks._sent) == M.SENT_KEPT and "g.0" not in marks._sent and f"g.{M.SENT_KEPT + 9}" in marks._sent
+    assert (
+        len(marks._sent) == M.SENT_KEPT and "g.0" not in marks._sent and f"g.{M.SENT_KEPT + 9}" in marks._sent
+    )
 
 
 # --------------------------------------------------------------- the SDK's side
 
 
-async def test_the_sdk_prints_its_marks_around_decide(aiohttp_client: MakeClient,
-                                                      capfd: pytest.CaptureFixture[str]) -> None:
+async def test_the_sdk_prints_its_marks_around_decide(
+    aiohttp_client: MakeClient, capfd: pytest.CaptureFixture[str]
+) -> None:
     def decide(r: ActRequest) -> int:
         print(f"deciding {r.request_id}")
         return 0
 
-    client = await aiohttp_client(sdk.make_app(decide, BotInfo(apiversion="1", name="t", author="t"),
-                                               output_marks="tok"))
+    client = await aiohttp_client(
+        sdk.make_app(decide, BotInfo(apiversion="1", name="t", author="t"), output_marks="tok")
+    )
     capfd.readouterr()
     act = by_name("ordinary play").request(request_id="g.7")
     r = await client.post("/act", data=body(act))
@@ -207,12 +213,15 @@ async def test_the_sdk_prints_its_marks_around_decide(aiohttp_client: MakeClient
     assert capfd.readouterr().out == f"--- tok act g.7 {act.turn}\ndeciding g.7\n--- tok done g.7\n"
 
 
-async def test_the_sdk_prints_no_marks_unless_asked(aiohttp_client: MakeClient, capfd: pytest.CaptureFixture[str],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_sdk_prints_no_marks_unless_asked(
+    aiohttp_client: MakeClient, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(sdk.OUTPUT_MARKS_ENV, raising=False)
     client = await aiohttp_client(sdk.make_app(lambda r: 0, BotInfo(apiversion="1", name="t", author="t")))
     capfd.readouterr()
-    assert (await client.post("/act", data=body(by_name("ordinary play").request(request_id="g.1")))).status == 200
+    assert (
+        await client.post("/act", data=body(by_name("ordinary play").request(request_id="g.1")))
+    ).status == 200
     assert "---" not in capfd.readouterr().out
     with pytest.raises(ValueError, match="output_marks must be letters"):
         sdk.make_app(lambda r: 0, BotInfo(apiversion="1", name="t", author="t"), output_marks="a b\n")
@@ -243,8 +252,11 @@ def test_run_bot_puts_stdout_and_stderr_between_its_marks(tmp_path: Path) -> Non
     script.write_text(BOT)
     sock = tmp_path / "bot.sock"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BOT_UNIX": str(sock), "BOT_OUTPUT_MARKS": "tok"}
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
+
         async def ask() -> None:
             deadline = time.monotonic() + 30
             while not sock.exists():
@@ -278,9 +290,20 @@ def test_the_node_bots_print_their_marks_with_stderr_between(script: str, tmp_pa
         pytest.skip("node is not installed: the Node.js bots cannot be tested")
     sock = tmp_path / "bot.sock"
     env = {**os.environ, "BOT_UNIX": str(sock), "BOT_OUTPUT_MARKS": "tok"}
-    proc = subprocess.Popen([node, str(ROOT / script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    broken = {"apiversion": "1", "game_id": "g", "request_id": "g.4", "seat": 0, "turn": 3, "deadline_ms": 1000,
-              "bank_ms": None, "state": {}, "legal": [None]}  # its decide throws: a line on stderr
+    proc = subprocess.Popen(
+        [node, str(ROOT / script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    broken = {
+        "apiversion": "1",
+        "game_id": "g",
+        "request_id": "g.4",
+        "seat": 0,
+        "turn": 3,
+        "deadline_ms": 1000,
+        "bank_ms": None,
+        "state": {},
+        "legal": [None],
+    }  # its decide throws: a line on stderr
 
     async def ask() -> None:
         deadline = time.monotonic() + 30
@@ -290,7 +313,9 @@ def test_the_node_bots_print_their_marks_with_stderr_between(script: str, tmp_pa
         async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as s:
             async with s.post("http://bot/act", json=broken) as r:
                 assert r.status == 200 and (await r.json())["index"] == 0
-            async with s.post("http://bot/act", data=body(by_name("ordinary play").request(request_id="g.5"))) as r:
+            async with s.post(
+                "http://bot/act", data=body(by_name("ordinary play").request(request_id="g.5"))
+            ) as r:
                 assert r.status == 200
 
     try:

@@ -55,13 +55,11 @@ from sample_bots.searcher import (
 # ------------------------------------------------------------- the rule
 
 
-def _feed(pacer: Pacer, lag_s: float, peak: int, count: int = MIN_SAMPLES,
-          deadline_ms: int = 400) -> None:
+def _feed(pacer: Pacer, lag_s: float, peak: int, count: int = MIN_SAMPLES, deadline_ms: int = 400) -> None:
     """``count`` answers over HTTP, each with ``lag_s`` of lag at ``peak`` in flight."""
     for _ in range(count):
         t = time.perf_counter()
-        timing = Timing(started=t, ended=t + 0.01, stop=t + 0.01, clocked=True, peak=peak,
-                        playouts=1)
+        timing = Timing(started=t, ended=t + 0.01, stop=t + 0.01, clocked=True, peak=peak, playouts=1)
         pacer.observe(t, timing, t + 0.01 + lag_s, deadline_ms, None)
 
 
@@ -95,9 +93,14 @@ def test_the_budget_shrinks_with_the_searches_in_flight_and_the_lag() -> None:
     plan = pacer.plan(0.0, 400, None, measured=True)
     b1, b4, b8 = plan.budget(1), plan.budget(4), plan.budget(8)
     assert b1 > b4 > b8 > 0
-    assert b8 == pytest.approx(min(MAX_FRACTION * 0.4,
-                                   0.4 - safety_s(400) - max(8 * 0.010, 1.5 * 0.040),
-                                   deadline_guard_s(400) - 0.005 - 8 * 0.010), abs=1e-6)
+    assert b8 == pytest.approx(
+        min(
+            MAX_FRACTION * 0.4,
+            0.4 - safety_s(400) - max(8 * 0.010, 1.5 * 0.040),
+            deadline_guard_s(400) - 0.005 - 8 * 0.010,
+        ),
+        abs=1e-6,
+    )
     slow = Pacer()
     _feed(slow, 0.120, 4)  # stalls: the worst lag is planned for, with room
     assert slow.plan(0.0, 400, None, measured=True).budget(4) < b4 - 0.07
@@ -144,10 +147,17 @@ def test_one_stall_counts_once_and_the_margin_is_capped() -> None:
 
 def test_a_timeout_fault_in_end_widens_the_margin() -> None:
     bot = Searcher(seed=1)
-    end = GameEnd(game_id="g", seat=0, places=[2, 1], adjudicated=False, disqualified=[],
-                  faults=[Fault(kind="timeout", turn=7, detail="no reply within 400 ms",
-                                overrun_ms=3.0),
-                          Fault(kind="illegal", turn=9, detail="not legal")])
+    end = GameEnd(
+        game_id="g",
+        seat=0,
+        places=[2, 1],
+        adjudicated=False,
+        disqualified=[],
+        faults=[
+            Fault(kind="timeout", turn=7, detail="no reply within 400 ms", overrun_ms=3.0),
+            Fault(kind="illegal", turn=9, detail="not legal"),
+        ],
+    )
     bot.on_end(end)
     assert bot.pacer.late_count == 1
     assert bot.pacer.late_s == pytest.approx(LATE_STEP * 0.4 + 0.003, abs=1e-3)
@@ -158,9 +168,14 @@ def test_a_fault_it_already_saw_as_late_counts_once() -> None:
     bot.pacer.late(0.010, "the SDK's guard answered", ("g", 7))
     margin = bot.pacer.late_s
     bot.pacer._late = (margin, bot.pacer._late[1] - 5.0)  # /end comes seconds later
-    end = GameEnd(game_id="g", seat=0, places=[2, 1], adjudicated=False, disqualified=[],
-                  faults=[Fault(kind="timeout", turn=7, detail="no reply within 400 ms",
-                                overrun_ms=1.0)])
+    end = GameEnd(
+        game_id="g",
+        seat=0,
+        places=[2, 1],
+        adjudicated=False,
+        disqualified=[],
+        faults=[Fault(kind="timeout", turn=7, detail="no reply within 400 ms", overrun_ms=1.0)],
+    )
     bot.on_end(end)
     assert bot.pacer.late_count == 1
     assert bot.pacer.late_s < margin
@@ -182,8 +197,10 @@ async def test_concurrent_decisions_are_counted_and_each_searches() -> None:
     bot = Searcher(seed=2)
     for g in range(4):
         bot.on_start(sc.start(f"c{g}"))
-    reqs = [decode_act_request(encode(sc.request(request_id=f"c{g}.1", game_id=f"c{g}",
-                                                 deadline_ms=400))) for g in range(4)]
+    reqs = [
+        decode_act_request(encode(sc.request(request_id=f"c{g}.1", game_id=f"c{g}", deadline_ms=400)))
+        for g in range(4)
+    ]
     # (No timing here: this process keeps the interpreter's 5 ms switch interval.)
     choices = await asyncio.gather(*(bot.act(r) for r in reqs))
     for r, c in zip(reqs, choices):
@@ -218,9 +235,22 @@ def _searcher_process(logfile: Path) -> Iterator[str]:
     env.pop("BOT_SECRET", None)
     with logfile.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sample_bots.searcher", "--port", str(port), "--seed", "3",
-             "--log-level", "DEBUG"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "sample_bots.searcher",
+                "--port",
+                str(port),
+                "--seed",
+                "3",
+                "--log-level",
+                "DEBUG",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 15
         while True:
@@ -261,9 +291,14 @@ async def _game(session: aiohttp.ClientSession, url: str, g: int, out: list[Repl
     rules = Rules()
     game_id = f"budget{g}"
     state = new_game(rules, ["searcher", "r1", "r2", "r3"], random.Random(100 + g))
-    start = GameStart(apiversion=APIVERSION, game_id=game_id, seat=0,
-                      players=list(state.names), rules=rules,
-                      timeouts=Timeouts(move_ms=DEADLINE_MS))
+    start = GameStart(
+        apiversion=APIVERSION,
+        game_id=game_id,
+        seat=0,
+        players=list(state.names),
+        rules=rules,
+        timeouts=Timeouts(move_ms=DEADLINE_MS),
+    )
     async with session.post(f"{url}/start", data=body(start)) as resp:
         assert resp.status == 200
     rng = random.Random(g)
@@ -276,10 +311,17 @@ async def _game(session: aiohttp.ClientSession, url: str, g: int, out: list[Repl
                 state.apply(rng.choice(legal), seat)
                 continue
             k += 1
-            request = ActRequest(apiversion=APIVERSION, game_id=game_id,
-                                 request_id=f"{game_id}.{k}", seat=0, turn=state.turn,
-                                 deadline_ms=DEADLINE_MS, bank_ms=None,
-                                 state=view(state, 0, since), legal=legal)
+            request = ActRequest(
+                apiversion=APIVERSION,
+                game_id=game_id,
+                request_id=f"{game_id}.{k}",
+                seat=0,
+                turn=state.turn,
+                deadline_ms=DEADLINE_MS,
+                bank_ms=None,
+                state=view(state, 0, since),
+                legal=legal,
+            )
             since = len(state.events)
             data = body(request)
             t0 = time.perf_counter()
@@ -304,9 +346,12 @@ async def _four_games(url: str) -> tuple[list[Reply], list[tuple[str, float]]]:
             await asyncio.gather(*(_game(session, url, g, times) for g in range(GAMES)))
     finally:
         canary.cancel()
-    late = [(rid, round(ms, 1)) for rid, ms, t0, t1 in times if ms > DEADLINE_MS
-            and not any(t0 < b and a < t1 and (b - a) * 1000 > ms - DEADLINE_MS
-                        for a, b in stalls)]
+    late = [
+        (rid, round(ms, 1))
+        for rid, ms, t0, t1 in times
+        if ms > DEADLINE_MS
+        and not any(t0 < b and a < t1 and (b - a) * 1000 > ms - DEADLINE_MS for a, b in stalls)
+    ]
     return times, late
 
 

@@ -19,7 +19,9 @@ WHY_SKIPPED: list[str] = []
 #: Measured figures, printed at the end of the run.
 FIGURES: dict[str, str] = {}
 
-RUNSC_CONFIG = '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-uds=create"]}}}\n'
+RUNSC_CONFIG = (
+    '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-uds=create"]}}}\n'
+)
 
 
 def skip_or_fail(reason: str) -> None:
@@ -79,10 +81,24 @@ class SecondDaemon:
         config = self.folder / "daemon.json"
         runsc = shutil.which("runsc")
         config.write_text(RUNSC_CONFIG % runsc if runsc else "{}\n")
-        args = ["dockerd", "--config-file", str(config), "--data-root", str(self.folder / "data"),
-                "--exec-root", str(self.folder / "exec"), "--pidfile", str(self.folder / "docker.pid"),
-                "-H", self.host, "--bridge", self.bridge, "--iptables=false", "--ip-masq=false",
-                "--ip-forward=false"]
+        args = [
+            "dockerd",
+            "--config-file",
+            str(config),
+            "--data-root",
+            str(self.folder / "data"),
+            "--exec-root",
+            str(self.folder / "exec"),
+            "--pidfile",
+            str(self.folder / "docker.pid"),
+            "-H",
+            self.host,
+            "--bridge",
+            self.bridge,
+            "--iptables=false",
+            "--ip-masq=false",
+            "--ip-forward=false",
+        ]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         import docker
@@ -133,8 +149,12 @@ class RegistryProcess:
 
     def start(self) -> None:
         log = (self.folder / "registry.log").open("ab")
-        self.proc = subprocess.Popen(["docker-registry", "serve", str(self.config)], stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["docker-registry", "serve", str(self.config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
         def up() -> bool:
             assert self.proc is not None

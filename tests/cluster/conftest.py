@@ -32,7 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "containers"))
 
-from cluster_helpers import (
+from cluster_helpers import (  # noqa: E402
     FIGURES,
     WHY_SKIPPED,
     RegistryProcess,
@@ -110,8 +110,9 @@ def images() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def two_nodes(scratch: Path, second_daemon: SecondDaemon, registry: RegistryProcess,
-              images: dict[str, str]) -> Iterator[TwoNodes]:
+def two_nodes(
+    scratch: Path, second_daemon: SecondDaemon, registry: RegistryProcess, images: dict[str, str]
+) -> Iterator[TwoNodes]:
     """A Ray cluster of two nodes on this machine, the driver connected to it."""
     import ray
     from ray.cluster_utils import Cluster
@@ -122,9 +123,15 @@ def two_nodes(scratch: Path, second_daemon: SecondDaemon, registry: RegistryProc
     os.environ["RAY_AUTH_MODE"] = "disabled"
     os.environ["RAY_TMPDIR"] = str(temp)
     t0 = time.perf_counter()
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "temp_dir": str(temp),
-        "env_vars": {"DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+            "temp_dir": str(temp),
+            "env_vars": {"DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"},
+        },
+    )
     try:
         second = cluster.add_node(num_cpus=1, env_vars={"DOCKER_HOST": second_daemon.host})
         cluster.wait_for_nodes()

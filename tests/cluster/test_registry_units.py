@@ -39,8 +39,15 @@ def test_anything_else_is_refused_saying_what_a_registry_looks_like(text: str) -
 
 def seat(**changes: object) -> ImageSeat:
     fields: dict[str, object] = {
-        "limits": ContainerLimits(), "secret": None, "command": None, "env": {}, "labels": {}, "fresh": False,
-        "instance": "t1", "out_dir": "/runs/a"}
+        "limits": ContainerLimits(),
+        "secret": None,
+        "command": None,
+        "env": {},
+        "labels": {},
+        "fresh": False,
+        "instance": "t1",
+        "out_dir": "/runs/a",
+    }
     fields.update(changes)
     image = fields.pop("image", PinnedImage(image_id="sha256:" + "1" * 64, ref=None))
     return seat_of("bot", image, **fields)  # type: ignore[arg-type]
@@ -48,9 +55,15 @@ def seat(**changes: object) -> ImageSeat:
 
 def test_a_seat_is_told_apart_by_every_field_its_container_depends_on() -> None:
     assert seat().key == seat().key
-    others = [seat(image=PinnedImage(image_id="sha256:" + "2" * 64)), seat(secret="s"), seat(env={"A": "1"}),
-              seat(limits=ContainerLimits(memory="64m")), seat(command=["python", "x"]), seat(out_dir="/runs/b"),
-              seat(fresh=True)]
+    others = [
+        seat(image=PinnedImage(image_id="sha256:" + "2" * 64)),
+        seat(secret="s"),
+        seat(env={"A": "1"}),
+        seat(limits=ContainerLimits(memory="64m")),
+        seat(command=["python", "x"]),
+        seat(out_dir="/runs/b"),
+        seat(fresh=True),
+    ]
     assert len({s.key for s in others} | {seat().key}) == len(others) + 1
 
 
@@ -63,9 +76,13 @@ def test_the_runtime_a_seat_runs_under_is_the_operators(monkeypatch: pytest.Monk
 
 def test_the_cli_refuses_a_bad_registry_and_one_without_ray(tmp_path: Path) -> None:
     league = tmp_path / "league.toml"
-    league.write_text('[tournament]\nname = "x"\n\n[[bots]]\nname = "a"\nurl = "http://127.0.0.1:9"\n\n'
-                      '[[bots]]\nname = "b"\nurl = "http://127.0.0.1:9"\n')
+    league.write_text(
+        '[tournament]\nname = "x"\n\n[[bots]]\nname = "a"\nurl = "http://127.0.0.1:9"\n\n'
+        '[[bots]]\nname = "b"\nurl = "http://127.0.0.1:9"\n'
+    )
     r = CliRunner().invoke(main, ["tournament", str(league), "--registry", "127.0.0.1:5000"])
     assert r.exit_code != 0 and "a registry serves the nodes of --executor ray only" in r.output
-    r = CliRunner().invoke(main, ["tournament", str(league), "--executor", "ray", "--registry", "http://reg:5000"])
+    r = CliRunner().invoke(
+        main, ["tournament", str(league), "--executor", "ray", "--registry", "http://reg:5000"]
+    )
     assert r.exit_code == 2 and "--registry: expected HOST:PORT" in r.output, r.output

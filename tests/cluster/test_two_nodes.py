@@ -48,16 +48,16 @@ pids = 48
 
 [[bots]]
 name = "greedy-a"
-image = "{images['greedy']}"
+image = "{images["greedy"]}"
 
 [[bots]]
 name = "greedy-b"
-image = "{images['greedy']}"
+image = "{images["greedy"]}"
 env = {{ NOTE = "b" }}
 
 [[bots]]
 name = "tactician"
-image = "{images['tactician']}"
+image = "{images["tactician"]}"
 """
 
 
@@ -105,8 +105,9 @@ class SandboxWatch(threading.Thread):
         while not self.done.wait(0.3):
             try:
                 for c in self.client.containers.list(filters={"label": "referee.managed=1"}):
-                    self.seen.setdefault(c.name, {"host": c.attrs["HostConfig"], "image": c.attrs["Image"],
-                                                  "labels": c.labels})
+                    self.seen.setdefault(
+                        c.name, {"host": c.attrs["HostConfig"], "image": c.attrs["Image"], "labels": c.labels}
+                    )
             except Exception:  # noqa: BLE001, S112 - a container gone between listing and inspecting
                 continue
 
@@ -118,7 +119,8 @@ def no_containers_left(two_nodes: TwoNodes) -> None:
 
 
 def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
-        two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path) -> None:
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
     text = league_text(images, rounds=2)
     local = local_standings(text, tmp_path)
     watch = SandboxWatch(two_nodes.daemon.client())
@@ -153,7 +155,9 @@ def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
     # The second daemon pulled the images by digest from the registry.
     for image_id in ids:
         digests = client2.images.get(image_id).attrs["RepoDigests"]
-        assert any(d.startswith(f"{two_nodes.registry.address}/") and "@sha256:" in d for d in digests), digests
+        assert any(d.startswith(f"{two_nodes.registry.address}/") and "@sha256:" in d for d in digests), (
+            digests
+        )
     # Each node's containers logged under its own folder of the run.
     nodes = sorted((tmp_path / "ray" / "nodes").iterdir())
     assert len(nodes) == 2
@@ -164,7 +168,8 @@ def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
 
 
 def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
-        two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path) -> None:
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
     text = league_text(images, rounds=3, name="node lost")
     local = local_standings(text, tmp_path)
     second = two_nodes.second.node_id
@@ -198,42 +203,59 @@ def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
     # The dead node's containers are orphans on its daemon (their worker is
     # gone): `referee cleanup` there removes them, and only them.
     client2 = two_nodes.daemon.client()
-    orphans = {c.name for c in client2.containers.list(all=True, filters={"label": f"referee.node={second[:12]}"})}
-    removed = cleanup_containers({"referee.run": str((tmp_path / "ray").resolve())}, orphans_only=True,
-                                 client=client2)
+    orphans = {
+        c.name for c in client2.containers.list(all=True, filters={"label": f"referee.node={second[:12]}"})
+    }
+    removed = cleanup_containers(
+        {"referee.run": str((tmp_path / "ray").resolve())}, orphans_only=True, client=client2
+    )
     assert orphans and set(removed) == orphans
-    FIGURES["node lost mid-run"] = f"{ex.retried} game(s) played again, played per node {sorted(ex.played.values())}"
+    FIGURES["node lost mid-run"] = (
+        f"{ex.retried} game(s) played again, played per node {sorted(ex.played.values())}"
+    )
 
 
 def test_the_registry_down_stops_the_run_with_a_clear_error_and_loses_nothing(
-        two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path) -> None:
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
     text = league_text(images, rounds=1, name="registry down")
     local = local_standings(text, tmp_path)
     address = two_nodes.registry.address
     two_nodes.registry.stop()
     try:
         with pytest.raises(ExecutorError) as e:
-            run(text, tmp_path / "ray", RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address))
+            run(
+                text,
+                tmp_path / "ray",
+                RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address),
+            )
         assert f"the registry at {address} cannot take the image" in str(e.value)
         assert "is it running" in str(e.value)
         # A node that must pull while the registry is down says so (and nothing is charged to a bot).
         cache = ImageCache(two_nodes.daemon.client(), index=tmp_path / "index.json")
-        missing = PinnedImage(image_id="sha256:" + "0" * 64, ref=f"{address}/referee-x/bots@sha256:" + "0" * 64)
+        missing = PinnedImage(
+            image_id="sha256:" + "0" * 64, ref=f"{address}/referee-x/bots@sha256:" + "0" * 64
+        )
         with pytest.raises(ImageUnavailable, match=f"cannot pull .* from the registry at {address}"):
             cache.ensure(missing)
         db = sqlite3.connect(tmp_path / "ray" / "tournament.sqlite")
         assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
     finally:
         two_nodes.registry.start()
-    t = run(text, tmp_path / "ray", RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address),
-            resume=True)
+    t = run(
+        text,
+        tmp_path / "ray",
+        RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address),
+        resume=True,
+    )
     assert t.played == 6
     assert standings_of(tmp_path / "ray") == local
     no_containers_left(two_nodes)
 
 
 def test_a_node_keeps_what_it_pulled_within_its_bound_least_recently_used_out_first(
-        second_daemon: Any, registry: Any, images: dict[str, str], tmp_path: Path) -> None:
+    second_daemon: Any, registry: Any, images: dict[str, str], tmp_path: Path
+) -> None:
     from referee.bots.registry import Registry
 
     reg = Registry(registry.address)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED
 
 from referee.bots import docker_daemon
@@ -37,7 +36,6 @@ COPY hostile.py /app/hostile.py
 ENV HOSTILE=probe
 CMD ["python", "/app/hostile.py"]
 """
-
 
 
 def _docker_or_skip() -> Any:
@@ -89,8 +87,14 @@ def images(docker_client: Any) -> dict[str, str]:
     greedy = build_bot_image("greedy", docker_client)
     FIGURES["greedy image ready (built or reused)"] = f"{time.perf_counter() - t1:.1f} s"
     greedy_id = str(docker_client.images.get(greedy).id)
-    build_image(docker_client, HOSTILE_IMAGE, HOSTILE_DOCKERFILE, {"hostile.py": HERE / "hostile.py"},
-                buildargs={"BASE": greedy}, base_id=greedy_id)
+    build_image(
+        docker_client,
+        HOSTILE_IMAGE,
+        HOSTILE_DOCKERFILE,
+        {"hostile.py": HERE / "hostile.py"},
+        buildargs={"BASE": greedy},
+        base_id=greedy_id,
+    )
     del base_id
     found = {"greedy": greedy, "hostile": HOSTILE_IMAGE}
     if shutil.which("node"):  # the Node sample bot, FROM the machine's own node binary
@@ -115,4 +119,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for reason in WHY_SKIPPED:
         terminalreporter.write_line(f"SKIPPED container tests: {reason}", yellow=True)
     if FIGURES:
-        terminalreporter.write_line("container figures: " + "; ".join(f"{k}: {v}" for k, v in FIGURES.items()))
+        terminalreporter.write_line(
+            "container figures: " + "; ".join(f"{k}: {v}" for k, v in FIGURES.items())
+        )

@@ -49,8 +49,12 @@ def remove_instance_images(client: Any, instance: Any) -> None:
     """Remove every image tag of `instance` (a test's own install): children
     first (a few passes), never by force, never another instance's image."""
     for _ in range(4):
-        left = [t for image in instance.images(client) for t in image.get("RepoTags") or ()
-                if t != "<none>:<none>"]
+        left = [
+            t
+            for image in instance.images(client)
+            for t in image.get("RepoTags") or ()
+            if t != "<none>:<none>"
+        ]
         if not left:
             return
         for t in left:

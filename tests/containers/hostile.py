@@ -48,8 +48,10 @@ def bomb() -> None:
             pid = os.fork()
         except OSError as e:
             if os.getpid() == first and not reported:
-                print(f"FORKBOMB fork failed ({errno.errorcode.get(e.errno or 0, e.errno)}) "
-                      f"after {made} forks", flush=True)
+                print(
+                    f"FORKBOMB fork failed ({errno.errorcode.get(e.errno or 0, e.errno)}) after {made} forks",
+                    flush=True,
+                )
                 reported = True
             time.sleep(0.05)
             continue
@@ -105,8 +107,10 @@ def probe() -> None:
         "internet": attempt("tcp 10.255.255.1:80", lambda: connect("10.255.255.1", 80)),
         "bridge": attempt("tcp 172.17.0.1:%d" % port, lambda: connect("172.17.0.1", port)),
         "other_bot_port": attempt("tcp 127.0.0.1:%d" % port, lambda: connect("127.0.0.1", port)),
-        "other_bot_socket": attempt("unix " + os.environ.get("PROBE_SOCKET", "/nonexistent"),
-                                    lambda: connect_unix(os.environ.get("PROBE_SOCKET", "/nonexistent"))),
+        "other_bot_socket": attempt(
+            "unix " + os.environ.get("PROBE_SOCKET", "/nonexistent"),
+            lambda: connect_unix(os.environ.get("PROBE_SOCKET", "/nonexistent")),
+        ),
         "write_root": attempt("write /app/x", lambda: write("/app/x")),
         "write_tmp": attempt("write /tmp/x", lambda: write("/tmp/x")),
         "uid": os.getuid(),
@@ -139,8 +143,9 @@ def serve_then_swap() -> None:
 
     from protocol import APIVERSION
 
-    info = json.dumps({"apiversion": APIVERSION, "name": "hostile-swap", "author": "tests",
-                       "version": "1"}).encode()
+    info = json.dumps(
+        {"apiversion": APIVERSION, "name": "hostile-swap", "author": "tests", "version": "1"}
+    ).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def reply(self, body: bytes) -> None:

@@ -19,8 +19,9 @@ import threading
 from protocol import APIVERSION, ActRequest, BotInfo
 from sample_bots.sdk import run_bot
 
-if os.environ.get("TALKER_NO_MARKS") or os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                     "no-marks")):
+if os.environ.get("TALKER_NO_MARKS") or os.path.exists(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "no-marks")
+):
     os.environ.pop("BOT_OUTPUT_MARKS", None)
 TOKEN = os.environ.get("BOT_OUTPUT_MARKS", "")
 
@@ -31,8 +32,12 @@ LAST: dict[str, tuple[str, int]] = {}
 def expected(request_id: str, turn: int, game_id: str, last: tuple[str, int] | None, token: str) -> str:
     """What the replay shows next to a request's move (the lines that look
     like marks escaped by one space)."""
-    lines = [f"turn {turn} of {request_id}", f"stderr {request_id}", f"thread {request_id}",
-             f" --- act {game_id}.1 0"]
+    lines = [
+        f"turn {turn} of {request_id}",
+        f"stderr {request_id}",
+        f"thread {request_id}",
+        f" --- act {game_id}.1 0",
+    ]
     if last is not None and token:
         lines.append(f" --- {token} act {last[0]} {last[1]}")
     return "\n".join(lines)

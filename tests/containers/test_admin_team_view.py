@@ -29,8 +29,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                 docker_client: Any) -> AsyncIterator[Any]:
+async def client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
@@ -45,8 +46,11 @@ async def test_the_admin_sees_an_uploads_build_log_and_report(client: Any, tmp_p
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "ada")
     zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
-                          headers={**auth(token), "X-Note": "zipped v1"})
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=zipped.read_bytes(),
+        headers={**auth(token), "X-Note": "zipped v1"},
+    )
     assert r.status == 201, await r.text()
     done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
     assert done["submission"]["status"] == "accepted" and done["log"], done

@@ -33,8 +33,8 @@ from typing import IO, Any
 import pytest
 from containers_helpers import FIGURES
 
-from referee.bots import builds as B
 from referee.bots import archives
+from referee.bots import builds as B
 from referee.bots.builds import BuildResult, remove_image
 from referee.bots.image_archive import load_image_archive
 
@@ -55,8 +55,9 @@ def tag(name: str) -> str:
 # ------------------------------------------------------------- tar writing
 
 
-def header(name: str, size: int, type_: bytes = tarfile.REGTYPE, *, fmt: int = tarfile.PAX_FORMAT,
-           linkname: str = "") -> bytes:
+def header(
+    name: str, size: int, type_: bytes = tarfile.REGTYPE, *, fmt: int = tarfile.PAX_FORMAT, linkname: str = ""
+) -> bytes:
     info = tarfile.TarInfo(name)
     info.size, info.type, info.mode, info.mtime, info.linkname = size, type_, 0o644, 0, linkname
     return info.tobuf(format=fmt)
@@ -69,7 +70,7 @@ def pad(size: int) -> bytes:
 def zeros(size: int) -> Iterator[bytes]:
     chunk = bytes(MiB)
     while size > 0:
-        yield chunk[:min(size, MiB)]
+        yield chunk[: min(size, MiB)]
         size -= MiB
 
 
@@ -122,7 +123,8 @@ class Layer:
         h = hashlib.sha256()
         make: dict[str, Callable[[], Any]] = {
             "gzip": lambda: zlib.compressobj(1, zlib.DEFLATED, 31),
-            "bzip2": lambda: bz2.BZ2Compressor(1), "xz": lambda: lzma.LZMACompressor(preset=0),
+            "bzip2": lambda: bz2.BZ2Compressor(1),
+            "xz": lambda: lzma.LZMACompressor(preset=0),
         }
         comp = make[compress]() if compress in make else None
         with path.open("wb") as f:
@@ -136,9 +138,11 @@ class Layer:
         self.diff_id = "sha256:" + h.hexdigest()
 
 
-def layer_files(path: Path, files: dict[str, int], *, compress: str = "tar",
-                before: Iterable[bytes] = ()) -> Layer:
+def layer_files(
+    path: Path, files: dict[str, int], *, compress: str = "tar", before: Iterable[bytes] = ()
+) -> Layer:
     """A layer of files of zeros ({name: size}), `before` written first."""
+
     def parts() -> Iterator[bytes]:
         yield from before
         for name, size in files.items():
@@ -146,6 +150,7 @@ def layer_files(path: Path, files: dict[str, int], *, compress: str = "tar",
             yield from zeros(size)
             yield pad(size)
         yield bytes(1024)
+
     return Layer(path, parts(), compress)
 
 
@@ -161,15 +166,24 @@ def write_member(out: IO[bytes], name: str, data: bytes | Path) -> None:
     out.write(pad(size))
 
 
-def image_archive(path: Path, layers: list[Layer], *, manifest_layers: list[int] | None = None,
-                  config: dict[str, Any] | None = None, first: Iterable[bytes] = ()) -> tuple[Path, str]:
+def image_archive(
+    path: Path,
+    layers: list[Layer],
+    *,
+    manifest_layers: list[int] | None = None,
+    config: dict[str, Any] | None = None,
+    first: Iterable[bytes] = (),
+) -> tuple[Path, str]:
     """A docker save archive of `layers` (the manifest lists them in the
     order `manifest_layers` gives, default each once) and its image id.
     `first`: raw bytes written before its first member."""
     order = manifest_layers if manifest_layers is not None else list(range(len(layers)))
-    cfg = {"architecture": "amd64", "os": "linux",
-           "config": {"Cmd": ["/hello"], "Labels": {"test.nonce": secrets.token_hex(8)}, **(config or {})},
-           "rootfs": {"type": "layers", "diff_ids": [layers[i].diff_id for i in order]}}
+    cfg = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {"Cmd": ["/hello"], "Labels": {"test.nonce": secrets.token_hex(8)}, **(config or {})},
+        "rootfs": {"type": "layers", "diff_ids": [layers[i].diff_id for i in order]},
+    }
     cfg_bytes = json.dumps(cfg).encode()
     cfg_name = hashlib.sha256(cfg_bytes).hexdigest() + ".json"
     names = [f"{i:03d}/layer.tar" for i in range(len(layers))]
@@ -240,23 +254,27 @@ def test_a_gzip_bomb_layer_is_refused(client: Any, tmp_path: Path) -> None:
     assert layer.path.stat().st_size < MiB
     archive, image_id = image_archive(tmp_path / "a.tar", [layer])
     r = load(archive, "gzbomb", client)
-    refused_before_the_daemon(client, r, image_id, "unpacks to more than 64.0 MiB", "layer 1",
-                              "make the image smaller")
+    refused_before_the_daemon(
+        client, r, image_id, "unpacks to more than 64.0 MiB", "layer 1", "make the image smaller"
+    )
 
 
 def test_a_gzip_bomb_of_many_small_files_is_refused(client: Any, tmp_path: Path) -> None:
     """No file over the cap: the running total passes it."""
     layer = layer_files(tmp_path / "l", {f"f{i}": 4 * MiB for i in range(20)}, compress="gzip")
     archive, image_id = image_archive(tmp_path / "a.tar", [layer])
-    refused_before_the_daemon(client, load(archive, "gzmany", client), image_id, "unpacks to more than 64.0 MiB")
+    refused_before_the_daemon(
+        client, load(archive, "gzmany", client), image_id, "unpacks to more than 64.0 MiB"
+    )
 
 
 def test_layers_under_the_cap_each_are_refused_together(client: Any, tmp_path: Path) -> None:
     layers = [layer_files(tmp_path / f"l{i}", {f"zeros{i}": 20 * MiB}, compress="gzip") for i in range(4)]
     archive, image_id = image_archive(tmp_path / "a.tar", layers)
     r = load(archive, "manylayers", client)
-    refused_before_the_daemon(client, r, image_id, "unpacks to more than 64.0 MiB", "all its layers together",
-                              "layer 4")
+    refused_before_the_daemon(
+        client, r, image_id, "unpacks to more than 64.0 MiB", "all its layers together", "layer 4"
+    )
 
 
 def test_one_layer_named_many_times_counts_each_time(client: Any, tmp_path: Path) -> None:
@@ -270,15 +288,19 @@ def test_one_layer_named_many_times_counts_each_time(client: Any, tmp_path: Path
 def test_a_plain_layer_over_the_cap_is_refused(client: Any, tmp_path: Path) -> None:
     layer = layer_files(tmp_path / "l", {"zeros": 70 * MiB})
     archive, image_id = image_archive(tmp_path / "a.tar", [layer])
-    refused_before_the_daemon(client, load(archive, "plainbig", client), image_id, "unpacks to more than 64.0 MiB")
+    refused_before_the_daemon(
+        client, load(archive, "plainbig", client), image_id, "unpacks to more than 64.0 MiB"
+    )
 
 
 def test_a_sparse_file_claiming_more_than_it_holds_is_refused(client: Any, tmp_path: Path) -> None:
     """1 KiB in the archive, 80 MiB on the disk (Go's reader writes the hole)."""
+
     def parts() -> Iterator[bytes]:
         yield sparse_header("hole", 80 * MiB, 512)
         yield b"x" * 512
         yield bytes(1024)
+
     with tarfile.open(fileobj=io.BytesIO(b"".join(parts()))) as t:  # a real sparse entry
         assert t.getmember("hole").size == 80 * MiB and t.getmember("hole").issparse()
     archive, image_id = image_archive(tmp_path / "a.tar", [Layer(tmp_path / "l", parts())])
@@ -298,19 +320,25 @@ def test_a_huge_header_inside_a_gzip_layer_is_refused(client: Any, tmp_path: Pat
     layer = layer_files(tmp_path / "l", {"hello": 10}, compress="gzip", before=special(type_, 64 * MiB))
     archive, image_id = image_archive(tmp_path / "a.tar", [layer])
     what = "a pax header" if type_ == b"x" else "a GNU long name"
-    refused_before_the_daemon(client, load(archive, "hdr", client, cap=archives.DEFAULT_MAX_IMAGE_UNPACKED), image_id,
-                              f"{what} in layer 1 is 64.0 MiB, more than 1.0 MiB")
+    refused_before_the_daemon(
+        client,
+        load(archive, "hdr", client, cap=archives.DEFAULT_MAX_IMAGE_UNPACKED),
+        image_id,
+        f"{what} in layer 1 is 64.0 MiB, more than 1.0 MiB",
+    )
 
 
 def test_a_link_with_a_huge_size_field_adds_nothing(client: Any, tmp_path: Path) -> None:
     """Go's reader ignores the size of a hard link: so does the count (no
     data follows it), and the image loads."""
+
     def parts() -> Iterator[bytes]:
         yield header("a", 5) + b"hello" + pad(5)
         block = bytearray(header("b", 0, tarfile.LNKTYPE, linkname="a", fmt=tarfile.USTAR_FORMAT))
         block[124:136] = b"\x80" + (100 * 1024**3).to_bytes(11, "big")  # base-256
         yield checksummed(block)
         yield bytes(1024)
+
     archive, image_id = image_archive(tmp_path / "a.tar", [Layer(tmp_path / "l", parts())])
     r = load(archive, "hardlink", client)
     assert r.ok, r.log
@@ -345,16 +373,23 @@ def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) 
         "                  'growth': status('VmHWM') - rss, 'maxrss_growth': after - before}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script, str(archive), tag(name), str(cap),
-                          "source" if source else "image"], env=env,
-                         capture_output=True, text=True, timeout=600, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(archive), tag(name), str(cap), "source" if source else "image"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     found: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return found
 
 
 def _memory(m: dict[str, Any]) -> str:
-    return (f"peak memory {m['growth'] / MiB:.1f} MiB over the RSS before the call ({m['rss_before'] / MiB:.0f} "
-            f"MiB; ru_maxrss grew by {m['maxrss_growth'] / MiB:.1f} MiB)")
+    return (
+        f"peak memory {m['growth'] / MiB:.1f} MiB over the RSS before the call ({m['rss_before'] / MiB:.0f} "
+        f"MiB; ru_maxrss grew by {m['maxrss_growth'] / MiB:.1f} MiB)"
+    )
 
 
 @pytest.mark.parametrize("type_", [b"x", b"L"])
@@ -386,7 +421,9 @@ def test_a_source_tar_gz_with_a_huge_pax_header_costs_no_memory(client: Any, tmp
     assert path.stat().st_size < MiB
     m = _measure(path, "srchdr", source=True)
     FIGURES["source .tar.gz with a 60 MiB pax header refused"] = f"{m['seconds']:.1f} s, {_memory(m)}"
-    assert not m["ok"] and "a pax header in the archive is 60.0 MiB, more than 1.0 MiB" in m["reason"], m["log"]
+    assert not m["ok"] and "a pax header in the archive is 60.0 MiB, more than 1.0 MiB" in m["reason"], m[
+        "log"
+    ]
     assert "tar -czf" in m["reason"]
     assert m["growth"] < MEMORY_BOUND and m["maxrss_growth"] < MEMORY_BOUND, _memory(m)
 
@@ -464,8 +501,12 @@ def test_counter_refuses_a_pax_sparse_file_and_a_terabyte_claim(tmp_path: Path) 
     from referee.bots import archives as A
 
     pax_sparse = tarfile.TarInfo("f")
-    pax_sparse.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
-                              "GNU.sparse.realsize": str(1024**4), "GNU.sparse.name": "f"}
+    pax_sparse.pax_headers = {
+        "GNU.sparse.major": "1",
+        "GNU.sparse.minor": "0",
+        "GNU.sparse.realsize": str(1024**4),
+        "GNU.sparse.name": "f",
+    }
     pax_sparse.size = 1024
     for i, first in enumerate([pax_sparse.tobuf(tarfile.PAX_FORMAT), sparse_header("hole", 1024**4, 512)]):
         layer = Layer(tmp_path / f"l{i}", iter([first, bytes(1024), bytes(1024)]), "gzip")
@@ -534,8 +575,9 @@ def test_counter_reads_what_go_reads(tmp_path: Path) -> None:
 def test_an_uploaded_image_with_a_volume_is_refused(client: Any, tmp_path: Path) -> None:
     layer = layer_files(tmp_path / "l", {"hello": 10})
     archive, image_id = image_archive(tmp_path / "a.tar", [layer], config={"Volumes": {"/data": {}}})
-    reason = refused_before_the_daemon(client, load(archive, "volume", client), image_id, "VOLUME '/data'",
-                                       "remove the VOLUME line", "/tmp")
+    reason = refused_before_the_daemon(
+        client, load(archive, "volume", client), image_id, "VOLUME '/data'", "remove the VOLUME line", "/tmp"
+    )
     assert "server's disk" in reason
 
 
@@ -557,8 +599,9 @@ runpy.run_module(os.environ["BOT_MODULE"], run_name="__main__", alter_sys=True)
 '''
 
 
-async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: Any, images: dict[str, str],
-                                                                      tmp_path: Path, out: Path) -> None:
+async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(
+    client: Any, images: dict[str, str], tmp_path: Path, out: Path
+) -> None:
     """An image the service runs without an upload (an admin names it, a
     house bot): its VOLUME is a tmpfs of the /tmp cap, not host disk."""
     from containers_helpers import wait_for_line
@@ -570,12 +613,20 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: An
     (tmp_path / "volfill.py").write_text(VOLFILL)
     greedy_id = str(client.images.get(images["greedy"]).id)
     image = tag("volume-admin")
-    dockerfile = ("ARG BASE\nFROM ${BASE}\nUSER 0\n"
-                  """RUN ["python", "-c", "import os; os.makedirs('/data'); os.chmod('/data', 0o1777)"]\n"""
-                  "VOLUME /data\nCOPY volfill.py /app/volfill.py\n"
-                  'CMD ["python", "/app/volfill.py"]\n')
-    build_image(client, image, dockerfile, {"volfill.py": tmp_path / "volfill.py"},
-                buildargs={"BASE": images["greedy"]}, base_id=greedy_id)
+    dockerfile = (
+        "ARG BASE\nFROM ${BASE}\nUSER 0\n"
+        """RUN ["python", "-c", "import os; os.makedirs('/data'); os.chmod('/data', 0o1777)"]\n"""
+        "VOLUME /data\nCOPY volfill.py /app/volfill.py\n"
+        'CMD ["python", "/app/volfill.py"]\n'
+    )
+    build_image(
+        client,
+        image,
+        dockerfile,
+        {"volfill.py": tmp_path / "volfill.py"},
+        buildargs={"BASE": images["greedy"]},
+        base_id=greedy_id,
+    )
     assert "/data" in (client.images.get(image).attrs["Config"].get("Volumes") or {})
     async with ContainerBot(image, out_dir=out, name="vol", limits=ContainerLimits(tmpfs="16m")) as bot:
         assert (await bot.handshake()).name
@@ -586,7 +637,9 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(client: An
     FIGURES["VOLUME /data under the service"] = f"{fill}"
     assert fill["error"] == "No space left on device" and fill["written"] <= 16 * MiB, fill
     assert fill["mounts"] and fill["mounts"][0][2] == "tmpfs", fill
-    assert not [m for m in mounts if m.get("Type") == "volume"], mounts  # nothing under /var/lib/docker/volumes
+    assert not [m for m in mounts if m.get("Type") == "volume"], (
+        mounts
+    )  # nothing under /var/lib/docker/volumes
 
 
 # ------------------------------------------------------------ the setting
@@ -606,7 +659,9 @@ def test_serve_takes_max_image_unpacked(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(app_module, "make_app", lambda db, settings: made.append(settings))
     db = str(tmp_path / "s.db")
     assert CliRunner().invoke(serve, ["--db", db, "--port", "0"]).exit_code == 0
-    assert CliRunner().invoke(serve, ["--db", db, "--port", "0", "--max-image-unpacked", "512m"]).exit_code == 0
+    assert (
+        CliRunner().invoke(serve, ["--db", db, "--port", "0", "--max-image-unpacked", "512m"]).exit_code == 0
+    )
     assert [s.max_image_unpacked for s in made] == [2 * 1024**3, 512 * MiB]
     r = CliRunner().invoke(serve, ["--db", db, "--port", "0", "--max-image-unpacked", "lots"])
     assert r.exit_code == 2 and "--max-image-unpacked" in r.output

@@ -42,7 +42,7 @@ from referee.bots.source_build import build_source
 #: Tags this module makes (removed at its end).
 PREFIX = "referee-test-sandbox"
 
-PY_BOT = '''\
+PY_BOT = """\
 from protocol import APIVERSION, ActRequest, BotInfo
 from sample_bots.sdk import run_bot
 from sample_bots.strategy import lowest_play_index
@@ -56,13 +56,13 @@ def decide(request: ActRequest) -> int:
 
 if __name__ == "__main__":
     run_bot(decide, INFO)
-'''
+"""
 
 
 def payload(name: str, *, big_mib: int = 20, forks: int = 200) -> str:
     """What a hostile file does when imported: a marker, `forks` processes
     alive at once, a `big_mib` file in the image."""
-    return f'''\
+    return f"""\
 import os, sys, time
 with open("/tmp/pwned-{name}", "w") as f:
     f.write(f"uid={{os.getuid()}}\\n")
@@ -82,7 +82,7 @@ with open("/tmp/pwned-{name}", "a") as f:
     f.write(f"forked={{len(kids)}}\\n")
 with open("/tmp/pwned-{name}-big", "wb") as f:
     f.write(os.urandom({big_mib} << 20))
-'''
+"""
 
 
 def tag(name: str) -> str:
@@ -125,7 +125,8 @@ def listing(client: Any, image_id: str, path: str) -> dict[str, tarfile.TarInfo]
 def growth(client: Any, result: BuildResult) -> int:
     assert result.image_id is not None and result.parent_id is not None
     return int(client.images.get(result.image_id).attrs["Size"]) - int(
-        client.images.get(result.parent_id).attrs["Size"])
+        client.images.get(result.parent_id).attrs["Size"]
+    )
 
 
 def assert_nothing_ran(client: Any, result: BuildResult, name: str) -> None:
@@ -146,8 +147,9 @@ def test_a_module_the_compile_step_imports_is_not_the_teams(client: Any, tmp_pat
     """`python -m compileall` in the team's folder put it first on sys.path:
     the archive's compileall.py (or a module compileall imports) ran as root."""
     files = {"bot.py": PY_BOT, f"{module}.py": payload(module)}
-    r = build_source(make_zip(tmp_path / "b.zip", files), tag=tag(f"mod-{module.replace('_', '-')}"),
-                     client=client)
+    r = build_source(
+        make_zip(tmp_path / "b.zip", files), tag=tag(f"mod-{module.replace('_', '-')}"), client=client
+    )
     assert_nothing_ran(client, r, f"{module}.py")
     assert r.image_id is not None
     bot = listing(client, r.image_id, "/app/bot")
@@ -176,17 +178,37 @@ def test_node_lifecycle_scripts_and_bin_do_not_run(client: Any, tmp_path: Path) 
     if not shutil.which("node"):
         pytest.skip("node is not installed")
     hostile_js = "require('fs').writeFileSync('/tmp/pwned-' + process.argv[1], 'x');\n"
-    scripts = {k: f"node evil.js {k}" for k in ("preinstall", "install", "postinstall", "prepare",
-                                                 "prepack", "prestart", "start", "pretest", "build")}
+    scripts = {
+        k: f"node evil.js {k}"
+        for k in (
+            "preinstall",
+            "install",
+            "postinstall",
+            "prepare",
+            "prepack",
+            "prestart",
+            "start",
+            "pretest",
+            "build",
+        )
+    }
     files: dict[str, bytes | str] = {
-        "package.json": json.dumps({"name": "bot", "main": "bot.js", "scripts": scripts,
-                                    "bin": {"node": "evil.js"}, "dependencies": {"left-pad": "1"}}),
+        "package.json": json.dumps(
+            {
+                "name": "bot",
+                "main": "bot.js",
+                "scripts": scripts,
+                "bin": {"node": "evil.js"},
+                "dependencies": {"left-pad": "1"},
+            }
+        ),
         "bot.js": "console.log('hello');\n",
         "evil.js": hostile_js,
         "node_modules/.bin/node": "#!/bin/sh\necho pwned > /tmp/pwned-bin-node\n",
         "node_modules/.bin/sh": "#!/bin/sh\necho pwned > /tmp/pwned-bin-sh\n",
         "node_modules/left-pad/package.json": json.dumps(
-            {"name": "left-pad", "scripts": {"install": "node ../../evil.js dep-install"}}),
+            {"name": "left-pad", "scripts": {"install": "node ../../evil.js dep-install"}}
+        ),
         "node_modules/left-pad/index.js": hostile_js,
         ".npmrc": "script-shell=/app/bot/node_modules/.bin/sh\n",
         ".noderc": hostile_js,
@@ -226,7 +248,7 @@ def test_the_compile_step_runs_as_the_build_uid_not_root(client: Any, tmp_path: 
 # ------------------------------------------------ layer 2: the step's limits
 
 
-SANDBOX_PROBE = r'''
+SANDBOX_PROBE = r"""
 import os, time
 def read(path):
     try:
@@ -258,7 +280,7 @@ try:
     print("PROBE wrote=100", flush=True)
 except OSError as e:
     print(f"PROBE write stopped: {e}", flush=True)
-'''
+"""
 
 
 def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
@@ -268,8 +290,14 @@ def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
     parent = source_build.ensure_sdk_image(client)
     limits = B.BuildLimits(max_growth_bytes=16 * 1024**2)
     uid = source_build.build_uid(secrets.token_hex(16))
-    dockerfile = "\n".join([f"FROM {parent}", f"USER {uid}:{uid}",
-                            f"RUN {json.dumps(['/usr/local/bin/python', '-I', '-c', SANDBOX_PROBE])}", ""])
+    dockerfile = "\n".join(
+        [
+            f"FROM {parent}",
+            f"USER {uid}:{uid}",
+            f"RUN {json.dumps(['/usr/local/bin/python', '-I', '-c', SANDBOX_PROBE])}",
+            "",
+        ]
+    )
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
         info = tarfile.TarInfo("Dockerfile")
@@ -289,7 +317,9 @@ def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
     FIGURES["fork bomb in a build step"] = f"{fields['forked']} of 300 forks"
     assert int(fields["forked"]) < B.BUILD_PIDS, probe
     assert int(fields["uid"]) == uid != 0
-    assert fields["quota"] in (str(int(B.BUILD_CPUS * 100_000)), f"{int(B.BUILD_CPUS * 100_000)} 100000"), probe
+    assert fields["quota"] in (str(int(B.BUILD_CPUS * 100_000)), f"{int(B.BUILD_CPUS * 100_000)} 100000"), (
+        probe
+    )
     assert fields["memory"] == str(B.BUILD_MEMORY), probe
     assert int(fields["caps"], 16) == 0, probe
     lines = text.splitlines()
@@ -303,8 +333,9 @@ def test_a_run_step_that_forks_is_capped(client: Any, tmp_path: Path) -> None:
 
 def test_files_over_the_growth_cap_are_refused_before_the_build(client: Any, tmp_path: Path) -> None:
     files: dict[str, bytes | str] = {"bot.py": PY_BOT, "data.bin": secrets.token_bytes(3 * 1024**2)}
-    r = build_source(make_zip(tmp_path / "big.zip", files), tag=tag("big"), client=client,
-                     max_growth_bytes=2 * 1024**2)
+    r = build_source(
+        make_zip(tmp_path / "big.zip", files), tag=tag("big"), client=client, max_growth_bytes=2 * 1024**2
+    )
     assert not r.ok and r.reason is not None, r.log
     assert "2.0 MiB" in r.reason and "leave out" in r.reason, r.reason
     import docker.errors
@@ -313,13 +344,16 @@ def test_files_over_the_growth_cap_are_refused_before_the_build(client: Any, tmp
         client.images.get(tag("big"))
 
 
-def test_a_build_whose_compiled_files_go_over_the_cap_is_refused_and_removed(client: Any, tmp_path: Path) -> None:
+def test_a_build_whose_compiled_files_go_over_the_cap_is_refused_and_removed(
+    client: Any, tmp_path: Path
+) -> None:
     """1.2 MiB of source under a 2 MiB cap, but its compiled form doubles it:
     the image, measured against its parent, is over; it is removed."""
     blob = "DATA = " + repr(secrets.token_hex(600 * 1024)) + "\n"  # 1.2 MiB of text, ~1.2 MiB of pyc
     files: dict[str, bytes | str] = {"bot.py": PY_BOT, "blob.py": blob}
-    r = build_source(make_zip(tmp_path / "blob.zip", files), tag=tag("blob"), client=client,
-                     max_growth_bytes=2 * 1024**2)
+    r = build_source(
+        make_zip(tmp_path / "blob.zip", files), tag=tag("blob"), client=client, max_growth_bytes=2 * 1024**2
+    )
     assert not r.ok and r.reason is not None, r.log
     assert "adds" in r.reason and "2.0 MiB" in r.reason and "compiled" in r.reason, r.reason
     assert r.image_id is None
@@ -346,7 +380,8 @@ def test_a_bot_under_the_cap_says_what_it_added(client: Any, tmp_path: Path) -> 
 
 
 async def test_the_service_passes_its_growth_cap_to_the_build(
-        aiohttp_client: Any, tmp_path: Path, docker_client: Any) -> None:
+    aiohttp_client: Any, tmp_path: Path, docker_client: Any
+) -> None:
     """``Settings.max_build_growth`` (``referee serve --max-build-growth``)
     reaches the build: a team's upload over it is refused, and says why."""
     import sys
@@ -363,13 +398,17 @@ async def test_the_service_passes_its_growth_cap_to_the_build(
     admin = db.ensure_admin_token()
     db.close()
     assert admin is not None
-    client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
-                                                             max_build_growth=1024**2)))
+    client = await aiohttp_client(
+        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, max_build_growth=1024**2))
+    )
     cid = await new_competition(client, admin)
     tid, token = await new_team(client, admin, cid, "team big")
     archive = make_zip(tmp_path / "big.zip", {"bot.py": PY_BOT, "data.bin": secrets.token_bytes(2 * 1024**2)})
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=archive.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=archive.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
     sub = done["submission"]
@@ -391,8 +430,9 @@ def test_serve_parses_max_build_growth(tmp_path: Path, value: str, ok: bool) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = CliRunner().invoke(serve, ["--db", str(tmp_path / "s.sqlite"), "--port", str(port),
-                                            "--max-build-growth", value])
+        result = CliRunner().invoke(
+            serve, ["--db", str(tmp_path / "s.sqlite"), "--port", str(port), "--max-build-growth", value]
+        )
     if ok:  # parsed, then stopped at the port in use
         assert "--max-build-growth" not in result.output, result.output
         assert isinstance(result.exception, OSError) and "address already in use" in str(result.exception)

@@ -27,11 +27,11 @@ from containers_helpers import FIGURES
 from referee.bots import builds as B
 from referee.bots import source_build
 from referee.bots.baseimage import ROOT
-from referee.bots.instance import current
 from referee.bots.builds import BuildResult, remove_image
-from referee.bots.image_archive import DEFAULT_MAX_IMAGE_BYTES, load_image_archive
-from referee.bots.source_build import build_source
 from referee.bots.container import ContainerBot
+from referee.bots.image_archive import DEFAULT_MAX_IMAGE_BYTES, load_image_archive
+from referee.bots.instance import current
+from referee.bots.source_build import build_source
 from referee.match import play_match
 
 PY_BOT = '''\
@@ -78,8 +78,9 @@ def make_zip(path: Path, files: dict[str, bytes | str], *, links: dict[str, str]
     return path
 
 
-def make_tar(path: Path, files: dict[str, bytes | str], *, gz: bool = True,
-             special: list[tarfile.TarInfo] = ()) -> Path:  # type: ignore[assignment]
+def make_tar(
+    path: Path, files: dict[str, bytes | str], *, gz: bool = True, special: list[tarfile.TarInfo] = ()
+) -> Path:  # type: ignore[assignment]
     with tarfile.open(path, "w:gz" if gz else "w") as tar:
         for name, data in files.items():
             raw = data.encode() if isinstance(data, str) else data
@@ -96,9 +97,15 @@ def python_bot_files(name: str = "zipped-greedy") -> dict[str, bytes | str]:
     return {"bot.py": PY_BOT, "helper.py": f"NAME = {name!r}\n"}
 
 
-def image_archive(path: Path, *, manifest: Any = None, config: dict[str, Any] | None = None,
-                  layer: bytes | None = None, extra: dict[str, bytes] | None = None,
-                  drop: tuple[str, ...] = ()) -> Path:
+def image_archive(
+    path: Path,
+    *,
+    manifest: Any = None,
+    config: dict[str, Any] | None = None,
+    layer: bytes | None = None,
+    extra: dict[str, bytes] | None = None,
+    drop: tuple[str, ...] = (),
+) -> Path:
     """A hand-made one-layer docker save archive (the layer holds /hello.txt)."""
     if layer is None:
         buf = io.BytesIO()
@@ -109,17 +116,29 @@ def image_archive(path: Path, *, manifest: Any = None, config: dict[str, Any] | 
             t.addfile(info, io.BytesIO(data))
         layer = buf.getvalue()
     diff = "sha256:" + hashlib.sha256(layer).hexdigest()
-    cfg = config if config is not None else {
-        "architecture": "amd64", "os": "linux", "config": {"Cmd": ["/hello"]},
-        "rootfs": {"type": "layers", "diff_ids": [diff]},
-    }
+    cfg = (
+        config
+        if config is not None
+        else {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Cmd": ["/hello"]},
+            "rootfs": {"type": "layers", "diff_ids": [diff]},
+        }
+    )
     cfg_bytes = json.dumps(cfg).encode()
     cfg_name = hashlib.sha256(cfg_bytes).hexdigest() + ".json"
-    man = manifest if manifest is not None else [
-        {"Config": cfg_name, "RepoTags": ["team-image:1"], "Layers": ["abc/layer.tar"]}
-    ]
-    files = {"manifest.json": json.dumps(man).encode(), cfg_name: cfg_bytes, "abc/layer.tar": layer,
-             **(extra or {})}
+    man = (
+        manifest
+        if manifest is not None
+        else [{"Config": cfg_name, "RepoTags": ["team-image:1"], "Layers": ["abc/layer.tar"]}]
+    )
+    files = {
+        "manifest.json": json.dumps(man).encode(),
+        cfg_name: cfg_bytes,
+        "abc/layer.tar": layer,
+        **(extra or {}),
+    }
     return make_tar(path, {k: v for k, v in files.items() if k not in drop}, gz=False)
 
 
@@ -189,8 +208,9 @@ def python_bot(client: Any, tmp_path_factory: pytest.TempPathFactory) -> BuildRe
     files["__MACOSX/mybot/._bot.py"] = b"\0\5\26\7"
     files["mybot/__pycache__/bot.cpython-311.pyc"] = b"junk"
     archive = make_zip(folder / "upload.bin", files)  # the name says nothing: content does
-    result = build_source(archive, tag=tag("py"), labels={"referee.team": "7", "referee.note": NOTE},
-                          client=client)
+    result = build_source(
+        archive, tag=tag("py"), labels={"referee.team": "7", "referee.note": NOTE}, client=client
+    )
     FIGURES["python source bot build"] = f"{result.seconds:.1f} s"
     return result
 
@@ -235,8 +255,9 @@ async def test_python_source_zip_builds_and_plays(client: Any, python_bot: Build
         assert (await bot.handshake()).name == "zipped-greedy"
 
 
-async def test_node_source_tar_gz_builds_and_plays(client: Any, node_bot: BuildResult,
-                                                   python_bot: BuildResult, out: Path) -> None:
+async def test_node_source_tar_gz_builds_and_plays(
+    client: Any, node_bot: BuildResult, python_bot: BuildResult, out: Path
+) -> None:
     if not __import__("shutil").which("node"):
         pytest.skip("node is not installed")
     r = node_bot
@@ -245,8 +266,10 @@ async def test_node_source_tar_gz_builds_and_plays(client: Any, node_bot: BuildR
     assert labels_of(client, r.image_id)[B.SOURCE_LABEL] == "node"
     assert client.images.get(r.image_id).attrs["Config"]["Cmd"] == ["node", "bot.js"]
     assert python_bot.image_id is not None
-    async with ContainerBot(r.image_id, out_dir=out, name="node") as node, \
-            ContainerBot(python_bot.image_id, out_dir=out, name="zipped") as py:
+    async with (
+        ContainerBot(r.image_id, out_dir=out, name="node") as node,
+        ContainerBot(python_bot.image_id, out_dir=out, name="zipped") as py,
+    ):
         assert (await node.handshake()).name == "node-greedy"
         result = await play_match([node, py], seed=5, names=["node", "zipped"])
     assert result.places is not None and sorted(result.places) in ([1, 2], [1, 1])
@@ -255,8 +278,11 @@ async def test_node_source_tar_gz_builds_and_plays(client: Any, node_bot: BuildR
 
 def test_source_kind_is_read_from_content_not_name(client: Any, tmp_path: Path) -> None:
     files = python_bot_files()
-    for name, make in (("bot.zip", lambda p: make_tar(p, files)), ("bot.tar.gz", lambda p: make_zip(p, files)),
-                       ("plain.zip", lambda p: make_tar(p, files, gz=False))):
+    for name, make in (
+        ("bot.zip", lambda p: make_tar(p, files)),
+        ("bot.tar.gz", lambda p: make_zip(p, files)),
+        ("plain.zip", lambda p: make_tar(p, files, gz=False)),
+    ):
         r = build_source(make(tmp_path / name), tag=tag("kinds"), client=client)
         assert r.ok, (name, r.log)
         assert r.kind == "python"
@@ -283,7 +309,9 @@ def test_a_build_over_its_time_limit_is_cancelled(client: Any, tmp_path: Path) -
     refused(r, "the build took longer than 1 s")
     assert r.seconds < 12
     time.sleep(1.0)
-    building = [c for c in client.containers.list(all=True) if "compileall" in json.dumps(c.attrs["Config"]["Cmd"])]
+    building = [
+        c for c in client.containers.list(all=True) if "compileall" in json.dumps(c.attrs["Config"]["Cmd"])
+    ]
     assert building == []
     import docker.errors
 
@@ -303,20 +331,23 @@ def test_a_module_too_big_to_compile_is_refused_for_its_memory(client: Any, tmp_
         client.images.get(tag("oom"))
 
 
-@pytest.mark.parametrize("case,needles", [
-    ("traversal", ("leaves its folder", "'..'")),
-    ("absolute", ("absolute path",)),
-    ("zip symlink", ("symbolic link",)),
-    ("control chars", ("control characters",)),
-    ("duplicate", ("appears twice",)),
-    ("no bot", ("no bot.py", "zip -r")),
-    ("both", ("both bot.py",)),
-    ("requirements", ("requirements.txt asks for numpy", "no network")),
-    ("node deps", ("no node_modules", "npm install")),
-    ("node main missing", ("entry file 'src/main.js'",)),
-    ("not an archive", ("not a .zip or .tar.gz archive",)),
-    ("empty file", ("the file is empty",)),
-])
+@pytest.mark.parametrize(
+    "case,needles",
+    [
+        ("traversal", ("leaves its folder", "'..'")),
+        ("absolute", ("absolute path",)),
+        ("zip symlink", ("symbolic link",)),
+        ("control chars", ("control characters",)),
+        ("duplicate", ("appears twice",)),
+        ("no bot", ("no bot.py", "zip -r")),
+        ("both", ("both bot.py",)),
+        ("requirements", ("requirements.txt asks for numpy", "no network")),
+        ("node deps", ("no node_modules", "npm install")),
+        ("node main missing", ("entry file 'src/main.js'",)),
+        ("not an archive", ("not a .zip or .tar.gz archive",)),
+        ("empty file", ("the file is empty",)),
+    ],
+)
 def test_source_refusals(client: Any, tmp_path: Path, case: str, needles: tuple[str, ...]) -> None:
     p = tmp_path / "upload"
     bot = python_bot_files()
@@ -351,9 +382,12 @@ def test_tar_links_and_devices_are_refused(client: Any, tmp_path: Path, kind: st
         info.type, info.devmajor, info.devminor = tarfile.CHRTYPE, 1, 3
     else:
         info.type = tarfile.FIFOTYPE
-    r = build_source(make_tar(tmp_path / "t.tgz", python_bot_files(), special=[info]), tag=tag("refused"),
-                     client=client)
-    word = {"symlink": "a symbolic link", "hardlink": "a hard link", "device": "a device", "fifo": "a fifo"}[kind]
+    r = build_source(
+        make_tar(tmp_path / "t.tgz", python_bot_files(), special=[info]), tag=tag("refused"), client=client
+    )
+    word = {"symlink": "a symbolic link", "hardlink": "a hard link", "device": "a device", "fifo": "a fifo"}[
+        kind
+    ]
     refused(r, word, "'innocent.py'", "only files and folders")
 
 
@@ -384,8 +418,8 @@ def test_zip_bomb_that_lies_about_its_size(client: Any, tmp_path: Path) -> None:
     start = 0
     while (i := data.find(b"zeros.bin", start)) >= 0:
         for off in range(max(0, i - 46), i):
-            if data[off:off + 4] == true_size:
-                data[off:off + 4] = lie
+            if data[off : off + 4] == true_size:
+                data[off : off + 4] = lie
                 count += 1
                 break
         start = i + 1
@@ -393,7 +427,9 @@ def test_zip_bomb_that_lies_about_its_size(client: Any, tmp_path: Path) -> None:
     p.write_bytes(bytes(data))
     r = build_source(p, tag=tag("refused"), client=client)
     refused(r, "zeros.bin")
-    assert "more than the size the archive declares" in (r.reason or "") or "cannot be unpacked" in (r.reason or "")
+    assert "more than the size the archive declares" in (r.reason or "") or "cannot be unpacked" in (
+        r.reason or ""
+    )
 
 
 def test_tar_gz_bomb(client: Any, tmp_path: Path) -> None:
@@ -413,8 +449,12 @@ def test_too_many_files_and_too_big_an_upload(client: Any, tmp_path: Path) -> No
     refused(r, "more than 50 files and folders")
     r = build_source(make_tar(tmp_path / "many.tgz", files), tag=tag("refused"), client=client, max_files=50)
     refused(r, "more than 50 files and folders")
-    r = build_source(make_zip(tmp_path / "big.zip", {**python_bot_files(), "x": secrets.token_bytes(4096)}),
-                     tag=tag("refused"), client=client, max_bytes=2048)
+    r = build_source(
+        make_zip(tmp_path / "big.zip", {**python_bot_files(), "x": secrets.token_bytes(4096)}),
+        tag=tag("refused"),
+        client=client,
+        max_bytes=2048,
+    )
     refused(r, "more than the limit of")
 
 
@@ -426,8 +466,9 @@ def test_a_docker_save_uploaded_as_source_says_so(client: Any, tmp_path: Path) -
 # ---------------------------------------------------- docker save archives
 
 
-async def test_docker_save_of_the_node_sample_loads_pinned(client: Any, images: dict[str, str],
-                                                           saved_node: Path, out: Path) -> None:
+async def test_docker_save_of_the_node_sample_loads_pinned(
+    client: Any, images: dict[str, str], saved_node: Path, out: Path
+) -> None:
     node_id = str(client.images.get(images["node"]).id)
     r = load_image_archive(saved_node, tag=tag("saved"), labels={"referee.team": "9"}, client=client)
     FIGURES["docker-save load (104 MB, layers known)"] = f"{r.seconds:.1f} s"
@@ -445,8 +486,9 @@ async def test_docker_save_of_the_node_sample_loads_pinned(client: Any, images: 
         assert (await bot.handshake()).name == "node-greedy"
 
 
-def test_an_archive_claiming_the_base_tag_renames_nothing(client: Any, images: dict[str, str],
-                                                          saved_node: Path, tmp_path: Path) -> None:
+def test_an_archive_claiming_the_base_tag_renames_nothing(
+    client: Any, images: dict[str, str], saved_node: Path, tmp_path: Path
+) -> None:
     node_id = str(client.images.get(images["node"]).id)
     base_id = str(client.images.get(current().base_tag).id)
     # The attack is real: a plain docker load of such an archive moves the name.
@@ -456,8 +498,11 @@ def test_an_archive_claiming_the_base_tag_renames_nothing(client: Any, images: d
         list(client.images.load(f))
     assert str(client.images.get(victim).id) == node_id
     client.images.get(current().base_tag).tag(victim)
-    before = {t: str(client.images.get(t).id) for t in (current().base_tag, images["greedy"], tag("py"), victim)
-              if _exists(client, t)}
+    before = {
+        t: str(client.images.get(t).id)
+        for t in (current().base_tag, images["greedy"], tag("py"), victim)
+        if _exists(client, t)
+    }
     assert before[current().base_tag] == before[victim] == base_id
     hostile = retagged(saved_node, tmp_path / "hostile.tar", list(before))
     r = load_image_archive(hostile, tag=tag("hostile"), client=client)
@@ -484,8 +529,11 @@ def _exists(client: Any, image: str) -> bool:
 
 
 def test_a_hand_made_image_archive_loads(client: Any, tmp_path: Path) -> None:
-    r = load_image_archive(image_archive(tmp_path / "i.tar", extra={"repositories": b'{"referee-base":{"local":"x"}}'}),
-                           tag=tag("handmade"), client=client)
+    r = load_image_archive(
+        image_archive(tmp_path / "i.tar", extra={"repositories": b'{"referee-base":{"local":"x"}}'}),
+        tag=tag("handmade"),
+        client=client,
+    )
     assert r.ok, r.log
     assert labels_of(client, r.image_id or "")[B.INPUT_LABEL] == r.input_sha256
     assert client.images.get(r.parent_id).attrs["Config"]["Cmd"] == ["/hello"]
@@ -497,27 +545,34 @@ def _two_images(p: Path) -> Path:
 
 
 def _config(**override: Any) -> dict[str, Any]:
-    return {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]},
-            **override}
+    return {
+        "architecture": "amd64",
+        "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]},
+        **override,
+    }
 
 
-@pytest.mark.parametrize("case,needles", [
-    ("not a tar", ("not a tar archive", "docker save IMAGE -o bot.tar")),
-    ("gzip", ("gzip-compressed",)),
-    ("no manifest", ("no manifest.json",)),
-    ("bad manifest", ("not a docker save manifest",)),
-    ("two images", ("holds 2 images", "exactly one")),
-    ("no image", ("holds 0 images",)),
-    ("missing layer", ("layer 1 'abc/layer.tar' is missing from the archive",)),
-    ("missing config", ("the image config", "is missing")),
-    ("traversal", ("not a plain path inside the archive",)),
-    ("link out", ("links outside the archive",)),
-    ("onbuild", ("ONBUILD",)),
-    ("arm", ("for arm64 CPUs", "--platform")),
-    ("layer count", ("config lists 2 layers but manifest.json 1",)),
-    ("wrong layer", ("the Docker daemon refused the archive",)),
-    ("too big", ("more than the limit of",)),
-])
+@pytest.mark.parametrize(
+    "case,needles",
+    [
+        ("not a tar", ("not a tar archive", "docker save IMAGE -o bot.tar")),
+        ("gzip", ("gzip-compressed",)),
+        ("no manifest", ("no manifest.json",)),
+        ("bad manifest", ("not a docker save manifest",)),
+        ("two images", ("holds 2 images", "exactly one")),
+        ("no image", ("holds 0 images",)),
+        ("missing layer", ("layer 1 'abc/layer.tar' is missing from the archive",)),
+        ("missing config", ("the image config", "is missing")),
+        ("traversal", ("not a plain path inside the archive",)),
+        ("link out", ("links outside the archive",)),
+        ("onbuild", ("ONBUILD",)),
+        ("arm", ("for arm64 CPUs", "--platform")),
+        ("layer count", ("config lists 2 layers but manifest.json 1",)),
+        ("wrong layer", ("the Docker daemon refused the archive",)),
+        ("too big", ("more than the limit of",)),
+    ],
+)
 def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles: tuple[str, ...]) -> None:
     p = tmp_path / "upload.tar"
     base_id = str(client.images.get(current().base_tag).id)
@@ -531,18 +586,28 @@ def test_image_archive_refusals(client: Any, tmp_path: Path, case: str, needles:
         "two images": lambda: _two_images(p),
         "no image": lambda: image_archive(p, manifest=[]),
         "missing layer": lambda: image_archive(p, drop=("abc/layer.tar",)),
-        "missing config": lambda: image_archive(p, manifest=[{"Config": "nope.json", "Layers": ["abc/layer.tar"]}]),
-        "traversal": lambda: image_archive(p, manifest=[{"Config": "../../x.json", "Layers": ["abc/layer.tar"]}]),
+        "missing config": lambda: image_archive(
+            p, manifest=[{"Config": "nope.json", "Layers": ["abc/layer.tar"]}]
+        ),
+        "traversal": lambda: image_archive(
+            p, manifest=[{"Config": "../../x.json", "Layers": ["abc/layer.tar"]}]
+        ),
         "link out": lambda: _with_member(image_archive(tmp_path / "x.tar", drop=("abc/layer.tar",)), p, link),
         "onbuild": lambda: image_archive(p, config=_config(config={"OnBuild": ["RUN evil"]})),
         "arm": lambda: image_archive(p, config=_config(architecture="arm64")),
-        "layer count": lambda: image_archive(p, config=_config(rootfs={"type": "layers", "diff_ids": ["a", "b"]})),
+        "layer count": lambda: image_archive(
+            p, config=_config(rootfs={"type": "layers", "diff_ids": ["a", "b"]})
+        ),
         "wrong layer": lambda: image_archive(p, config=_config()),  # the diff id is not the layer's
         "too big": lambda: image_archive(p),
     }[case]
     archive = make()
-    r = load_image_archive(archive, tag=tag("refused"), client=client,
-                           max_bytes=1024 if case == "too big" else DEFAULT_MAX_IMAGE_BYTES)
+    r = load_image_archive(
+        archive,
+        tag=tag("refused"),
+        client=client,
+        max_bytes=1024 if case == "too big" else DEFAULT_MAX_IMAGE_BYTES,
+    )
     refused(r, *needles)
     assert str(client.images.get(current().base_tag).id) == base_id
     assert not _exists(client, tag("refused"))

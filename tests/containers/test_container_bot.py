@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from containers_helpers import FIGURES, GVISOR, TEST_RUNTIME, UNREACHABLE
-
-from containers_helpers import wait_for_line
+from containers_helpers import FIGURES, GVISOR, TEST_RUNTIME, UNREACHABLE, wait_for_line
 
 from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
@@ -23,14 +21,12 @@ from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
 from referee.containers_cli import containers_cleanup
 
-
 PY_GREEDY = ["-m", "sample_bots.greedy", "--port", "{port}"]
 
 
-
-
-async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, images: dict[str, str],
-                                                          out: Path) -> None:
+async def test_sample_bot_in_a_container_with_every_limit(
+    docker_client: Any, images: dict[str, str], out: Path
+) -> None:
     limits = ContainerLimits(memory="96m", cpus=0.5, pids=48, tmpfs="8m")
     bot = ContainerBot(images["greedy"], out_dir=out, name="greedy", limits=limits)
     t0 = time.perf_counter()
@@ -41,7 +37,11 @@ async def test_sample_bot_in_a_container_with_every_limit(docker_client: Any, im
         assert bot.url == f"unix:{out / 'sockets' / 'greedy' / 'bot.sock'}"
         c = docker_client.containers.get(bot.container_name)
         hc = c.attrs["HostConfig"]
-        assert hc["Memory"] == hc["MemorySwap"] == 96 * 1024**2 + (container_limits.GVISOR_MEMORY if GVISOR else 0)
+        assert (
+            hc["Memory"]
+            == hc["MemorySwap"]
+            == 96 * 1024**2 + (container_limits.GVISOR_MEMORY if GVISOR else 0)
+        )
         assert hc["NanoCpus"] == 500_000_000
         # under gVisor the host's pids limit also holds the sandbox's own threads
         assert hc["PidsLimit"] == 48 + (container_limits.GVISOR_THREADS if GVISOR else 0)
@@ -76,13 +76,18 @@ async def test_no_way_out_of_the_sandbox(images: dict[str, str], out: Path, tmp_
     async with other, ContainerBot(images["greedy"], out_dir=out, name="neighbour") as neighbour:
         assert other.port is not None and neighbour.socket_path is not None
         prober = ContainerBot(
-            images["hostile"], out_dir=out, name="prober",
-            env={"HOSTILE": "probe", "PROBE_PORT": str(other.port),
-                 "PROBE_SOCKET": str(neighbour.socket_path)},
+            images["hostile"],
+            out_dir=out,
+            name="prober",
+            env={
+                "HOSTILE": "probe",
+                "PROBE_PORT": str(other.port),
+                "PROBE_SOCKET": str(neighbour.socket_path),
+            },
         )
         async with prober:
             line = await wait_for_line(prober.log_path, "PROBE ")
-    probe = json.loads(line[len("PROBE "):])
+    probe = json.loads(line[len("PROBE ") :])
     assert probe["interfaces"] == ["lo"]
     assert probe["internet"]["ok"] is False and probe["internet"]["errno"] in UNREACHABLE
     assert probe["bridge"]["ok"] is False and probe["bridge"]["errno"] in UNREACHABLE
@@ -95,12 +100,19 @@ async def test_no_way_out_of_the_sandbox(images: dict[str, str], out: Path, tmp_
     assert probe["write_tmp"]["ok"] is True
     assert probe["cap_eff"] == "0000000000000000"
     assert probe["no_new_privs"] == "1"
-    assert probe["uid"] == (os.getuid() or container_limits.NOBODY)  # the referee's uid, never 0: nobody under root
+    assert probe["uid"] == (
+        os.getuid() or container_limits.NOBODY
+    )  # the referee's uid, never 0: nobody under root
 
 
 async def test_never_ready_is_a_clear_error(images: dict[str, str], out: Path) -> None:
-    bot = ContainerBot(images["hostile"], out_dir=out, name="sleepy", env={"HOSTILE": "never_ready"},
-                       limits=ContainerLimits(ready_timeout_s=1.5))
+    bot = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="sleepy",
+        env={"HOSTILE": "never_ready"},
+        limits=ContainerLimits(ready_timeout_s=1.5),
+    )
     t0 = time.perf_counter()
     with pytest.raises(BotError) as err:
         await bot.launch()
@@ -129,8 +141,9 @@ async def test_missing_image_says_how_to_get_it(docker_client: Any, out: Path) -
     assert "docker build -t referee-no-such-image:missing" in text and "docker load" in text
 
 
-async def test_long_output_folder_falls_back_to_a_short_socket_path(images: dict[str, str],
-                                                                    out: Path) -> None:
+async def test_long_output_folder_falls_back_to_a_short_socket_path(
+    images: dict[str, str], out: Path
+) -> None:
     deep = out / ("d" * 60) / ("e" * 60)
     bot = ContainerBot(images["greedy"], out_dir=deep, name="greedy")
     async with bot:
@@ -143,10 +156,19 @@ async def test_long_output_folder_falls_back_to_a_short_socket_path(images: dict
 
 def _stray(client: Any, image: str, out: Path, pid: int, name: str) -> Any:
     return client.containers.run(
-        image, ["python", "-c", "import time; time.sleep(600)"], detach=True, network_mode="none",
-        init=True, name=f"referee-test-{name}-{os.getpid()}",
-        labels={"referee.managed": "1", "referee.out": str(out.resolve()), "referee.bot": name,
-                "referee.pid": str(pid), "referee.host": socket.gethostname()},
+        image,
+        ["python", "-c", "import time; time.sleep(600)"],
+        detach=True,
+        network_mode="none",
+        init=True,
+        name=f"referee-test-{name}-{os.getpid()}",
+        labels={
+            "referee.managed": "1",
+            "referee.out": str(out.resolve()),
+            "referee.bot": name,
+            "referee.pid": str(pid),
+            "referee.host": socket.gethostname(),
+        },
     )
 
 
@@ -162,8 +184,9 @@ def _dead_pid() -> int:
         pid -= 1
 
 
-def test_cleanup_command_removes_strays_by_label(docker_client: Any, images: dict[str, str],
-                                                 out: Path) -> None:
+def test_cleanup_command_removes_strays_by_label(
+    docker_client: Any, images: dict[str, str], out: Path
+) -> None:
     orphan = _stray(docker_client, images["greedy"], out, _dead_pid(), "orphan")
     alive = _stray(docker_client, images["greedy"], out, os.getpid(), "alive")
     runner = CliRunner()
@@ -173,7 +196,9 @@ def test_cleanup_command_removes_strays_by_label(docker_client: Any, images: dic
     result = runner.invoke(containers_cleanup, ["--out", str(out)])
     assert result.exit_code == 0, result.output
     assert f"removed {orphan.name}" in result.output and alive.name not in result.output
-    assert [c.name for c in docker_daemon.find_containers({"referee.out": str(out.resolve())})] == [alive.name]
+    assert [c.name for c in docker_daemon.find_containers({"referee.out": str(out.resolve())})] == [
+        alive.name
+    ]
     result = runner.invoke(containers_cleanup, ["--out", str(out), "--all"])
     assert f"removed {alive.name}" in result.output
     assert docker_daemon.find_containers({"referee.out": str(out.resolve())}) == []
@@ -204,8 +229,13 @@ async def test_runs_as_another_user_with_a_secret(images: dict[str, str], out: P
     The league's secret reaches the SDK as BOT_SECRET: signed requests pass."""
     from referee.match import play_match
 
-    bot = ContainerBot(images["greedy"], out_dir=out, name="nobody", secret="s3cret",
-                       limits=ContainerLimits(user="65534:65534"))
+    bot = ContainerBot(
+        images["greedy"],
+        out_dir=out,
+        name="nobody",
+        secret="s3cret",
+        limits=ContainerLimits(user="65534:65534"),
+    )
     async with bot:
         assert bot.socket_path is not None and bot.socket_path.stat().st_uid == 65534
         other = ContainerBot(images["greedy"], out_dir=out, name="root-bot")

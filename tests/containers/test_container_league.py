@@ -28,8 +28,20 @@ PY = sys.executable
 
 
 def league_text(bots: list[str], *, table_size: int = 2, extra: str = "", move_ms: int = 1000) -> str:
-    lines = ["[tournament]", 'name = "boxed"', "seed = 5", f"table_size = {table_size}", "rounds = 1",
-             "concurrency = 3", "", "[timeouts]", f"move_ms = {move_ms}", "", extra, ""]
+    lines = [
+        "[tournament]",
+        'name = "boxed"',
+        "seed = 5",
+        f"table_size = {table_size}",
+        "rounds = 1",
+        "concurrency = 3",
+        "",
+        "[timeouts]",
+        f"move_ms = {move_ms}",
+        "",
+        extra,
+        "",
+    ]
     return "\n".join(lines) + "\n".join(bots)
 
 
@@ -82,13 +94,14 @@ def test_league_with_a_container_bot(images: dict[str, str], out: Path) -> None:
 
 
 @pytest.mark.slow
-def test_memory_hog_is_killed_and_faulted_while_the_league_goes_on(images: dict[str, str],
-                                                                    out: Path) -> None:
-    text = league_text([
-        image_bot("hog", images["hostile"], 'env = { HOSTILE = "memhog" }\nlimits = { memory = "48m" }'),
-        command_bot("greedy", "greedy"),
-        command_bot("random", "random"),
-    ])
+def test_memory_hog_is_killed_and_faulted_while_the_league_goes_on(images: dict[str, str], out: Path) -> None:
+    text = league_text(
+        [
+            image_bot("hog", images["hostile"], 'env = { HOSTILE = "memhog" }\nlimits = { memory = "48m" }'),
+            command_bot("greedy", "greedy"),
+            command_bot("random", "random"),
+        ]
+    )
     t, standings = run(text, out)
     rows = {s.bot: s for s in standings}
     assert rows["hog"].games == 4 and rows["hog"].faults.get("connection", 0) >= 4
@@ -102,14 +115,24 @@ def test_memory_hog_is_killed_and_faulted_while_the_league_goes_on(images: dict[
 
 
 @pytest.mark.slow
-async def test_fork_bomb_is_held_by_the_pid_limit(docker_client: Any, images: dict[str, str],
-                                                  out: Path, tmp_path: Path) -> None:
-    skip_under_runtime({"runsc": "under gVisor the pids cgroup counts the sandbox's own threads, not "
-                                 "the bot's processes (tasks of gVisor's kernel), so no fork fails "
-                                 "with EAGAIN: the bomb ends at the memory limit instead "
-                                 "(test_gvisor.py::test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit)"})
-    bomb = ContainerBot(images["hostile"], out_dir=out, name="bomb", env={"HOSTILE": "forkbomb"},
-                        limits=ContainerLimits(pids=32, cpus=0.5))
+async def test_fork_bomb_is_held_by_the_pid_limit(
+    docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path
+) -> None:
+    skip_under_runtime(
+        {
+            "runsc": "under gVisor the pids cgroup counts the sandbox's own threads, not "
+            "the bot's processes (tasks of gVisor's kernel), so no fork fails "
+            "with EAGAIN: the bomb ends at the memory limit instead "
+            "(test_gvisor.py::test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit)"
+        }
+    )
+    bomb = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="bomb",
+        env={"HOSTILE": "forkbomb"},
+        limits=ContainerLimits(pids=32, cpus=0.5),
+    )
     greedy = CommandBot([PY, "-m", "sample_bots.greedy", "--port", "{port}"], log_dir=tmp_path, name="g")
     async with bomb, greedy:
         line = ""
@@ -133,10 +156,12 @@ async def test_fork_bomb_is_held_by_the_pid_limit(docker_client: Any, images: di
 
 @pytest.mark.slow
 def test_fresh_process_gives_each_game_a_new_container(images: dict[str, str], out: Path) -> None:
-    text = league_text([
-        image_bot("fresh", images["greedy"], "fresh_process = true"),
-        command_bot("greedy", "greedy"),
-    ])
+    text = league_text(
+        [
+            image_bot("fresh", images["greedy"], "fresh_process = true"),
+            command_bot("greedy", "greedy"),
+        ]
+    )
     t, standings = run(text, out)
     assert {s.bot: s.games for s in standings} == {"fresh": 2, "greedy": 2}
     log = (out / "logs" / "fresh.container.log").read_text()
@@ -147,7 +172,9 @@ def test_unusable_image_bots_stop_the_league_before_any_game(docker_client: Any,
     text = league_text([image_bot("ghost", "referee-no-such-image:missing"), command_bot("greedy", "greedy")])
     with pytest.raises(LeagueError) as err:
         run(text, out)
-    assert "[[bots]] #1 'ghost': image 'referee-no-such-image:missing' is not on this machine" in str(err.value)
+    assert "[[bots]] #1 'ghost': image 'referee-no-such-image:missing' is not on this machine" in str(
+        err.value
+    )
     assert not (out / "replays").exists()
 
 
@@ -160,19 +187,30 @@ def test_no_daemon_stops_the_league_naming_the_bot(monkeypatch: pytest.MonkeyPat
     assert "[[bots]] #1 'boxed': no Docker daemon answers" in str(err.value)
 
 
-def test_strays_of_a_crashed_run_are_removed_at_start(docker_client: Any, images: dict[str, str],
-                                                      out: Path) -> None:
+def test_strays_of_a_crashed_run_are_removed_at_start(
+    docker_client: Any, images: dict[str, str], out: Path
+) -> None:
     import socket
 
     stray = docker_client.containers.run(
-        images["greedy"], ["python", "-c", "import time; time.sleep(600)"], detach=True,
-        network_mode="none", name=f"referee-test-stray-{os.getpid()}",
-        labels={"referee.managed": "1", "referee.out": str(out.resolve()), "referee.bot": "boxed",
-                "referee.pid": "999999", "referee.host": socket.gethostname()},
+        images["greedy"],
+        ["python", "-c", "import time; time.sleep(600)"],
+        detach=True,
+        network_mode="none",
+        name=f"referee-test-stray-{os.getpid()}",
+        labels={
+            "referee.managed": "1",
+            "referee.out": str(out.resolve()),
+            "referee.bot": "boxed",
+            "referee.pid": "999999",
+            "referee.host": socket.gethostname(),
+        },
     )
     logs: list[str] = []
-    league = parse_league(league_text([image_bot("boxed", images["greedy"]), command_bot("g", "greedy")]),
-                          str(out.parent / "league.toml"))
+    league = parse_league(
+        league_text([image_bot("boxed", images["greedy"]), command_bot("g", "greedy")]),
+        str(out.parent / "league.toml"),
+    )
     asyncio.run(Tournament(league, out, progress=False, log=logs.append).run())
     assert any(f"removed 1 container(s) left by a crashed run: {stray.name}" in m for m in logs), logs
 
@@ -181,10 +219,13 @@ def test_strays_of_a_crashed_run_are_removed_at_start(docker_client: Any, images
 
 
 def test_league_limits_merge_and_errors() -> None:
-    text = league_text([
-        image_bot("a", "a:1", "[bots.limits]\ncpus = 0.5\n"),
-        image_bot("b", "b:1", 'command = ["python", "-m", "sample_bots.greedy", "--unix", "{unix}"]'),
-    ], extra='[containers]\nmemory = "64m"\npids = 32\n')
+    text = league_text(
+        [
+            image_bot("a", "a:1", "[bots.limits]\ncpus = 0.5\n"),
+            image_bot("b", "b:1", 'command = ["python", "-m", "sample_bots.greedy", "--unix", "{unix}"]'),
+        ],
+        extra='[containers]\nmemory = "64m"\npids = 32\n',
+    )
     league = parse_league(text)
     a, b = league.bots
     assert league.limits_for(a) == ContainerLimits(memory="64m", pids=32, cpus=0.5)
@@ -197,12 +238,15 @@ def test_league_limits_merge_and_errors() -> None:
         return str(err.value)
 
     assert error('limits = { memory = "lots" }') == (
-        "league.toml:15: [[bots]] #1 limits 'memory': expected a size like \"128m\", \"1g\" or \"512k\", got 'lots'")
+        'league.toml:15: [[bots]] #1 limits \'memory\': expected a size like "128m", "1g" or "512k", got \'lots\''
+    )
     assert "unknown key 'pidz'" in error("limits = { pidz = 3 }")
     assert "league.toml:12: [containers] 'pids': must be at least 4" in error("", "[containers]\npids = 1\n")
-    assert "only \"none\" is supported" in error('limits = { network = "internal" }')
+    assert 'only "none" is supported' in error('limits = { network = "internal" }')
     assert "use {unix}" not in error('command = ["x", "--port", "{port}"]')
     assert "listens on the unix socket {unix}" in error('command = ["x", "--port", "{port}"]')
     assert "'cwd': is for command bots" in error('cwd = "."')
     with pytest.raises(LeagueError, match="'limits': are for image bots"):
-        parse_league(league_text([command_bot("c", "greedy") + "limits = { pids = 8 }\n", image_bot("b", "b:1")]))
+        parse_league(
+            league_text([command_bot("c", "greedy") + "limits = { pids = 8 }\n", image_bot("b", "b:1")])
+        )

@@ -49,24 +49,33 @@ TIMEOUTS = Timeouts(move_ms=3000)
 @pytest.fixture(scope="module")
 def talkers(docker_client: Any, images: dict[str, str]) -> str:
     greedy_id = str(docker_client.images.get(images["greedy"]).id)
-    build_image(docker_client, TALKERS_IMAGE, TALKERS_DOCKERFILE,
-                {"sdk_talker.py": HERE / "sdk_talker.py", "talker.py": HERE.parent / "match" / "talker.py"},
-                buildargs={"BASE": images["greedy"]}, base_id=greedy_id)
+    build_image(
+        docker_client,
+        TALKERS_IMAGE,
+        TALKERS_DOCKERFILE,
+        {"sdk_talker.py": HERE / "sdk_talker.py", "talker.py": HERE.parent / "match" / "talker.py"},
+        buildargs={"BASE": images["greedy"]},
+        base_id=greedy_id,
+    )
     return TALKERS_IMAGE
 
 
 def requests_of(replay: Path, seat: int) -> list[tuple[str, int]]:
     """(request id, turn) of every ``/act`` the seat answered, in order."""
-    return [(s.line.request_id, s.line.turn) for s in steps(read_replay(replay))
-            if s.line.seat == seat and s.line.by != "skipped"]
+    return [
+        (s.line.request_id, s.line.turn)
+        for s in steps(read_replay(replay))
+        if s.line.seat == seat and s.line.by != "skipped"
+    ]
 
 
 def number(request_id: str) -> int:
     return int(request_id.rsplit(".", 1)[1])
 
 
-def placed(outputs: dict[str, str], asked: list[tuple[str, int]], game_id: str, token: str,
-           in_order: bool = False) -> int:
+def placed(
+    outputs: dict[str, str], asked: list[tuple[str, int]], game_id: str, token: str, in_order: bool = False
+) -> int:
     """How many requests have exactly the lines the bot printed for them
     (`in_order`: in the order printed; else stdout's and stderr's lines may
     interleave differently); asserts that no line is on an earlier request
@@ -89,8 +98,14 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
     plain = ContainerBot(talkers, out_dir=out, name="plain", command=PLAIN_TALKER)
     replay = out / "game.jsonl.gz"
     async with sdk, old, plain:
-        result = await play_match([sdk, old, plain], seed=11, names=["sdk", "old-sdk", "plain"],
-                                  timeouts=TIMEOUTS, game_id="g1", replay=replay)
+        result = await play_match(
+            [sdk, old, plain],
+            seed=11,
+            names=["sdk", "old-sdk", "plain"],
+            timeouts=TIMEOUTS,
+            game_id="g1",
+            replay=replay,
+        )
         tokens = [b._marks.token for b in (sdk, old, plain)]
         assert [b._marks.by_bot for b in (sdk, old, plain)] == [True, False, False]
     assert not any(result.faults), result.faults
@@ -103,7 +118,10 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
             exact = sum(outputs.get(r, "") == f"turn {t} of g1" for r, t in asked)
             turns = dict(asked)
             for r, text in outputs.items():
-                assert all(int(t) <= turns[r] for t in re.findall(r"^turn (\d+) of g1$", text, re.M)), (r, text)
+                assert all(int(t) <= turns[r] for t in re.findall(r"^turn (\d+) of g1$", text, re.M)), (
+                    r,
+                    text,
+                )
         else:
             exact = placed(outputs, asked, "g1", token, in_order=seat == 0)
         shares.append(f"{exact}/{len(asked)} = {100 * exact / len(asked):.0f} %")
@@ -116,8 +134,9 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
             assert not bot._marks.by_bot
     FIGURES["lines exactly on their move (SDK marks; old SDK; not on the SDK)"] = "; ".join(shares)
     # the replay from the SDK bot's seat: each of its moves with its lines, the others' with none
-    data = frames(read_replay(replay), public=True, output_seat=0,
-                  outputs=output_by_request([sdk.log_path], "g1"))
+    data = frames(
+        read_replay(replay), public=True, output_seat=0, outputs=output_by_request([sdk.log_path], "g1")
+    )
     own = [f for f in data["frames"][1:] if f["seat"] == 0]
     assert own and all(f["output"].startswith(f"turn {f['turn']} of g1.") for f in own)
     assert all("output" not in f for f in data["frames"][1:] if f["seat"] != 0)
@@ -127,8 +146,9 @@ async def test_the_node_sample_bot_marks_its_requests(images: dict[str, str], ou
     if "node" not in images:
         pytest.skip("node is not installed: no Node sample bot image")
     node = ContainerBot(images["node"], out_dir=out, name="node")
-    other = CommandBot([sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"], name="greedy",
-                       log_dir=out / "logs")
+    other = CommandBot(
+        [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"], name="greedy", log_dir=out / "logs"
+    )
     async with node, other:
         await play_match([node, other], seed=3, names=["node", "greedy"], timeouts=TIMEOUTS, game_id="n1")
         assert node._marks.by_bot

@@ -17,22 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, skip_under_runtime
+from containers_helpers import FIGURES, skip_under_runtime, wait_for_line
 
 from protocol.messages import GameStart, Rules, Timeouts
 from referee.bots import container, container_limits, socket_guard
 from referee.bots.base import BotError
-from containers_helpers import wait_for_line
-
 from referee.bots.container import ContainerBot
 from referee.bots.container_limits import ContainerLimits, file_key
-from referee.bots.socket_guard import SocketGuard, SocketRefused
 from referee.bots.http import HttpBot
+from referee.bots.socket_guard import SocketGuard, SocketRefused
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the referee runs as root in CI; this needs root")
-
-
 
 
 class Decoy:
@@ -73,22 +69,40 @@ def decoy(tmp_path: Path) -> Iterator[Decoy]:
 
 
 def _start(players: list[str]) -> GameStart:
-    return GameStart(apiversion="1", game_id="g", seat=0, players=players, rules=Rules(),
-                     timeouts=Timeouts(move_ms=500))
+    return GameStart(
+        apiversion="1", game_id="g", seat=0, players=players, rules=Rules(), timeouts=Timeouts(move_ms=500)
+    )
 
 
 # ------------------------------------------------------------ names (no daemon)
 
 
 def test_file_keys_never_shared() -> None:
-    names = ["team a", "team_a", "team/a", "team\\a", "Team_a", "team_a ", " team_a", "tëam_a",
-             "team_a+0000000000000000", "..", ".", "", "a" * 61, "a" * 60 + "b"]
+    names = [
+        "team a",
+        "team_a",
+        "team/a",
+        "team\\a",
+        "Team_a",
+        "team_a ",
+        " team_a",
+        "tëam_a",
+        "team_a+0000000000000000",
+        "..",
+        ".",
+        "",
+        "a" * 61,
+        "a" * 60 + "b",
+    ]
     keys = [file_key(n) for n in names]
     assert len(set(keys)) == len(keys), keys
     assert file_key("greedy") == "greedy" and file_key("boxed-greedy") == "boxed-greedy"
     for key in keys:
         assert "/" not in key and key not in (".", "..") and not key.startswith(".") and len(key) <= 60
-    assert container_limits.log_file_of("/o", "team a") == Path("/o/logs") / f"{file_key('team a')}.container.log"
+    assert (
+        container_limits.log_file_of("/o", "team a")
+        == Path("/o/logs") / f"{file_key('team a')}.container.log"
+    )
 
 
 def test_two_bots_named_alike_get_two_folders(tmp_path: Path) -> None:
@@ -164,8 +178,12 @@ def test_guard_refuses_what_is_not_a_socket(tmp_path: Path, decoy: Decoy, what: 
     guard = SocketGuard(path, os.getuid())
     with pytest.raises(SocketRefused) as err:
         _connect(guard)
-    expected = {"symlink": "a symbolic link", "fifo": "a FIFO", "file": "a regular file",
-                "folder": "a folder"}[what]
+    expected = {
+        "symlink": "a symbolic link",
+        "fifo": "a FIFO",
+        "file": "a regular file",
+        "folder": "a folder",
+    }[what]
     assert f"the bot's socket was replaced by {expected}" in str(err.value)
     assert str(err.value).endswith(": refused")
     assert guard.check() == str(err.value)
@@ -260,17 +278,26 @@ async def test_team_a_and_team_underscore_a_play_at_once(images: dict[str, str],
 
 
 @pytest.mark.parametrize("swap_to", ["symlink", "fifo", "file"])
-async def test_a_swapped_socket_is_never_followed(images: dict[str, str], out: Path, decoy: Decoy,
-                                                  swap_to: str) -> None:
+async def test_a_swapped_socket_is_never_followed(
+    images: dict[str, str], out: Path, decoy: Decoy, swap_to: str
+) -> None:
     """After the handshake and /start, the bot replaces its socket by a link
     to a socket of the host (the decoy stands for /var/run/docker.sock), a
     FIFO or a file: each later call is a connection fault saying so, and the
     referee never connects to the decoy."""
-    skip_under_runtime({"runsc": "gVisor refuses the swap itself: inside the sandbox the host socket "
-                                 "the bot created cannot be unlinked or renamed over (EPERM), so "
-                                 "the attack cannot be made there; the guard is what holds under runc"})
-    bot = ContainerBot(images["hostile"], out_dir=out, name="swapper",
-                       env={"HOSTILE": "swap", "SWAP_TO": swap_to, "SWAP_TARGET": str(decoy.path)})
+    skip_under_runtime(
+        {
+            "runsc": "gVisor refuses the swap itself: inside the sandbox the host socket "
+            "the bot created cannot be unlinked or renamed over (EPERM), so "
+            "the attack cannot be made there; the guard is what holds under runc"
+        }
+    )
+    bot = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="swapper",
+        env={"HOSTILE": "swap", "SWAP_TO": swap_to, "SWAP_TARGET": str(decoy.path)},
+    )
     async with bot:
         assert bot.socket_path is not None
         assert await bot.start(_start(["swapper", "other"]), 2.0) is None
@@ -278,8 +305,9 @@ async def test_a_swapped_socket_is_never_followed(images: dict[str, str], out: P
         for turn in (1, 2):
             outcome = await bot.act_bytes(b"{}", f"r{turn}", turn, 1.0)
             assert outcome.fault is not None and outcome.fault.kind == "connection", outcome
-            what = {"symlink": "a symbolic link", "fifo": "a FIFO (named pipe)",
-                    "file": "a regular file"}[swap_to]
+            what = {"symlink": "a symbolic link", "fifo": "a FIFO (named pipe)", "file": "a regular file"}[
+                swap_to
+            ]
             assert f"the bot's socket was replaced by {what}: refused" in outcome.fault.detail
             assert outcome.latency_ms < 100
         assert decoy.connections == 0
@@ -295,12 +323,20 @@ async def test_a_swapped_socket_is_never_followed(images: dict[str, str], out: P
     assert "REQUEST /act" not in bot.log_path.read_text()
 
 
-async def test_a_link_before_the_first_handshake_fails_the_start(images: dict[str, str], out: Path,
-                                                                 decoy: Decoy) -> None:
-    script = (f"import os, time; os.symlink({str(decoy.path)!r}, '/run/bot/bot.sock'); "
-              "print('linked', flush=True); time.sleep(60)")
-    bot = ContainerBot(images["hostile"], out_dir=out, name="linker", command=["python", "-c", script],
-                       limits=ContainerLimits(ready_timeout_s=10))
+async def test_a_link_before_the_first_handshake_fails_the_start(
+    images: dict[str, str], out: Path, decoy: Decoy
+) -> None:
+    script = (
+        f"import os, time; os.symlink({str(decoy.path)!r}, '/run/bot/bot.sock'); "
+        "print('linked', flush=True); time.sleep(60)"
+    )
+    bot = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="linker",
+        command=["python", "-c", script],
+        limits=ContainerLimits(ready_timeout_s=10),
+    )
     t0 = time.perf_counter()
     with pytest.raises(BotError) as err:
         await bot.launch()
@@ -312,22 +348,27 @@ async def test_a_link_before_the_first_handshake_fails_the_start(images: dict[st
 
 
 def _held(folder: Path) -> int:
-    return sum(os.lstat(os.path.join(d, f)).st_blocks * 512
-               for d, _, files in os.walk(folder) for f in files)
+    return sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for d, _, files in os.walk(folder) for f in files)
 
 
 @needs_root
-async def test_a_bot_cannot_fill_the_disk_through_its_socket_folder(images: dict[str, str],
-                                                                   out: Path) -> None:
+async def test_a_bot_cannot_fill_the_disk_through_its_socket_folder(
+    images: dict[str, str], out: Path
+) -> None:
     """As root: the folder is a tmpfs of the cap; 100 MB of writes stop at
     the cap (ENOSPC) and the bot still plays."""
-    bot = ContainerBot(images["hostile"], out_dir=out, name="filler", env={"HOSTILE": "fill"},
-                       limits=ContainerLimits(socket_folder="1m"))
+    bot = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="filler",
+        env={"HOSTILE": "fill"},
+        limits=ContainerLimits(socket_folder="1m"),
+    )
     async with bot:
         assert bot.folder_bound == "tmpfs" and bot.socket_path is not None
         folder = bot.socket_path.parent
         line = await wait_for_line(bot.log_path, "FILL ", timeout=10.0)
-        fill = json.loads(line[len("FILL "):])
+        fill = json.loads(line[len("FILL ") :])
         assert fill["error"] == "ENOSPC" and fill["bytes"] <= 1024**2
         assert _held(folder) <= 1024**2
         assert os.statvfs(folder).f_blocks * os.statvfs(folder).f_frsize <= 1024**2
@@ -336,16 +377,23 @@ async def test_a_bot_cannot_fill_the_disk_through_its_socket_folder(images: dict
     assert list(folder.iterdir()) == []
 
 
-async def test_without_a_tmpfs_the_watchdog_stops_a_filler(images: dict[str, str], out: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_a_tmpfs_the_watchdog_stops_a_filler(
+    images: dict[str, str], out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without root (simulated: the mount fails): the folder is measured twice
     a second and a container over the cap is stopped, its files removed."""
+
     def no_mount(*args: Any) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(container, "mount_tmpfs", no_mount)  # where the bot looks it up
-    bot = ContainerBot(images["hostile"], out_dir=out, name="filler2", env={"HOSTILE": "fill"},
-                       limits=ContainerLimits(socket_folder="1m"))
+    bot = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="filler2",
+        env={"HOSTILE": "fill"},
+        limits=ContainerLimits(socket_folder="1m"),
+    )
     try:
         async with bot:
             assert bot.socket_path is not None
@@ -382,7 +430,7 @@ async def test_a_root_referee_runs_its_bots_as_nobody(images: dict[str, str], ou
         assert bot.socket_path is not None
         folder = os.stat(bot.socket_path.parent)
         sock = os.lstat(bot.socket_path)
-    probe = json.loads(line[len("PROBE "):])
+    probe = json.loads(line[len("PROBE ") :])
     assert probe["uid"] == container_limits.NOBODY != 0
     assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == container_limits.NOBODY
     assert sock.st_uid == container_limits.NOBODY

@@ -35,19 +35,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
 PY = sys.executable
 #: A sample bot that first prints the kernel it runs on (gVisor's says so).
-KERNEL_FIRST = ["python", "-c", "import runpy; print('KERNEL', open('/proc/version').read().strip(), "
-                "flush=True); runpy.run_module('sample_bots.greedy', run_name='__main__')"]
+KERNEL_FIRST = [
+    "python",
+    "-c",
+    "import runpy; print('KERNEL', open('/proc/version').read().strip(), "
+    "flush=True); runpy.run_module('sample_bots.greedy', run_name='__main__')",
+]
 
 
 @pytest.fixture(scope="module")
 def runsc(docker_client: Any) -> str:
-    """"runsc", when the daemon has it (else a skip, or a failure under CI)."""
+    """ "runsc", when the daemon has it (else a skip, or a failure under CI)."""
     import os
 
     known, _ = docker_daemon.daemon_runtimes(docker_client)
     if "runsc" not in known:
-        reason = (f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
-                  "in daemon.json (README)")
+        reason = (
+            f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
+            "in daemon.json (README)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so the gVisor tests must run, but: {reason}", pytrace=False)
         if reason not in WHY_SKIPPED:
@@ -65,22 +71,28 @@ def no_override() -> Iterator[None]:
 
 
 def _league(out: Path, bots: str, containers: str = "") -> str:
-    return (f'[tournament]\nname = "gv"\nseed = 3\noutput = "{out}"\n[timeouts]\nmove_ms = 3000\n'
-            f"{containers}\n{bots}")
+    return (
+        f'[tournament]\nname = "gv"\nseed = 3\noutput = "{out}"\n[timeouts]\nmove_ms = 3000\n'
+        f"{containers}\n{bots}"
+    )
 
 
 def _bots(image: str) -> str:
-    return (f'[[bots]]\nname = "boxed"\nimage = "{image}"\n'
-            f'[[bots]]\nname = "random"\ncommand = ["{PY}", "-m", "sample_bots.random", "--port", "{{port}}"]\n')
+    return (
+        f'[[bots]]\nname = "boxed"\nimage = "{image}"\n'
+        f'[[bots]]\nname = "random"\ncommand = ["{PY}", "-m", "sample_bots.random", "--port", "{{port}}"]\n'
+    )
 
 
 async def test_a_league_files_runtime_runs_the_bot_on_gvisors_kernel(
-        runsc: str, docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path,
-        no_override: None) -> None:
+    runsc: str, docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path, no_override: None
+) -> None:
     """``[containers] runtime = "runsc"`` reaches the container: its kernel is
     gVisor's, every limit holds, a game is played without a fault."""
-    league = parse_league(_league(out, _bots(images["greedy"]), '[containers]\nruntime = "runsc"\n'),
-                          str(tmp_path / "league.toml"))
+    league = parse_league(
+        _league(out, _bots(images["greedy"]), '[containers]\nruntime = "runsc"\n'),
+        str(tmp_path / "league.toml"),
+    )
     limits = league.limits_for(league.bots[0])
     assert limits.runtime == "runsc"
     bot = ContainerBot(images["greedy"], out_dir=out, name="gv", limits=limits, command=KERNEL_FIRST)
@@ -103,7 +115,8 @@ async def test_a_league_files_runtime_runs_the_bot_on_gvisors_kernel(
 
 
 async def test_the_operators_runtime_wins_over_the_league_files(
-        runsc: str, docker_client: Any, images: dict[str, str], out: Path, no_override: None) -> None:
+    runsc: str, docker_client: Any, images: dict[str, str], out: Path, no_override: None
+) -> None:
     """``--runtime runsc`` (:func:`set_runtime`) over a league's ``runtime = "runc"``:
     an admin's league file cannot take a team out of gVisor."""
     docker_daemon.set_runtime("runsc")
@@ -112,12 +125,16 @@ async def test_the_operators_runtime_wins_over_the_league_files(
         assert docker_client.containers.get(bot.container_name).attrs["HostConfig"]["Runtime"] == "runsc"
     assert docker_daemon.effective_runtime(ContainerLimits(runtime="runc")) == ("runsc", "--runtime")
     docker_daemon.set_runtime(None)
-    assert docker_daemon.effective_runtime(ContainerLimits(runtime="runc")) == ("runc", "[containers] runtime")
+    assert docker_daemon.effective_runtime(ContainerLimits(runtime="runc")) == (
+        "runc",
+        "[containers] runtime",
+    )
     assert docker_daemon.effective_runtime(ContainerLimits()) == (None, "")
 
 
 def test_a_runtime_the_daemon_lacks_stops_the_league_before_any_game(
-        docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path, no_override: None) -> None:
+    docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path, no_override: None
+) -> None:
     text = _league(out, _bots(images["greedy"]), '[containers]\nruntime = "runsx"\n')
     league = parse_league(text, str(tmp_path / "league.toml"))
     t = Tournament(league, out, progress=False, log=lambda msg: None)
@@ -141,8 +158,9 @@ def test_a_runtimes_name_is_checked_with_the_league(tmp_path: Path) -> None:
     assert ":8:" in str(err.value)  # the line of the key
 
 
-def test_runtime_options_are_checked_against_the_daemon(docker_client: Any, images: dict[str, str],
-                                                        out: Path, tmp_path: Path, no_override: None) -> None:
+def test_runtime_options_are_checked_against_the_daemon(
+    docker_client: Any, images: dict[str, str], out: Path, tmp_path: Path, no_override: None
+) -> None:
     """``referee serve --runtime`` and ``referee start --runtime`` stop at once
     when the daemon lacks it; ``referee tournament --runtime`` before any game.
     The process's runtime is as before afterwards."""
@@ -163,8 +181,9 @@ def test_runtime_options_are_checked_against_the_daemon(docker_client: Any, imag
 
 
 @pytest.mark.slow
-def test_cli_tournament_under_runsc(runsc: str, images: dict[str, str], out: Path, tmp_path: Path,
-                                    no_override: None) -> None:
+def test_cli_tournament_under_runsc(
+    runsc: str, images: dict[str, str], out: Path, tmp_path: Path, no_override: None
+) -> None:
     league = tmp_path / "league.toml"
     league.write_text(_league(out, _bots(images["greedy"])))
     r = CliRunner().invoke(main, ["tournament", str(league), "--no-progress", "--runtime", "runsc"])
@@ -177,12 +196,18 @@ def test_cli_tournament_under_runsc(runsc: str, images: dict[str, str], out: Pat
 
 @pytest.mark.slow
 async def test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit(
-        runsc: str, images: dict[str, str], out: Path, tmp_path: Path, no_override: None) -> None:
+    runsc: str, images: dict[str, str], out: Path, tmp_path: Path, no_override: None
+) -> None:
     """Under gVisor the bot's processes are tasks of the sandbox's kernel: the
     bomb is held by the memory limit (the container is OOM-killed, the fault
     says so), the referee and the machine carry on."""
-    bomb = ContainerBot(images["hostile"], out_dir=out, name="bomb", env={"HOSTILE": "forkbomb"},
-                        limits=ContainerLimits(pids=32, cpus=0.5, runtime="runsc", ready_timeout_s=20))
+    bomb = ContainerBot(
+        images["hostile"],
+        out_dir=out,
+        name="bomb",
+        env={"HOSTILE": "forkbomb"},
+        limits=ContainerLimits(pids=32, cpus=0.5, runtime="runsc", ready_timeout_s=20),
+    )
     greedy = CommandBot([PY, "-m", "sample_bots.greedy", "--port", "{port}"], log_dir=tmp_path, name="g")
     t0 = time.perf_counter()
     async with greedy:
@@ -231,8 +256,9 @@ url = "{house}"
 
 
 @pytest.fixture
-async def service(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, runsc: str,
-                  no_override: None) -> Any:
+async def service(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, runsc: str, no_override: None
+) -> Any:
     """The service as ``referee serve --runtime runsc`` runs it."""
     from referee.bots.netpolicy import AddressPolicy
     from referee.web import Settings, make_app
@@ -243,14 +269,17 @@ async def service(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
     db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
-                                                          house_urls_anywhere=True)))  # its house bot is on loopback
+    c = await aiohttp_client(
+        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
+    )  # its house bot is on loopback
     c.admin = token
     return c
 
 
 @pytest.mark.slow
-async def test_admission_and_ladder_games_under_runsc(service: Any, docker_client: Any, tmp_path: Path) -> None:
+async def test_admission_and_ladder_games_under_runsc(
+    service: Any, docker_client: Any, tmp_path: Path
+) -> None:
     """A team's source upload is built, checked in its sandbox under gVisor
     and accepted; the ladder then plays it, under gVisor, without a fault."""
     from helpers_web import sample_bot_app, serve
@@ -259,29 +288,40 @@ async def test_admission_and_ladder_games_under_runsc(service: Any, docker_clien
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post("/api/competitions", json={"name": "gv", "league": LADDER.format(house=house)},
-                               headers=auth(service.admin))
+        r = await service.post(
+            "/api/competitions",
+            json={"name": "gv", "league": LADDER.format(house=house)},
+            headers=auth(service.admin),
+        )
         assert r.status == 201, await r.text()
         cid = int((await r.json())["id"])
         tid, token = await new_team(service, service.admin, cid, "team gv")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
         t0 = time.perf_counter()
-        r = await service.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-                               data=archive.read_bytes(), headers=auth(token))
+        r = await service.post(
+            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+            data=archive.read_bytes(),
+            headers=auth(token),
+        )
         assert r.status == 201, await r.text()
         done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
         FIGURES["runsc admission (build + check + 2 games)"] = f"{time.perf_counter() - t0:.1f} s"
         assert done["submission"]["status"] == "accepted", done
         assert any("validation games" in x["what"] and x["ok"] for x in done["report"]["lines"])
-        r = await service.post(f"/api/competitions/{cid}/open", json={"concurrency": 1},
-                               headers=auth(service.admin))
+        r = await service.post(
+            f"/api/competitions/{cid}/open", json={"concurrency": 1}, headers=auth(service.admin)
+        )
         assert r.status == 202, await r.text()
         seen: set[str] = set()
         deadline = time.monotonic() + 120
         while True:
             try:
-                listed = docker_client.containers.list(filters={"label": [f"{docker_daemon.MANAGED_LABEL}=1"]})
-            except docker_daemon.docker_module().errors.NotFound:  # one went between the listing and its inspection
+                listed = docker_client.containers.list(
+                    filters={"label": [f"{docker_daemon.MANAGED_LABEL}=1"]}
+                )
+            except (
+                docker_daemon.docker_module().errors.NotFound
+            ):  # one went between the listing and its inspection
                 listed = []
             for c in listed:
                 if c.labels.get("referee.out", "").startswith(str(tmp_path)):
@@ -308,9 +348,25 @@ def test_the_runtimes_benchmark_runs(runsc: str, images: dict[str, str], no_over
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([PY, str(root / "benchmarks" / "runtimes.py"), "--pairs", "3", "--games", "1",
-                           "--starts", "1", "--players", "2", "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=root)
+    done = subprocess.run(
+        [
+            PY,
+            str(root / "benchmarks" / "runtimes.py"),
+            "--pairs",
+            "3",
+            "--games",
+            "1",
+            "--starts",
+            "1",
+            "--players",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["median_ratio"] > 0 and len(figures["rows"]) == 3
@@ -319,8 +375,8 @@ def test_the_runtimes_benchmark_runs(runsc: str, images: dict[str, str], no_over
 
 
 async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_refused(
-        aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any,
-        no_override: None) -> None:
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any, no_override: None
+) -> None:
     """422 naming the field when the competition is made, rather than every
     team's admission check failing later for the operator's mistake."""
     from test_web_api import auth
@@ -341,6 +397,9 @@ async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_r
     assert "[containers] runtime: the Docker daemon has no runtime 'runsx'" in body["error"], body
     known, _ = docker_daemon.daemon_runtimes(docker_client)
     assert all(name in body["error"] for name in known)
-    r = await client.post("/api/competitions", json={"name": "good", "league": league.replace("runsx", "runc")},
-                          headers=auth(token))
+    r = await client.post(
+        "/api/competitions",
+        json={"name": "good", "league": league.replace("runsx", "runc")},
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()

@@ -22,8 +22,7 @@ from click.testing import CliRunner
 from containers_helpers import remove_instance_images
 from test_builds import make_zip, python_bot_files
 
-from referee.bots import baseimage, source_build
-from referee.bots import docker_daemon
+from referee.bots import baseimage, docker_daemon, source_build
 from referee.bots.container import ContainerBot
 from referee.bots.factory import BotFactory, BotSpec
 from referee.bots.instance import INSTANCE_LABEL, Instance
@@ -51,7 +50,9 @@ class Install:
 
 
 @pytest.fixture(scope="module")
-def installs(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Install, Install]]:
+def installs(
+    docker_client: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Install, Install]]:
     a = Install(tmp_path_factory.mktemp("install-a"))
     b = Install(tmp_path_factory.mktemp("install-b"))
     assert a.instance.id != b.instance.id
@@ -68,9 +69,14 @@ def _labels(inst: Instance, tid: int, sid: int) -> dict[str, str]:
 
 def _team_image(client: Any, inst: Instance, tmp_path: Path, tid: int, sid: int, name: str) -> str:
     """A team's source upload built by `inst` as the service builds it; the image id."""
-    r = source_build.build_source(make_zip(tmp_path / f"{name}.zip", python_bot_files(name)),
-                            tag=image_tag(tid, sid, inst), labels=_labels(inst, tid, sid), client=client,
-                            workdir=tmp_path, instance=inst)
+    r = source_build.build_source(
+        make_zip(tmp_path / f"{name}.zip", python_bot_files(name)),
+        tag=image_tag(tid, sid, inst),
+        labels=_labels(inst, tid, sid),
+        client=client,
+        workdir=tmp_path,
+        instance=inst,
+    )
     assert r.ok, r.log
     assert r.image_id is not None
     return r.image_id
@@ -80,8 +86,9 @@ def _dangling(client: Any) -> set[str]:
     return {str(i["Id"]) for i in client.api.images(filters={"dangling": True})}
 
 
-def test_two_installs_never_share_a_tag(docker_client: Any, installs: tuple[Install, Install],
-                                        tmp_path: Path) -> None:
+def test_two_installs_never_share_a_tag(
+    docker_client: Any, installs: tuple[Install, Install], tmp_path: Path
+) -> None:
     """Attack: install B uploads team 1's version 10 too. Before, both called
     it referee-team-1:v10, B's build moved the tag and A's image was left
     untagged; now each name carries its instance id."""
@@ -91,7 +98,10 @@ def test_two_installs_never_share_a_tag(docker_client: Any, installs: tuple[Inst
     before = {t: str(docker_client.images.get(t).id) for t in tags_of_a}
     b_id = _team_image(docker_client, b, tmp_path, 1, 10, "team-of-b")
     assert a_id != b_id
-    assert {image_tag(1, 10, a), image_tag(1, 10, b)} == {f"referee-{a.id}-team-1:v10", f"referee-{b.id}-team-1:v10"}
+    assert {image_tag(1, 10, a), image_tag(1, 10, b)} == {
+        f"referee-{a.id}-team-1:v10",
+        f"referee-{b.id}-team-1:v10",
+    }
     assert {b.base_tag, b.sdk_tag, image_tag(1, 10, b)}.isdisjoint(tags_of_a)
     assert {t: str(docker_client.images.get(t).id) for t in tags_of_a} == before
     assert a_id not in _dangling(docker_client)
@@ -102,8 +112,9 @@ def test_two_installs_never_share_a_tag(docker_client: Any, installs: tuple[Inst
         assert docker_client.images.get(inst.base_tag).labels[INSTANCE_LABEL] == inst.id
 
 
-def test_a_forged_base_image_under_our_tag_is_never_used(docker_client: Any, installs: tuple[Install, Install],
-                                                          tmp_path: Path) -> None:
+def test_a_forged_base_image_under_our_tag_is_never_used(
+    docker_client: Any, installs: tuple[Install, Install], tmp_path: Path
+) -> None:
     """Attack: a neighbour builds an image FROM A's base (so it has A's labels,
     referee.inputs and referee.instance included) with a file of its own,
     and tags it as A's base. Before, A reused whatever its tag named when the
@@ -140,8 +151,9 @@ def test_a_forged_base_image_under_our_tag_is_never_used(docker_client: Any, ins
         docker_client.images.remove(forged_id, force=True)  # the test's own forgery
 
 
-def test_a_pinned_image_left_untagged_gets_its_tag_back(docker_client: Any, installs: tuple[Install, Install],
-                                                         tmp_path: Path) -> None:
+def test_a_pinned_image_left_untagged_gets_its_tag_back(
+    docker_client: Any, installs: tuple[Install, Install], tmp_path: Path
+) -> None:
     """Attack: another install tags an image of its own as A's team tag, so
     A's pinned image is left untagged: dangling, where ``docker image prune``
     deletes a live bot. Before, nothing noticed; now the service's start-up
@@ -179,7 +191,8 @@ def test_a_pinned_image_left_untagged_gets_its_tag_back(docker_client: Any, inst
 
 
 def test_cleanup_of_one_install_leaves_the_others_containers(
-        docker_client: Any, installs: tuple[Install, Install], images: dict[str, str], tmp_path: Path) -> None:
+    docker_client: Any, installs: tuple[Install, Install], images: dict[str, str], tmp_path: Path
+) -> None:
     """Attack: ``referee cleanup --all`` of install A. Before, it removed every
     container labelled referee.managed=1 on the daemon, B's live bots too;
     now only A's (its instance id from A's database)."""
@@ -187,8 +200,10 @@ def test_cleanup_of_one_install_leaves_the_others_containers(
     out = tmp_path / "out"  # even one output folder for both: the instance tells them apart
 
     async def play() -> None:
-        async with ContainerBot(images["greedy"], out_dir=out, name="a-bot", instance=a.instance) as bot_a, \
-                ContainerBot(images["greedy"], out_dir=out, name="b-bot", instance=b.instance) as bot_b:
+        async with (
+            ContainerBot(images["greedy"], out_dir=out, name="a-bot", instance=a.instance) as bot_a,
+            ContainerBot(images["greedy"], out_dir=out, name="b-bot", instance=b.instance) as bot_b,
+        ):
             await bot_a.handshake()
             await bot_b.handshake()
             name_a, name_b = bot_a.container_name, bot_b.container_name
@@ -196,18 +211,25 @@ def test_cleanup_of_one_install_leaves_the_others_containers(
             assert name_b is not None and name_b.startswith(f"referee-{b.instance.id}-b-bot-")
             assert docker_client.containers.get(name_a).labels[INSTANCE_LABEL] == a.instance.id
             runner = CliRunner()
-            listed = await asyncio.to_thread(runner.invoke, containers_cleanup,
-                                             ["--db", str(a.db_path), "--all", "--dry-run"])
+            listed = await asyncio.to_thread(
+                runner.invoke, containers_cleanup, ["--db", str(a.db_path), "--all", "--dry-run"]
+            )
             assert listed.exit_code == 0, listed.output
             assert name_a in listed.output and name_b not in listed.output
-            result = await asyncio.to_thread(runner.invoke, containers_cleanup, ["--db", str(a.db_path), "--all"])
+            result = await asyncio.to_thread(
+                runner.invoke, containers_cleanup, ["--db", str(a.db_path), "--all"]
+            )
             assert result.exit_code == 0, result.output
             assert f"removed {name_a}" in result.output and name_b not in result.output
             assert docker_client.containers.get(name_b).status == "running"
             assert (await bot_b.handshake()).name  # B's bot still plays
-            result = await asyncio.to_thread(runner.invoke, containers_cleanup,
-                                             ["--instance", a.instance.id, "--all"])
-            assert "no stray containers" in result.output and f"referee.instance={a.instance.id}" in result.output
+            result = await asyncio.to_thread(
+                runner.invoke, containers_cleanup, ["--instance", a.instance.id, "--all"]
+            )
+            assert (
+                "no stray containers" in result.output
+                and f"referee.instance={a.instance.id}" in result.output
+            )
             assert [c.name for c in docker_daemon.find_containers(instance=b.instance)] == [name_b]
 
     asyncio.run(play())
@@ -215,8 +237,11 @@ def test_cleanup_of_one_install_leaves_the_others_containers(
 
 
 async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
-        aiohttp_client: Callable[..., Awaitable[Any]], docker_client: Any, installs: tuple[Install, Install],
-        tmp_path: Path) -> None:
+    aiohttp_client: Callable[..., Awaitable[Any]],
+    docker_client: Any,
+    installs: tuple[Install, Install],
+    tmp_path: Path,
+) -> None:
     """The same attack on a service that is down: when it starts, every
     image a run may play (an accepted upload, pinned by id in its database)
     has its tag of this instance again before anything else happens."""
@@ -226,15 +251,18 @@ async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
         inst = service_instance(db)
         comp = db.add_competition("c", "")
         team, _ = db.add_team(comp.id, "t")
-        sub = db.add_submission(team.id, kind="source", url=None, image=None, secret=None, note="",
-                                status="accepted")
+        sub = db.add_submission(
+            team.id, kind="source", url=None, image=None, secret=None, note="", status="accepted"
+        )
         assert sub is not None
         image_id = await asyncio.to_thread(_team_image, docker_client, inst, tmp_path, team.id, sub.id, "svc")
         db.update_submission(sub.id, image_id=image_id)
     finally:
         db.close()
     try:
-        docker_client.images.get(installs[1].instance.base_tag).tag(*image_tag(team.id, sub.id, inst).split(":"))
+        docker_client.images.get(installs[1].instance.base_tag).tag(
+            *image_tag(team.id, sub.id, inst).split(":")
+        )
         assert image_id in _dangling(docker_client)  # the attack is real
         client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
         assert client.app[PIPELINE].instance.id == inst.id
@@ -244,8 +272,9 @@ async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
         remove_instance_images(docker_client, inst)
 
 
-def test_a_pinned_image_of_someone_else_is_kept_by_a_tag_of_our_own(docker_client: Any,
-                                                                    installs: tuple[Install, Install]) -> None:
+def test_a_pinned_image_of_someone_else_is_kept_by_a_tag_of_our_own(
+    docker_client: Any, installs: tuple[Install, Install]
+) -> None:
     """An image a league names by id that this instance did not make (the
     admin's): when its tag goes, the instance keeps it with a tag of its own."""
     a = installs[0].instance
@@ -257,8 +286,9 @@ def test_a_pinned_image_of_someone_else_is_kept_by_a_tag_of_our_own(docker_clien
             info = tarfile.TarInfo("hello.txt")
             info.size = len(text)
             tar.addfile(info, io.BytesIO(text))
-        answer = docker_client.api.import_image(src=buf.getvalue(), repository=name.split(":")[0], tag="1",
-                                                changes=[f"LABEL {RUN_LABEL}={RUN}"])
+        answer = docker_client.api.import_image(
+            src=buf.getvalue(), repository=name.split(":")[0], tag="1", changes=[f"LABEL {RUN_LABEL}={RUN}"]
+        )
         return str(docker_client.images.get(name).id) if answer else ""
 
     first = tiny(secrets.token_bytes(16))

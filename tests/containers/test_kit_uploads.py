@@ -27,8 +27,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                 docker_client: Any) -> AsyncIterator[Any]:
+async def client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
@@ -39,8 +40,12 @@ async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
     remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
 
 
-KITS = ["python", pytest.param("node", marks=pytest.mark.skipif(shutil.which("node") is None,
-                                                                 reason="no node on this machine"))]
+KITS = [
+    "python",
+    pytest.param(
+        "node", marks=pytest.mark.skipif(shutil.which("node") is None, reason="no node on this machine")
+    ),
+]
 
 
 @pytest.mark.parametrize("kit", KITS)
@@ -53,8 +58,11 @@ async def test_the_starter_kit_uploaded_unchanged_is_accepted(client: Any, kit: 
     r = await client.get(f"/team/kit/{kit}.zip")  # what the team page's link gives
     assert r.status == 200, await r.text()
     archive = await r.read()
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=archive,
-                          headers={**auth(token), "X-Note": "the starter kit, unchanged"})
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=archive,
+        headers={**auth(token), "X-Note": "the starter kit, unchanged"},
+    )
     assert r.status == 201, await r.text()
     done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
     assert done["submission"]["status"] == "accepted", done

@@ -42,27 +42,37 @@ async def service(aiohttp_client: Any, tmp_path: Path, runsc: str, no_override: 
 
 @pytest.mark.slow
 async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
-        service: Any, docker_client: Any, tmp_path: Path) -> None:
+    service: Any, docker_client: Any, tmp_path: Path
+) -> None:
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
     from test_web_api import auth, new_team, settled
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post("/api/competitions", json={"name": "gv", "league": LADDER.format(house=house)},
-                               headers=auth(service.admin))
+        r = await service.post(
+            "/api/competitions",
+            json={"name": "gv", "league": LADDER.format(house=house)},
+            headers=auth(service.admin),
+        )
         assert r.status == 201, await r.text()
         cid = int((await r.json())["id"])
         tid, token = await new_team(service, service.admin, cid, "team px")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
-        r = await service.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-                               data=archive.read_bytes(), headers=auth(token))
+        r = await service.post(
+            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+            data=archive.read_bytes(),
+            headers=auth(token),
+        )
         assert r.status == 201, await r.text()
         done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
         assert done["submission"]["status"] == "accepted", done
         t0 = time.perf_counter()
-        r = await service.post(f"/api/competitions/{cid}/teams/{tid}/practice", json={"opponents": ["house:house"]},
-                               headers=auth(token))
+        r = await service.post(
+            f"/api/competitions/{cid}/teams/{tid}/practice",
+            json={"opponents": ["house:house"]},
+            headers=auth(token),
+        )
         assert r.status == 202, await r.text()
         pid = (await r.json())["id"]
         folder = f"competition-{cid}/practice/game-{pid}"
@@ -71,7 +81,9 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 
         def watch() -> None:  # the game's container lives a few seconds: look for it all the time
             while not watching.is_set():
-                for c in docker_client.containers.list(filters={"label": [f"referee.tournament=practice-{pid}"]}):
+                for c in docker_client.containers.list(
+                    filters={"label": [f"referee.tournament=practice-{pid}"]}
+                ):
                     out = c.labels.get("referee.out", "")
                     if out.startswith(str(tmp_path)) and out.endswith(folder):  # this test's, this game's
                         seen[c.name] = c.attrs["HostConfig"]
@@ -80,24 +92,29 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         watcher.start()
         deadline = time.monotonic() + 180
         while True:
-            game = await (await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}",
-                                            headers=auth(token))).json()
+            game = await (
+                await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}", headers=auth(token))
+            ).json()
             if game["status"] not in ("queued", "playing"):
                 break
             assert time.monotonic() < deadline, game
             await asyncio.sleep(0.1)
         watching.set()
         watcher.join(30)
-        FIGURES["practice game of an uploaded image under runsc (start to result)"] = \
+        FIGURES["practice game of an uploaded image under runsc (start to result)"] = (
             f"{time.perf_counter() - t0:.1f} s"
+        )
         assert game["status"] == "finished", game
         assert all(sorted(r["names"]) == ["house", "team px v1"] for r in game["results"]), game
         assert seen, "the practice game's container was never seen"
         for hc in seen.values():
             assert hc["Runtime"] == "runsc"
             assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] and hc["CapDrop"] == ["ALL"]
-        replay = await (await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}/replay",
-                                          headers=auth(token))).json()
+        replay = await (
+            await service.get(
+                f"/api/competitions/{cid}/teams/{tid}/practice/{pid}/replay", headers=auth(token)
+            )
+        ).json()
         assert replay["result"]["disqualified"] == [], replay["result"]
         # the competition saw nothing of it
         data = await (await service.get(f"/api/competitions/{cid}")).json()
@@ -107,8 +124,11 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         # as the service's, and the service removes the container the dead process left
         from referee.web.practice import PRACTICE, SERVICE_FAULT
 
-        r = await service.post(f"/api/competitions/{cid}/teams/{tid}/practice", json={"opponents": ["house:house"]},
-                               headers=auth(token))
+        r = await service.post(
+            f"/api/competitions/{cid}/teams/{tid}/practice",
+            json={"opponents": ["house:house"]},
+            headers=auth(token),
+        )
         assert r.status == 202, await r.text()
         pid = (await r.json())["id"]
         label = [f"referee.tournament=practice-{pid}"]
@@ -121,8 +141,9 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         os.kill(current.pid, signal.SIGKILL)
         deadline = time.monotonic() + 120
         while True:
-            game = await (await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}",
-                                            headers=auth(token))).json()
+            game = await (
+                await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}", headers=auth(token))
+            ).json()
             if game["status"] not in ("queued", "playing"):
                 break
             assert time.monotonic() < deadline, game

@@ -41,8 +41,16 @@ def readme_commands() -> str:
 
 def repository_copy(dest: Path) -> Path:
     """The repository's files as they are in this checkout (tracked and new, not ignored)."""
-    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           check=True, capture_output=True).stdout.decode().split("\0")
+    names = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, names):
         src = ROOT / name
         if src.is_file():
@@ -68,8 +76,9 @@ def _remove_made(client: Any) -> None:
             pass
 
 
-async def test_readme_commands_build_images_that_answer_the_protocol(docker_client: Any, tmp_path: Path,
-                                                                      out: Path) -> None:
+async def test_readme_commands_build_images_that_answer_the_protocol(
+    docker_client: Any, tmp_path: Path, out: Path
+) -> None:
     if shutil.which("node") is None:
         why = "README's commands build the Node bot FROM this machine's node: there is none"
         if os.environ.get("CI") == "true":
@@ -80,15 +89,24 @@ async def test_readme_commands_build_images_that_answer_the_protocol(docker_clie
     repo = repository_copy(tmp_path / "repo")
     bin_dir = tmp_path / "bin"  # `referee` and `python` as the user has them: this checkout's
     bin_dir.mkdir()
-    (bin_dir / "referee").write_text(f"#!/bin/sh\nexec {sys.executable} -c 'from referee.cli import main; main()' \"$@\"\n")
+    (bin_dir / "referee").write_text(
+        f"#!/bin/sh\nexec {sys.executable} -c 'from referee.cli import main; main()' \"$@\"\n"
+    )
     (bin_dir / "referee").chmod(0o755)
     (bin_dir / "python").symlink_to(sys.executable)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(repo)}
     try:
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=repo, env=env, capture_output=True,
-                              text=True, timeout=900)
-        assert done.returncode == 0, f"README's commands failed ({done.returncode}):\n{done.stdout[-3000:]}\n" \
-                                     f"{done.stderr[-3000:]}"
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, (
+            f"README's commands failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
         assert "11 passed, 0 failed" in done.stdout, done.stdout  # referee check of the running starter kit
         assert (repo / "my-bot.tar").stat().st_size > 10**6
         names = {}
@@ -104,7 +122,9 @@ async def test_readme_commands_build_images_that_answer_the_protocol(docker_clie
         _remove_made(docker_client)
 
 
-async def test_the_authors_one_line_change_keeps_the_sdk(docker_client: Any, tmp_path: Path, out: Path) -> None:
+async def test_the_authors_one_line_change_keeps_the_sdk(
+    docker_client: Any, tmp_path: Path, out: Path
+) -> None:
     """The template's advice for one's own bot: change the one COPY line of
     the bot's files; the image still has the SDK the bot imports."""
     import docker.errors
@@ -114,19 +134,43 @@ async def test_the_authors_one_line_change_keeps_the_sdk(docker_client: Any, tmp
     repo = repository_copy(tmp_path / "repo")
     template = (repo / "docker" / "bot-python.Dockerfile").read_text()
     line = "COPY starter_kits/python/ bot/\n"
-    assert template.count(line) == 1, "the template's line for the bot's own files has moved: fix its comments too"
+    assert template.count(line) == 1, (
+        "the template's line for the bot's own files has moved: fix its comments too"
+    )
     (repo / "docker" / "own.Dockerfile").write_text(template.replace(line, "COPY mybot/ bot/\n"))
     (repo / "mybot").mkdir()
     kit = (repo / "starter_kits" / "python" / "bot.py").read_text()
     (repo / "mybot" / "bot.py").write_text(kit.replace('name="my-bot"', 'name="own-bot"'))
     (repo / "mybot" / "helper.py").write_text("WHO = 'a module of its own folder'\n")
-    (repo / "mybot" / "bot.py").write_text((repo / "mybot" / "bot.py").read_text().replace(
-        "from sample_bots.sdk import run_bot\n", "from sample_bots.sdk import run_bot\nfrom helper import WHO\n"))
+    (repo / "mybot" / "bot.py").write_text(
+        (repo / "mybot" / "bot.py")
+        .read_text()
+        .replace(
+            "from sample_bots.sdk import run_bot\n",
+            "from sample_bots.sdk import run_bot\nfrom helper import WHO\n",
+        )
+    )
     base = build_base_image(docker_client)
     tag = f"referee-test-own-bot:{os.getpid()}"
     try:
-        done = subprocess.run(["docker", "build", "-q", "-f", "docker/own.Dockerfile", "--build-arg", f"BASE={base}",
-                               "-t", tag, "."], cwd=repo, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                "docker",
+                "build",
+                "-q",
+                "-f",
+                "docker/own.Dockerfile",
+                "--build-arg",
+                f"BASE={base}",
+                "-t",
+                tag,
+                ".",
+            ],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr
         bot = ContainerBot(tag, out_dir=out, name="own")
         info = await bot.launch()

@@ -33,14 +33,21 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                 docker_client: Any) -> AsyncIterator[Any]:
+async def client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
     db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
-                                                        fault_retry_s=0.5, fault_retry_max_s=2.0)))
+    c = await aiohttp_client(
+        make_app(
+            db_path,
+            Settings(
+                bot_policy=AddressPolicy(), validation_games=2, fault_retry_s=0.5, fault_retry_max_s=2.0
+            ),
+        )
+    )
     c.admin = token
     yield c
     remove_instance_images(docker_client, c.app[PIPELINE].instance)
@@ -77,8 +84,9 @@ async def sick_daemon(path: Path) -> web.AppRunner:
     return runner
 
 
-async def until(client: Any, cid: int, tid: int, token: str, sid: int, status: str,
-                timeout: float = 60) -> dict[str, Any]:
+async def until(
+    client: Any, cid: int, tid: int, token: str, sid: int, status: str, timeout: float = 60
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         detail = await status_of(client, cid, tid, token, sid)
@@ -90,7 +98,8 @@ async def until(client: Any, cid: int, tid: int, token: str, sid: int, status: s
 
 
 async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_error_is_still_refused(
-        client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "team a")
     r = await client.post("/admin/login", data={"token": client.admin}, allow_redirects=False)
@@ -101,13 +110,18 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     sick = await sick_daemon(tmp_path / "sick.sock")
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'sick.sock'}")
     zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=zipped.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     first = (await r.json())["id"]
     sub = (await until(client, cid, tid, token, first, "waiting"))["submission"]
-    assert sub["reason"].startswith("nothing is wrong with your bot: the server could not check it (the "
-                                    "Docker daemon failed (500)); it will be retried at"), sub
+    assert sub["reason"].startswith(
+        "nothing is wrong with your bot: the server could not check it (the "
+        "Docker daemon failed (500)); it will be retried at"
+    ), sub
     admin_page = await (await client.get("/admin")).text()
     assert "the Docker daemon failed (500): sick daemon: out of inodes" in admin_page
     await sick.cleanup()
@@ -115,16 +129,20 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     # no daemon at all: it waits, and a newer upload replaces the waiting one (the team's one place)
     dead = tmp_path / "nothing.sock"
     monkeypatch.setenv("DOCKER_HOST", f"unix://{dead}")
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=zipped.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=zipped.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     sid = (await r.json())["id"]
     replaced = (await until(client, cid, tid, token, first, "superseded"))["submission"]
     assert replaced["reason"] == f"replaced by #{sid} before its check", replaced
     detail = await until(client, cid, tid, token, sid, "waiting")
     sub = detail["submission"]
-    assert sub["reason"].startswith("nothing is wrong with your bot: the server could not check it (Docker is "
-                                    "not reachable"), sub
+    assert sub["reason"].startswith(
+        "nothing is wrong with your bot: the server could not check it (Docker is not reachable"
+    ), sub
     assert "it will be retried at" in sub["reason"] and sub["retry_at"] > time.time() - 5
     assert str(dead) not in sub["reason"], "the team is told what failed, not the server's paths"
     # it stays waiting over several tries (back-off 0.5, 1, 2, 2 s), never refused
@@ -145,12 +163,17 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
     assert done["submission"]["status"] == "accepted", done
     assert done["submission"]["reason"] is None and done["submission"]["retry_at"] is None
     assert "service-banner" not in await (await client.get("/admin")).text()
-    assert not [p for p in tmp_path.rglob("upload-*") if p.is_file()], "the upload goes once its image is made"
+    assert not [p for p in tmp_path.rglob("upload-*") if p.is_file()], (
+        "the upload goes once its image is made"
+    )
 
     # a team's own fault is refused, with its reason, never waiting
     broken = make_zip(tmp_path / "broken.zip", {"bot.py": "def act(:\n    pass\n"})
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=broken.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=broken.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     bad = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
     assert bad["submission"]["status"] == "refused", bad

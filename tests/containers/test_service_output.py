@@ -44,8 +44,9 @@ DATA = re.compile(r'<script type="application/json" id="replay-data">(.*?)</scri
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                 docker_client: Any) -> AsyncIterator[Any]:
+async def client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
@@ -57,8 +58,11 @@ async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=path.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=path.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
 
@@ -89,7 +93,9 @@ def assert_turns_attributed(data: dict[str, Any], seat: int) -> int:
     assert own
     exact = lines = 0
     for f in own:
-        printed = [int(t) for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f.get("output", ""), re.M)]
+        printed = [
+            int(t) for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f.get("output", ""), re.M)
+        ]
         assert all(t <= f["turn"] for t in printed), (f["turn"], f["output"])
         exact += f["turn"] in printed
         lines += len(printed)
@@ -102,7 +108,9 @@ def assert_turns_attributed(data: dict[str, Any], seat: int) -> int:
 async def test_a_bot_that_raises_in_act_is_refused_with_its_traceback(client: Any, tmp_path: Path) -> None:
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "ada")
-    done = await upload(client, cid, tid, token, make_zip(tmp_path / "bot.zip", {"bot.py": TALKER, "raise": ""}))
+    done = await upload(
+        client, cid, tid, token, make_zip(tmp_path / "bot.zip", {"bot.py": TALKER, "raise": ""})
+    )
     assert done["submission"]["status"] == "refused", done
     failed = next(x for x in done["report"]["lines"] if not x["ok"])
     assert failed["what"].startswith("/act") and "500" in failed["detail"], failed
@@ -116,7 +124,8 @@ async def test_a_bot_that_raises_in_act_is_refused_with_its_traceback(client: An
 
 
 async def test_validation_games_are_kept_and_the_replay_shows_the_bots_lines_at_their_turn(
-        client: Any, tmp_path: Path) -> None:
+    client: Any, tmp_path: Path
+) -> None:
     cid = await new_competition(client, client.admin, house={})
     tid, token = await new_team(client, client.admin, cid, "ada")
     bid, btoken = await new_team(client, client.admin, cid, "bea")
@@ -158,15 +167,18 @@ async def test_validation_games_are_kept_and_the_replay_shows_the_bots_lines_at_
     assert data["names"][seat] == "ada"
     assert assert_turns_attributed(data, seat) >= 3
     # the admin too; the other team only its own seat
-    admin = await client.get(f"/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}",
-                             headers=auth(client.admin))
+    admin = await client.get(
+        f"/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}", headers=auth(client.admin)
+    )
     assert admin.status == 200
-    other = await (await client.get(f"/api/competitions/{cid}/teams/{bid}/runs/{rid}/games/{idx}",
-                                    headers=auth(btoken))).json()
+    other = await (
+        await client.get(f"/api/competitions/{cid}/teams/{bid}/runs/{rid}/games/{idx}", headers=auth(btoken))
+    ).json()
     assert other["output_seat"] != seat
     assert all("output" not in f for f in other["frames"] if f["seat"] == seat)
-    assert (await client.get(f"/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}",
-                             headers=auth(btoken))).status == 403
+    assert (
+        await client.get(f"/api/competitions/{cid}/teams/{tid}/runs/{rid}/games/{idx}", headers=auth(btoken))
+    ).status == 403
     public = await (await client.get(f"/api/competitions/{cid}/runs/{rid}/games/{idx}")).json()
     assert "output_seat" not in public and all("output" not in f for f in public["frames"])
     text = await (await client.get(f"/c/{cid}/runs/{rid}/games/{idx}?seat={seat}")).text()
@@ -205,8 +217,9 @@ async def test_a_bot_on_the_sdk_has_exactly_its_lines_at_each_move(client: Any, 
 
 
 @pytest.fixture
-async def loopback_client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                          docker_client: Any) -> AsyncIterator[Any]:
+async def loopback_client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     """The service as the client fixture's, house bots on loopback allowed."""
     from helpers_web import LOOPBACK
 
@@ -220,7 +233,9 @@ async def loopback_client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_pat
     remove_instance_images(docker_client, c.app[PIPELINE].instance)
 
 
-async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(loopback_client: Any, tmp_path: Path) -> None:
+async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(
+    loopback_client: Any, tmp_path: Path
+) -> None:
     """A practice game (issue 26, item 3) is one of the team's own replays:
     its seat's moves carry what its container printed (item 5)."""
     from helpers_web import sample_bot_app, serve
@@ -238,17 +253,24 @@ async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(loopback_cli
         pid = (await r.json())["id"]
         deadline = time.monotonic() + 300
         while (game := await (await client.get(f"{api}/{pid}", headers=auth(token))).json())["status"] in (
-                "queued", "playing"):
+            "queued",
+            "playing",
+        ):
             assert time.monotonic() < deadline, game
             await asyncio.sleep(0.2)
         assert game["status"] == "finished", game
         for res in game["results"]:
-            data = await (await client.get(f"{api}/{pid}/replay?game={res['index']}", headers=auth(token))).json()
+            data = await (
+                await client.get(f"{api}/{pid}/replay?game={res['index']}", headers=auth(token))
+            ).json()
             seat = data["output_seat"]
             assert seat == res["seat"], (seat, res)
             own = [f for f in data["frames"][1:] if f["seat"] == seat]
-            printed = [(f["turn"], int(t)) for f in own
-                       for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f["output"], re.M)]
+            printed = [
+                (f["turn"], int(t))
+                for f in own
+                for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f["output"], re.M)
+            ]
             assert all(t <= turn for turn, t in printed), printed  # a late line at worst, never an early one
             assert printed, "the bot's lines are in its practice replay"  # (how many: the load's; see above)
             assert all("output" not in f for f in data["frames"][1:] if f["seat"] != seat)

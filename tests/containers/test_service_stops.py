@@ -36,8 +36,10 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The greedy play, 50 ms a move: 4 validation games last seconds (a stage a signal can hit).
-SLOW_BOT = PY_BOT.replace("def decide(request: ActRequest) -> int:\n",
-                          "def decide(request: ActRequest) -> int:\n    import time\n    time.sleep(0.05)\n")
+SLOW_BOT = PY_BOT.replace(
+    "def decide(request: ActRequest) -> int:\n",
+    "def decide(request: ActRequest) -> int:\n    import time\n    time.sleep(0.05)\n",
+)
 #: Every wait of the test is bounded by this (seconds).
 STAGE_S = 240.0
 
@@ -56,9 +58,20 @@ class Service:
         self.log = tmp / "serve.err"
         self._err = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from referee.cli import main; main()", "serve", "--db", str(db),
-             "--port", str(self.port)],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=self._err)
+            [
+                sys.executable,
+                "-c",
+                "from referee.cli import main; main()",
+                "serve",
+                "--db",
+                str(db),
+                "--port",
+                str(self.port),
+            ],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=self._err,
+        )
         deadline = time.monotonic() + 60
         while True:
             assert self.proc.poll() is None, self.log.read_text()[-3000:]
@@ -84,8 +97,12 @@ class Service:
             self._err.close()
 
     def api(self, method: str, path: str, token: str, data: bytes | None = None) -> Any:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {token}"},
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read())
 
@@ -119,7 +136,14 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
         instance = db.instance_id()
     finally:
         db.close()
-    yield {"db": db_path, "admin": admin, "cid": comp.id, "tid": team.id, "token": token, "instance": instance}
+    yield {
+        "db": db_path,
+        "admin": admin,
+        "cid": comp.id,
+        "tid": team.id,
+        "token": token,
+        "instance": instance,
+    }
     from test_web_ladder_browser import remove_team_images
 
     remove_team_images(db_path)
@@ -128,8 +152,9 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
 def orphans(client: Any, instance: str, sid: int, image_id: str) -> list[str]:
     """What of this instance is left that nothing needs."""
     left = []
-    for image in client.images.list(all=True, filters={"label": [f"{INSTANCE_LABEL}={instance}",
-                                                                  "referee.submission"]}):
+    for image in client.images.list(
+        all=True, filters={"label": [f"{INSTANCE_LABEL}={instance}", "referee.submission"]}
+    ):
         if image.id != image_id:
             left.append(f"image {image.id} {image.tags} {image.labels.get('referee.submission')}")
     for c in client.containers.list(all=True, filters={"label": f"{INSTANCE_LABEL}={instance}"}):
@@ -139,14 +164,16 @@ def orphans(client: Any, instance: str, sid: int, image_id: str) -> list[str]:
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "kill -9"])
 def test_a_submission_stopped_while_building_and_while_checking_resumes_and_leaves_no_orphan(
-        how: str, site: dict[str, Any], tmp_path: Path, docker_client: Any) -> None:
+    how: str, site: dict[str, Any], tmp_path: Path, docker_client: Any
+) -> None:
     cid, tid, token = site["cid"], site["tid"], site["token"]
     zipped = make_zip(tmp_path / "bot.zip", {"bot.py": SLOW_BOT, "helper.py": "NAME = 'slow'\n"})
     svc = Service(tmp_path, site["db"])
     stages = []
     try:
-        sid = svc.api("POST", f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", token,
-                      zipped.read_bytes())["id"]
+        sid = svc.api(
+            "POST", f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", token, zipped.read_bytes()
+        )["id"]
         stages.append(until(svc, cid, tid, token, sid, ("building",))["status"])
         time.sleep(0.5)
         assert status(svc, cid, tid, token, sid)["status"] == "building"  # still: the base images build
@@ -165,7 +192,9 @@ def test_a_submission_stopped_while_building_and_while_checking_resumes_and_leav
     finally:
         svc.stop(how)
     if how == "kill -9":  # the check's container outlives its referee: the sweep's
-        left = docker_client.containers.list(all=True, filters={"label": f"{INSTANCE_LABEL}={site['instance']}"})
+        left = docker_client.containers.list(
+            all=True, filters={"label": f"{INSTANCE_LABEL}={site['instance']}"}
+        )
         assert left, "a kill -9 mid-check leaves the bot's container"
 
     svc = Service(tmp_path, site["db"])
@@ -177,6 +206,8 @@ def test_a_submission_stopped_while_building_and_while_checking_resumes_and_leav
         assert "the uploaded file is gone" not in json.dumps(done) + log
         assert not orphans(docker_client, site["instance"], sid, done["image_id"])
         assert not list(tmp_path.rglob("referee-build-*")), "no temporary build folder is left"
-        assert not [p for p in tmp_path.rglob("upload-*") if p.is_file()], "the upload goes with its image made"
+        assert not [p for p in tmp_path.rglob("upload-*") if p.is_file()], (
+            "the upload goes with its image made"
+        )
     finally:
         svc.stop("SIGTERM")

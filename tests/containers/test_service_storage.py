@@ -22,9 +22,9 @@ from test_web_api import auth, error_of, new_competition, new_team, settled  # n
 
 from referee.bots.netpolicy import AddressPolicy  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
+from referee.web.app_state import DB, SETTINGS  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.run_start import prepare_run  # noqa: E402
-from referee.web.app_state import DB, SETTINGS  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -35,16 +35,20 @@ async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, 
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
     db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
-                                                          house_urls_anywhere=True)))  # its house bot is on loopback
+    c = await aiohttp_client(
+        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
+    )  # its house bot is on loopback
     c.admin = token
     c.db_path = db_path
     return c
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=path.read_bytes(),
-                          headers=auth(token))
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=path.read_bytes(),
+        headers=auth(token),
+    )
     assert r.status == 201, await r.text()
     done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
     assert done["submission"]["status"] == "accepted", done
@@ -70,7 +74,8 @@ async def gone_soon(docker_client: Any, image_id: str, timeout: float = 30) -> b
 
 
 async def test_superseded_images_are_pruned_once_nothing_needs_them(
-        client: Any, tmp_path: Path, docker_client: Any) -> None:
+    client: Any, tmp_path: Path, docker_client: Any
+) -> None:
     """Issue 24: nothing pruned: every version a team ever uploaded stayed
     on the daemon's disk. Now a superseded version's image goes as soon as
     nothing needs it; the version in play and those a resumable run plays stay."""
@@ -83,7 +88,9 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
     try:
         cid = await new_competition(client, client.admin, house={"house": house})
         tid, token = await new_team(client, client.admin, cid, "prune team")
-        v1 = await upload(client, cid, tid, token, make_zip(tmp_path / "v1.zip", python_bot_files(f"{stamp}-v1")))
+        v1 = await upload(
+            client, cid, tid, token, make_zip(tmp_path / "v1.zip", python_bot_files(f"{stamp}-v1"))
+        )
         made.append(v1["image_id"])
         # a run of v1 that did not finish (it may be resumed): prepared as the service starts one,
         # interrupted before it played
@@ -93,9 +100,13 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
             db.end_run(run.id, "interrupted")
         finally:
             db.close()
-        v2 = await upload(client, cid, tid, token, make_zip(tmp_path / "v2.zip", python_bot_files(f"{stamp}-v2")))
+        v2 = await upload(
+            client, cid, tid, token, make_zip(tmp_path / "v2.zip", python_bot_files(f"{stamp}-v2"))
+        )
         made.append(v2["image_id"])
-        v3 = await upload(client, cid, tid, token, make_zip(tmp_path / "v3.zip", python_bot_files(f"{stamp}-v3")))
+        v3 = await upload(
+            client, cid, tid, token, make_zip(tmp_path / "v3.zip", python_bot_files(f"{stamp}-v3"))
+        )
         made.append(v3["image_id"])
         assert await gone_soon(docker_client, v2["image_id"]), "v2 is superseded and nothing needs it"
         assert exists(docker_client, v1["image_id"]), "v1 is pinned by run that may be resumed"
@@ -116,13 +127,17 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
         # the images the team keeps count against its quota
         size = int(docker_client.api.inspect_image(v3["image_id"])["Size"])
         client.app[SETTINGS].team_image_quota = size + 1000
-        r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096,
-                              headers=auth(token))
+        r = await client.post(
+            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096, headers=auth(token)
+        )
         err = await error_of(r, 413)
-        assert "quota" in err["error"] and "the version in play" in err["error"] and "v3 (image" in err["error"]
+        assert (
+            "quota" in err["error"] and "the version in play" in err["error"] and "v3 (image" in err["error"]
+        )
         client.app[SETTINGS].team_image_quota = size + (1 << 20)
-        r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096,
-                              headers=auth(token))
+        r = await client.post(
+            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096, headers=auth(token)
+        )
         assert r.status == 201, await r.text()
     finally:
         await runner.cleanup()
@@ -132,18 +147,19 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
 
 
 async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
-        client: Any, tmp_path: Path, docker_client: Any) -> None:
+    client: Any, tmp_path: Path, docker_client: Any
+) -> None:
     """A version replaced in an open competition's ladder still plays the
     rotations of the deals it was dealt into: its image stays until they are
     played, then the next pruning removes it."""
     import time
 
     from helpers_web import serve
-    from sample_bots import greedy
-    from sample_bots.sdk import make_app as bot_app
 
     from referee.tournament.ladder import needed_entries
     from referee.web.storage import pins, prune
+    from sample_bots import greedy
+    from sample_bots.sdk import make_app as bot_app
 
     def slow(request: Any) -> int:  # a house bot slow enough that games are in flight when v2 comes
         time.sleep(0.05)
@@ -156,9 +172,13 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
     try:
         cid = await new_competition(client, client.admin, house={"house": house})
         tid, token = await new_team(client, client.admin, cid, "ladder team")
-        v1 = await upload(client, cid, tid, token, make_zip(tmp_path / "v1.zip", python_bot_files(f"{stamp}-l1")))
+        v1 = await upload(
+            client, cid, tid, token, make_zip(tmp_path / "v1.zip", python_bot_files(f"{stamp}-l1"))
+        )
         made.append(v1["image_id"])
-        r = await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(client.admin))
+        r = await client.post(
+            f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(client.admin)
+        )
         assert r.status == 202, await r.text()
         db = client.app[DB]
         ladder = await db.call(ServiceDB.latest_run_of, cid, "ladder")
@@ -167,7 +187,9 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
             if any(e.submission == v1["id"] for e in await asyncio.to_thread(needed_entries, ladder.out_dir)):
                 break
             await asyncio.sleep(0.1)
-        v2 = await upload(client, cid, tid, token, make_zip(tmp_path / "v2.zip", python_bot_files(f"{stamp}-l2")))
+        v2 = await upload(
+            client, cid, tid, token, make_zip(tmp_path / "v2.zip", python_bot_files(f"{stamp}-l2"))
+        )
         made.append(v2["image_id"])
         for _ in range(300):  # v2 entered the ladder, v1 retired
             owing = {e.submission: e.status for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}
@@ -187,7 +209,9 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
         else:
             print("\nv1 had played its games when v2 entered: nothing to keep")
         for _ in range(1800):  # the ladder plays v1's last rotations
-            if v1["id"] not in {e.submission for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}:
+            if v1["id"] not in {
+                e.submission for e in await asyncio.to_thread(needed_entries, ladder.out_dir)
+            }:
                 break
             await asyncio.sleep(0.1)
         else:

@@ -21,8 +21,8 @@ from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
 from referee.bots.netpolicy import AddressPolicy  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
 from referee.web.admission_queue import PIPELINE, image_tag  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.app_state import DB  # noqa: E402
+from referee.web.db import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -30,28 +30,34 @@ CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path,
-                 docker_client: Any) -> AsyncIterator[Any]:
+async def client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Any]:
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     token = db.ensure_admin_token()
     db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2,
-                                                          house_urls_anywhere=True)))  # its house bot is on loopback
+    c = await aiohttp_client(
+        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
+    )  # its house bot is on loopback
     c.admin = token
     yield c
     remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: Path) -> dict[str, Any]:
-    r = await client.post(f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}", data=path.read_bytes(),
-                          headers={**auth(token), "X-Note": f"{kind} upload"})
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}",
+        data=path.read_bytes(),
+        headers={**auth(token), "X-Note": f"{kind} upload"},
+    )
     assert r.status == 201, await r.text()
     return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
 
 
 async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refused(
-        client: Any, tmp_path: Path, docker_client: Any) -> None:
+    client: Any, tmp_path: Path, docker_client: Any
+) -> None:
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "team a")
     done = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "bot.zip", python_bot_files()))
@@ -59,7 +65,9 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     assert sub["status"] == "accepted", done
     assert sub["image_id"].startswith("sha256:") and done["log"]
     assert any("validation games" in x["what"] and x["ok"] for x in done["report"]["lines"])
-    crash = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "crash.zip", {"bot.py": CRASH_PY}))
+    crash = await upload(
+        client, cid, tid, token, "source", make_zip(tmp_path / "crash.zip", {"bot.py": CRASH_PY})
+    )
     assert crash["submission"]["status"] == "refused"
     start = crash["report"]["lines"][0]
     assert start["what"] == "start" and not start["ok"]
@@ -68,8 +76,8 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     # one listing call: images.list() inspects each image after listing, and so races any
     # removal the daemon is doing for another build
     tags = [t for image in docker_client.api.images() for t in image.get("RepoTags") or ()]
-    assert image_tag(tid, crash['submission']['id'], client.app[PIPELINE].instance) not in tags
-    assert image_tag(tid, sub['id'], client.app[PIPELINE].instance) in tags
+    assert image_tag(tid, crash["submission"]["id"], client.app[PIPELINE].instance) not in tags
+    assert image_tag(tid, sub["id"], client.app[PIPELINE].instance) in tags
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
     assert own["playing"]["id"] == sub["id"]
     # its folder is keyed by the team's id, not its name
@@ -78,8 +86,9 @@ async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refuse
     assert not any((data / "teams" / str(tid) / "uploads").iterdir())  # uploads are gone once built
 
 
-async def test_a_docker_save_of_the_node_sample_is_accepted(client: Any, images: dict[str, str],
-                                                          docker_client: Any, tmp_path: Path) -> None:
+async def test_a_docker_save_of_the_node_sample_is_accepted(
+    client: Any, images: dict[str, str], docker_client: Any, tmp_path: Path
+) -> None:
     if "node" not in images:
         pytest.skip("node is not installed: no Node sample image")
     cid = await new_competition(client, client.admin)
@@ -89,7 +98,7 @@ async def test_a_docker_save_of_the_node_sample_is_accepted(client: Any, images:
     assert done["submission"]["status"] == "accepted", done
     image_id = done["submission"]["image_id"]
     tags = docker_client.images.get(image_id).tags
-    assert image_tag(tid, done['submission']['id'], client.app[PIPELINE].instance) in tags
+    assert image_tag(tid, done["submission"]["id"], client.app[PIPELINE].instance) in tags
 
 
 CHATTY_PY = PY_BOT_TEMPLATE = '''\
@@ -121,12 +130,16 @@ async def test_a_team_reads_its_containers_output_game_by_game(client: Any, tmp_
     try:
         cid = await new_competition(client, client.admin, house={"house": house})
         tid, token = await new_team(client, client.admin, cid, "chatty team")
-        done = await upload(client, cid, tid, token, "source", make_zip(tmp_path / "c.zip", {"bot.py": CHATTY_PY}))
+        done = await upload(
+            client, cid, tid, token, "source", make_zip(tmp_path / "c.zip", {"bot.py": CHATTY_PY})
+        )
         assert done["submission"]["status"] == "accepted", done
         await play_run(client, cid, client.admin)
     finally:
         await runner.cleanup()
-    diag = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/diagnostics", headers=auth(token))).json()
+    diag = await (
+        await client.get(f"/api/competitions/{cid}/teams/{tid}/diagnostics", headers=auth(token))
+    ).json()
     assert diag["games"] and diag["fault_count"] == 0
     for g in diag["games"]:
         assert "chatty: turn" in g["output"], g

@@ -61,8 +61,15 @@ pytestmark = pytest.mark.slow
 ROOT = TESTS.parent
 SCREENS = Path("/tmp/referee-screens")
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 #: Every wait of the test is bounded by these: generous, the machine is shared.
 SETTLE_S = 420.0
 PRACTICE_S = 300.0
@@ -103,13 +110,20 @@ def _env() -> dict[str, str]:
 
 
 def _referee(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from referee.cli import main; main()", *args], env=_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", "from referee.cli import main; main()", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _launch_args() -> dict[str, Any]:
     if not Path(CHROMIUM).exists():
-        reason = f"the student's browser test needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
+        reason = (
+            f"the student's browser test needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so this test must run, but: {reason}", pytrace=False)
         pytest.skip(reason)
@@ -130,8 +144,11 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
             _, token = db.add_team(comp.id, "ada")
         finally:
             db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK,
-                                                           validation_games=2)))
+        base = bg.serve(
+            lambda: make_app(
+                db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK, validation_games=2)
+            )
+        )
         yield {"base": base, "admin": admin, "cid": comp.id, "token": token, "tmp": tmp_path}
     finally:
         bg.close()
@@ -143,9 +160,10 @@ def _clean_up(db_path: Path, client: Any) -> None:
     images: base, SDK, the team's), and only that; then check nothing is left."""
     if not db_path.exists():
         return
+    from test_web_ladder_browser import remove_team_images
+
     from referee.bots import docker_daemon
     from referee.web.admission_queue import service_instance
-    from test_web_ladder_browser import remove_team_images
 
     db = ServiceDB(db_path)
     try:
@@ -163,8 +181,13 @@ def _run_the_kit_locally(folder: Path, log: Path) -> tuple[subprocess.Popen[byte
     """``python bot.py --port P`` in the kit's folder, waited for until it answers ``GET /``."""
     port = _free_port()
     out = log.open("wb")
-    proc = subprocess.Popen([sys.executable, "bot.py", "--port", str(port)], cwd=folder, env=_env(),
-                            stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "bot.py", "--port", str(port)],
+        cwd=folder,
+        env=_env(),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     out.close()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -191,7 +214,8 @@ def _zip_folder(folder: Path, to: Path) -> Path:
 
 @pytest.mark.timeout(1500)
 def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_by_turn(
-        site: dict[str, Any]) -> None:
+    site: dict[str, Any],
+) -> None:
     from playwright.sync_api import Error, expect, sync_playwright
 
     SCREENS.mkdir(parents=True, exist_ok=True)
@@ -246,9 +270,11 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
 
                 # 3b. Change one line of decide: print the turn it plays.
                 bot = (folder / "bot.py").read_text()
-                head = re.search(r"def decide\(request: ActRequest\) -> int:\n(    \"\"\".*?\"\"\"\n)", bot, re.S)
+                head = re.search(
+                    r"def decide\(request: ActRequest\) -> int:\n(    \"\"\".*?\"\"\"\n)", bot, re.S
+                )
                 assert head is not None, bot
-                (folder / "bot.py").write_text(bot[:head.end()] + PRINT_LINE + bot[head.end():])
+                (folder / "bot.py").write_text(bot[: head.end()] + PRINT_LINE + bot[head.end() :])
 
                 # 3c. Run it locally and check it: every line PASS.
                 proc, url = _run_the_kit_locally(folder, tmp / "local-bot.log")
@@ -280,7 +306,8 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
                 rows = page.locator("#validation-games tr[data-game]")
                 expect(rows).to_have_count(2)
                 expect(rows.first.locator("a.replay")).to_have_attribute(
-                    "href", re.compile(rf"^/team/submissions/{sid}/games/1\?seat=\d$"))
+                    "href", re.compile(rf"^/team/submissions/{sid}/games/1\?seat=\d$")
+                )
                 expect(page.locator("#validation-games")).to_contain_text("thinking")
                 page.screenshot(path=str(SCREENS / "story-submission.png"), full_page=True)
                 page.click("a[href='/team']")
@@ -342,8 +369,10 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
                 assert lines >= 3 and with_lines >= 1, (lines, with_lines, own)
                 assert page.locator("#bot-output-text *").count() == 0  # text, never markup
                 timings["replay stepped"] = time.monotonic() - t0
-                print(f"\nreplay: {own} moves of the team's seat, {lines} lines on {with_lines} of them, "
-                      f"{exact} exactly at their turn")
+                print(
+                    f"\nreplay: {own} moves of the team's seat, {lines} lines on {with_lines} of them, "
+                    f"{exact} exactly at their turn"
+                )
                 ctx.close()
             finally:
                 browser.close()

@@ -71,8 +71,15 @@ SCREENS = Path("/tmp/referee-screens")
 STEP_S = 420.0
 #: Debian's Chromium, as tests/web/conftest.py launches it for the browser tests there.
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 @pytest.fixture
@@ -83,8 +90,11 @@ def chromium(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    return {**browser_type_launch_args, "executable_path": CHROMIUM,
-            "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_FLAGS]}
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_FLAGS],
+    }
 
 
 def _free_port() -> int:
@@ -107,9 +117,23 @@ class Service:
             env["DOCKER_HOST"] = docker_host
         env["PYTHONPATH"] = str(ROOT)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from referee.cli import main; main()", "serve", "--db", str(db),
-             "--port", str(port), "--house-urls-anywhere", "--fault-retry", "1"],
-            env=env, stdout=subprocess.DEVNULL, stderr=self._err)
+            [
+                sys.executable,
+                "-c",
+                "from referee.cli import main; main()",
+                "serve",
+                "--db",
+                str(db),
+                "--port",
+                str(port),
+                "--house-urls-anywhere",
+                "--fault-retry",
+                "1",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._err,
+        )
         deadline = time.monotonic() + 90
         while True:
             assert self.proc.poll() is None, self.log.read_text()[-3000:]
@@ -179,11 +203,24 @@ def utc(seconds: float) -> str:
 
 
 def league(house_url: str, move_ms: int = 1000) -> str:
-    return "\n".join([
-        "[tournament]", 'name = "story"', "seed = 5", "table_size = 2", "rounds = 1", "concurrency = 2", "",
-        "[timeouts]", f"move_ms = {move_ms}", "",
-        "[[bots]]", 'name = "house-greedy"', f'url = "{house_url}"', "",
-    ])
+    return "\n".join(
+        [
+            "[tournament]",
+            'name = "story"',
+            "seed = 5",
+            "table_size = 2",
+            "rounds = 1",
+            "concurrency = 2",
+            "",
+            "[timeouts]",
+            f"move_ms = {move_ms}",
+            "",
+            "[[bots]]",
+            'name = "house-greedy"',
+            f'url = "{house_url}"',
+            "",
+        ]
+    )
 
 
 @pytest.fixture
@@ -201,8 +238,14 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     services: list[Service] = []
     try:
         house = bg.serve(lambda: sample_bot_app("greedy"))
-        yield {"db": db_path, "admin": admin, "house": house, "tmp": tmp_path, "services": services,
-               "port": _free_port()}
+        yield {
+            "db": db_path,
+            "admin": admin,
+            "house": house,
+            "tmp": tmp_path,
+            "services": services,
+            "port": _free_port(),
+        }
     finally:
         for svc in services:
             try:
@@ -210,8 +253,9 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
             except AssertionError:
                 pass
         bg.close()
-        from referee.bots import docker_daemon
         from test_web_ladder_browser import remove_team_images
+
+        from referee.bots import docker_daemon
 
         left = docker_daemon.cleanup_containers({INSTANCE_LABEL: instance})
         remove_team_images(db_path)
@@ -219,7 +263,8 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
-        chromium: dict[str, Any], story: dict[str, Any]) -> None:
+    chromium: dict[str, Any], story: dict[str, Any]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     SCREENS.mkdir(parents=True, exist_ok=True)
@@ -233,15 +278,28 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
         return svc
 
     def submission(svc: Service, cid: int, tid: int, token: str, sid: int) -> dict[str, Any]:
-        return dict(svc.api("GET", f"/api/competitions/{cid}/teams/{tid}/submissions/{sid}", token)["submission"])
+        return dict(
+            svc.api("GET", f"/api/competitions/{cid}/teams/{tid}/submissions/{sid}", token)["submission"]
+        )
 
     def settled(svc: Service, cid: int, tid: int, token: str, sid: int) -> dict[str, Any]:
-        return dict(poll(f"submission {sid} checked", lambda: (
-            s if (s := submission(svc, cid, tid, token, sid))["status"] in ("accepted", "refused") else None)))
+        return dict(
+            poll(
+                f"submission {sid} checked",
+                lambda: (
+                    s
+                    if (s := submission(svc, cid, tid, token, sid))["status"] in ("accepted", "refused")
+                    else None
+                ),
+            )
+        )
 
     def upload(svc: Service, cid: int, tid: int, token: str, zipped: Path) -> int:
-        return int(svc.api("POST", f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", token,
-                           zipped.read_bytes())["id"])
+        return int(
+            svc.api(
+                "POST", f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", token, zipped.read_bytes()
+            )["id"]
+        )
 
     svc = start(None)
     with sync_playwright() as pw:
@@ -296,7 +354,9 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             page.click("#submissions td a")
             expect(page.locator("h1")).to_contain_text("refused")
             expect(page.locator("#reason")).to_contain_text("Python could not compile")
-            expect(page.locator("#log")).to_contain_text("SyntaxError: invalid syntax")  # the build log, line 1
+            expect(page.locator("#log")).to_contain_text(
+                "SyntaxError: invalid syntax"
+            )  # the build log, line 1
             # and ada's accepted one: its admission report, line by line
             visit(page, f"{base}/admin/c/{cid}/teams/{ada}/submissions/{ada_sid}")
             expect(page.locator("h1")).to_contain_text("accepted")
@@ -310,10 +370,16 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             svc.stop()
             svc = start(f"unix://{tmp / 'nothing.sock'}")
             cy_sid = upload(svc, cid, cy, cy_token, good)
-            waiting = poll("cy's upload waiting", lambda: (
-                s if (s := submission(svc, cid, cy, cy_token, cy_sid))["status"] == "waiting" else None), 120)
-            assert waiting["reason"].startswith("nothing is wrong with your bot: the server could not check it"), \
-                waiting
+            waiting = poll(
+                "cy's upload waiting",
+                lambda: (
+                    s if (s := submission(svc, cid, cy, cy_token, cy_sid))["status"] == "waiting" else None
+                ),
+                120,
+            )
+            assert waiting["reason"].startswith(
+                "nothing is wrong with your bot: the server could not check it"
+            ), waiting
             visit(page, f"{base}/admin")  # the admin's cookie outlives the restart
             expect(page).to_have_url(f"{base}/admin")
             banner = page.locator("#service-banner")
@@ -331,7 +397,9 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             expect(team).to_have_url(f"{base}/team")
             visit(team, f"{base}/team/submissions/{cy_sid}")
             expect(team.locator("h1 .status")).to_have_text("waiting")
-            expect(team.locator("#reason")).to_contain_text("Waiting, not refused: nothing is wrong with your bot")
+            expect(team.locator("#reason")).to_contain_text(
+                "Waiting, not refused: nothing is wrong with your bot"
+            )
             expect(team.locator("#reason")).to_contain_text("it will be retried at")
             team.screenshot(path=str(SCREENS / "story-3-team-waiting.png"), full_page=True)
             marks["3 fault seen"] = time.monotonic() - t0
@@ -340,8 +408,12 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             svc.stop()
             svc = start(None)
             assert settled(svc, cid, cy, cy_token, cy_sid)["status"] == "accepted"
-            poll("the banner gone", lambda: (
-                (visit(page, f"{base}/admin"), page.locator("#service-banner").count() == 0)[1]), 120, every=1)
+            poll(
+                "the banner gone",
+                lambda: (visit(page, f"{base}/admin"), page.locator("#service-banner").count() == 0)[1],
+                120,
+                every=1,
+            )
             visit(team, f"{base}/team/submissions/{cy_sid}")
             expect(team.locator("h1 .status")).to_have_text("accepted")
             marks["3 after the restart, accepted"] = time.monotonic() - t0
@@ -373,7 +445,8 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             expect(page.locator("#deadlines")).to_contain_text("Set here")
             visit(board, f"{base}/c/{cid}")
             expect(board.locator("#countdown [data-kind=freeze] .countdown-text")).to_contain_text(
-                "Submissions close")
+                "Submissions close"
+            )
             board.screenshot(path=str(SCREENS / "story-4-ladder.png"), full_page=True)
 
             # 5. the deadlines pass: it freezes and starts its final by itself
@@ -418,17 +491,32 @@ def test_a_class_runs_unattended_from_the_first_upload_to_the_grade(
             # 6. a backup of the running service
             out = tmp / "backups" / "today"
             done = subprocess.run(
-                [sys.executable, "-c", "from referee.cli import main; main()", "backup", "--db", str(db_path),
-                 str(out)], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                timeout=300)
+                [
+                    sys.executable,
+                    "-c",
+                    "from referee.cli import main; main()",
+                    "backup",
+                    "--db",
+                    str(db_path),
+                    str(out),
+                ],
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert done.returncode == 0, done.stderr
             manifest = json.loads((out / "manifest.json").read_text())
             names = {f["path"] for f in manifest["files"]}
             assert "service.sqlite" in names, names
-            assert f"data/competition-{cid}/final-{rid}/tournament.sqlite" in names, names  # the final's games
+            assert f"data/competition-{cid}/final-{rid}/tournament.sqlite" in names, (
+                names
+            )  # the final's games
             for f in manifest["files"]:
                 assert (out / f["path"]).stat().st_size == f["size"], f
             marks["6 backup"] = time.monotonic() - t0
         finally:
             browser.close()
-    print("\nthe story's steps, seconds from the start: " + "; ".join(f"{k}: {v:.0f}" for k, v in marks.items()))
+    print(
+        "\nthe story's steps, seconds from the start: " + "; ".join(f"{k}: {v:.0f}" for k, v in marks.items())
+    )

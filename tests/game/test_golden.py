@@ -32,8 +32,14 @@ GAMES: dict[str, tuple[int, int, Rules]] = {
     "3p_italian_swaps_draws": (
         3,
         3,
-        Rules(deck="italian", pile_swap=True, sabotage=True, draw_instead_of_playing=True,
-              one_draw_per_clear2=True, turn_limit=40),
+        Rules(
+            deck="italian",
+            pile_swap=True,
+            sabotage=True,
+            draw_instead_of_playing=True,
+            one_draw_per_clear2=True,
+            turn_limit=40,
+        ),
     ),
 }
 
@@ -58,9 +64,17 @@ def playthrough(seed: int, players: int, rules: Rules) -> str:
         state.apply(action, seat)
         step += 1
     result = state.result()
-    lines.append({"result": {"places": result.places, "adjudicated": result.adjudicated,
-                             "points": result.points, "turns": result.turns},
-                  "final": full_view(state)})
+    lines.append(
+        {
+            "result": {
+                "places": result.places,
+                "adjudicated": result.adjudicated,
+                "points": result.points,
+                "turns": result.turns,
+            },
+            "final": full_view(state),
+        }
+    )
     return "".join(ENCODER.encode(line).decode() + "\n" for line in lines)
 
 
@@ -79,5 +93,7 @@ def test_golden_playthrough(name: str, update_golden: bool) -> None:
         diff = "".join(
             difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "now", n=0)
         )
-        pytest.fail(f"{name} differs from {path.name} (first lines of the diff):\n{diff[:3000]}"
-                    "\nIf the change is intended, rerun with --update-golden and review the diff.")
+        pytest.fail(
+            f"{name} differs from {path.name} (first lines of the diff):\n{diff[:3000]}"
+            "\nIf the change is intended, rerun with --update-golden and review the diff."
+        )

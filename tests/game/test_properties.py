@@ -66,11 +66,7 @@ def unlisted_plays(s: GameState, seat: int, rng: random.Random) -> list[Play]:
     """Plays from the source that are not equivalent to a listed one."""
     src = s.source(seat)
     cards = s.hands[seat] if src == HAND else s.up[seat] if src == UP else []
-    listed = {
-        (C.INT[a.cards[0]] >> 3, len(a.cards))
-        for a in s.legal_actions(seat)
-        if isinstance(a, Play)
-    }
+    listed = {(C.INT[a.cards[0]] >> 3, len(a.cards)) for a in s.legal_actions(seat) if isinstance(a, Play)}
     by_rank: dict[int, list[int]] = {}
     for c in cards:
         by_rank.setdefault(c >> 3, []).append(c)
@@ -133,7 +129,9 @@ def playout(seed: int, n: int, rules: Rules, deep: bool) -> int:
     check_invariants(s, total)
     res = s.result()
     assert sorted(res.places)[0] == 1
-    assert all(res.places[d] > res.places[i] for d in res.disqualified for i in range(n) if i not in res.disqualified)
+    assert all(
+        res.places[d] > res.places[i] for d in res.disqualified for i in range(n) if i not in res.disqualified
+    )
     return steps
 
 
@@ -231,7 +229,8 @@ def view_bytes_without(fact: int) -> Callable[[ViewCache, GameState, int, int], 
     (method,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "view_bytes"]
     tree = ast.Module(body=[method], type_ignores=[])
     keys = [
-        node for node in ast.walk(tree)
+        node
+        for node in ast.walk(tree)
         if isinstance(node, ast.Assign)
         and [getattr(t, "id", None) for t in node.targets] == ["key"]
         and isinstance(node.value, ast.Tuple)

@@ -8,8 +8,8 @@ from collections import Counter
 
 import msgspec
 import pytest
-
 from helpers import kinds, play_random, random_game
+
 from protocol import ChooseUp, Deck, Draw, Flip, Pass, Pickup, Play, Rules, Swap
 from referee.game import (
     IllegalActionError,
@@ -20,7 +20,6 @@ from referee.game import (
 from referee.game import cards as C
 from referee.game.layout import layout
 from referee.game.state import GONE, HAND, PLAY, SABOTAGE
-
 
 # --------------------------------------------------------------- E1–E6
 
@@ -188,7 +187,9 @@ def test_D3_seat_0_starts() -> None:
 
 
 def test_D4_empty_hand_with_draw_pile_draws_up_to_3_first() -> None:
-    s = layout(hands=[[], ["9V", "2V"]], up=[["8R"], []], pile=["3Y"], draw=["4G", "5G", "6G", "7G", "8G"], current=1)
+    s = layout(
+        hands=[[], ["9V", "2V"]], up=[["8R"], []], pile=["3Y"], draw=["4G", "5G", "6G", "7G", "8G"], current=1
+    )
     s.apply(Play(cards=["9V"]))
     # Seat 1 drew back to 3 (two cards), then seat 0 starts with an empty hand.
     assert s.current == 0
@@ -413,7 +414,9 @@ def test_D17_V6_colour_run_swap_or_decline() -> None:
     assert "C" in C.to_str(s.hands[0])
     assert s.current == 1  # the turn ended after the decision
     # Declining leaves everything.
-    s = layout(hands=[["8R", "2G"], ["2V"]], up=[["9B"], []], pile=["4R", "5R", "7R"], draw=["6V"] * 6, rules=rules)
+    s = layout(
+        hands=[["8R", "2G"], ["2V"]], up=[["9B"], []], pile=["4R", "5R", "7R"], draw=["6V"] * 6, rules=rules
+    )
     s.apply(Play(cards=["8R"]))
     s.apply(Pass())
     assert C.to_str(s.up[0]) == ["9B"] and s.current == 1
@@ -497,7 +500,7 @@ def test_D9_a_pickup_during_an_extra_action_ends_the_turn_and_loses_the_rest() -
     # picking up ends the turn, so extra actions still owed [D9] are lost.
     s = layout(hands=[["C+2", "2R", "9G"], ["3V"]], pile=["8Y"], draw=[])
     s.apply(Play(cards=["C+2"]))  # owes 2 extra actions
-    s.apply(Play(cards=["9G"]))   # first extra: a 9 on the empty pile
+    s.apply(Play(cards=["9G"]))  # first extra: a 9 on the empty pile
     assert kinds(s.legal_actions()) == ["pickup"]  # the 2 cannot beat the 9
     s.apply(Pickup())
     assert s.current == 1 and s.extras == []
@@ -507,8 +510,12 @@ def test_D9_a_pickup_during_an_extra_action_ends_the_turn_and_loses_the_rest() -
 def test_D10_with_V2_a_draw_during_an_extra_action_is_the_draw_before_it() -> None:
     # V2's draw replaces a turn's first action only; owing an extra action,
     # "draw" is [D10]'s draw and the turn goes on.
-    s = layout(hands=[["C+1", "3R"], ["2V"]], pile=["9Y"], draw=["6V", "7V"],
-               rules=Rules(draw_instead_of_playing=True))
+    s = layout(
+        hands=[["C+1", "3R"], ["2V"]],
+        pile=["9Y"],
+        draw=["6V", "7V"],
+        rules=Rules(draw_instead_of_playing=True),
+    )
     s.apply(Play(cards=["C+1"]))
     s.apply(Draw())
     assert s.current == 0 and len(s.extras) == 1
@@ -518,8 +525,13 @@ def test_D10_with_V2_a_draw_during_an_extra_action_is_the_draw_before_it() -> No
 def test_D8_three_of_a_kind_is_checked_before_a_V6_colour_run() -> None:
     # Four reds on top, the last three of one rank: the pile is cleared [D8],
     # so there is no colour run left to offer [D17].
-    s = layout(hands=[["5R", "2G"], ["2V"]], up=[["9B"], []], pile=["3R", "5R", "5R"],
-               draw=["6V"] * 4, rules=Rules(colour_run=True, deck=Deck(copies=3)))
+    s = layout(
+        hands=[["5R", "2G"], ["2V"]],
+        up=[["9B"], []],
+        pile=["3R", "5R", "5R"],
+        draw=["6V"] * 4,
+        rules=Rules(colour_run=True, deck=Deck(copies=3)),
+    )
     s.apply(Play(cards=["5R"]))
     assert s.pile == [] and not s.pending_swap and s.current == 1
 
@@ -538,22 +550,37 @@ def test_D15_V5_pile_swap_comes_before_D16_V5b_sabotage() -> None:
 
 def test_D17_V6_needs_four_of_one_colour_not_three() -> None:
     """Three reds on top (the fourth card is green) offer no swap."""
-    s = layout(hands=[["8R", "2G"], ["2V"]], up=[["9B"], []], pile=["4G", "5R", "7R"],
-               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s = layout(
+        hands=[["8R", "2G"], ["2V"]],
+        up=[["9B"], []],
+        pile=["4G", "5R", "7R"],
+        draw=["6V"] * 6,
+        rules=Rules(colour_run=True),
+    )
     s.apply(Play(cards=["8R"]))
     assert not s.pending_swap and s.current == 1
 
 
 def test_D17_V6_no_offer_without_3up_cards() -> None:
-    s = layout(hands=[["8R", "2G"], ["2V"]], up=[[], []], pile=["4R", "5R", "7R"],
-               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s = layout(
+        hands=[["8R", "2G"], ["2V"]],
+        up=[[], []],
+        pile=["4R", "5R", "7R"],
+        draw=["6V"] * 6,
+        rules=Rules(colour_run=True),
+    )
     s.apply(Play(cards=["8R"]))
     assert not s.pending_swap and s.current == 1
 
 
 def test_D17_V6_a_colour_run_in_an_extra_action_lets_the_turn_go_on() -> None:
-    s = layout(hands=[["8R", "2G", "3G"], ["2V"]], up=[["9B"], []], pile=["4R", "5R", "7R"],
-               draw=["6V"] * 6, rules=Rules(colour_run=True))
+    s = layout(
+        hands=[["8R", "2G", "3G"], ["2V"]],
+        up=[["9B"], []],
+        pile=["4R", "5R", "7R"],
+        draw=["6V"] * 6,
+        rules=Rules(colour_run=True),
+    )
     s.extras = [True, True]
     s.apply(Play(cards=["8R"]))
     assert s.pending_swap
@@ -568,8 +595,11 @@ def test_D12_the_turn_limit_is_1000_by_default() -> None:
 def test_D12_adjudication_places_the_players_left_after_those_out_with_V1() -> None:
     """With V1 a player already out keeps their place; those still in at the
     limit are ranked after them by penalty points."""
-    s = layout(hands=[["9R"], ["2V", "8V"], ["3V", "C"]], pile=["5Y"],
-               rules=Rules(play_for_places=True, turn_limit=2))
+    s = layout(
+        hands=[["9R"], ["2V", "8V"], ["3V", "C"]],
+        pile=["5Y"],
+        rules=Rules(play_for_places=True, turn_limit=2),
+    )
     s.apply(Play(cards=["9R"]))  # seat 0 goes out: first
     s.apply(Pickup())  # seat 1: turn 2 reaches the limit
     result = s.result()
@@ -586,8 +616,12 @@ def test_D11_V1_a_player_out_with_extra_actions_owed_simply_stops() -> None:
 
 
 def test_D11_V1_play_goes_on_past_the_seats_that_are_out() -> None:
-    s = layout(hands=[["2R", "3R"], ["9G"], ["3V", "4V"], ["5V", "6V"]], pile=["5Y"],
-               current=1, rules=Rules(play_for_places=True))
+    s = layout(
+        hands=[["2R", "3R"], ["9G"], ["3V", "4V"], ["5V", "6V"]],
+        pile=["5Y"],
+        current=1,
+        rules=Rules(play_for_places=True),
+    )
     s.apply(Play(cards=["9G"]))  # seat 1 goes out
     s.apply(Pickup())  # seat 2
     s.apply(Play(cards=["5V"]))  # seat 3

@@ -30,11 +30,7 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {
-        _module_name(p): p
-        for package in PACKAGES
-        for p in sorted((ROOT / package).rglob("*.py"))
-    }
+    return {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
@@ -126,8 +122,14 @@ ALLOWED = {
     "referee.record": ("protocol", "referee.game"),
     "referee.replay": ("protocol", "referee.game", "referee.record", "referee.report"),
     "referee.report": ("protocol", "referee.record", "referee.tournament.ratings"),
-    "referee.match": ("protocol", "referee", "referee.game", "referee.bots", "referee.record",
-                      "referee.replay"),
+    "referee.match": (
+        "protocol",
+        "referee",
+        "referee.game",
+        "referee.bots",
+        "referee.record",
+        "referee.replay",
+    ),
     "sample_bots": ("protocol", "referee.game", "sample_bots"),
 }
 
@@ -135,9 +137,7 @@ ALLOWED = {
 def _allowed(target: str, prefixes: tuple[str, ...]) -> bool:
     """`target` is one of `prefixes` or below one; ``referee`` alone (the
     package root, which holds ``version()``) allows only itself."""
-    return any(
-        target == p or (p != "referee" and target.startswith(p + ".")) for p in prefixes
-    )
+    return any(target == p or (p != "referee" and target.startswith(p + ".")) for p in prefixes)
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
@@ -171,7 +171,10 @@ LAYERS = (
 )
 #: Imports that go up a layer, each with its reason.
 UPWARD = {
-    ("referee.report", "referee.tournament.ratings"): "type names only (TYPE_CHECKING): the tables it formats",
+    (
+        "referee.report",
+        "referee.tournament.ratings",
+    ): "type names only (TYPE_CHECKING): the tables it formats",
 }
 
 
@@ -219,10 +222,16 @@ def test_layers_point_down() -> None:
 
 def test_the_layer_checks_find_what_is_wrong() -> None:
     """The checks above could not pass by finding nothing."""
-    assert _without_layer({"referee.newthing", "referee.web.pages", "elsewhere"}) == ["elsewhere", "referee.newthing"]
+    assert _without_layer({"referee.newthing", "referee.web.pages", "elsewhere"}) == [
+        "elsewhere",
+        "referee.newthing",
+    ]
     assert _layer("referee.bots.container") == _layer("referee.bots") != _layer("referee.web.app")
-    graph = {"referee.game.cards": {"referee.bots.http"}, "referee.web.app": {"referee.game.cards"},
-             "referee.match": {"referee.match"}}
+    graph = {
+        "referee.game.cards": {"referee.bots.http"},
+        "referee.web.app": {"referee.game.cards"},
+        "referee.match": {"referee.match"},
+    }
     assert _upward(graph) == ["referee.game.cards (engine) imports referee.bots.http (transports)"]
 
 

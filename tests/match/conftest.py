@@ -21,7 +21,8 @@ def sample_app(kind: str = "random", secret: str | None = None) -> web.Applicati
     """A sample bot's app (random or greedy) that records what it receives; the
     zoo's random bot when sample_bots is not there."""
     try:
-        from sample_bots import greedy, random as sample_random
+        from sample_bots import greedy
+        from sample_bots import random as sample_random
         from sample_bots.sdk import make_app
     except ImportError:  # pragma: no cover - sample_bots is written in parallel
         return good_app(kind)
@@ -41,4 +42,3 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
     s = make_session()
     yield s
     await s.close()
-

@@ -55,7 +55,9 @@ if __name__ == "__main__":
     p.add_argument("--raise-at-act", action="store_true")
     a = p.parse_args()
     a.unix = a.unix or (os.environ.get("BOT_UNIX") if a.port is None else None)
-    a.raise_at_act = a.raise_at_act or os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "raise"))
+    a.raise_at_act = a.raise_at_act or os.path.exists(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "raise")
+    )
     if a.unix:
         web.run_app(app(a.raise_at_act), path=a.unix, print=None, access_log=None)
     else:

@@ -54,8 +54,10 @@ async def test_validation_games_are_kept_with_the_bots_lines_by_turn(tmp_path: P
 
 def test_a_turns_output_is_capped(tmp_path: Path) -> None:
     log = tmp_path / "bot.stdout.log"
-    log.write_text("--- game g1\n--- act g1.1 0\n" + "line\n" * 100 + "--- act g1.2 1\nsmall\n"
-                   "--- act g2.1 0\nother game\n")
+    log.write_text(
+        "--- game g1\n--- act g1.1 0\n" + "line\n" * 100 + "--- act g1.2 1\nsmall\n"
+        "--- act g2.1 0\nother game\n"
+    )
     out = output_by_request([log], "g1", cap=200)
     assert out["g1.1"].endswith("\n… cut") and len(out["g1.1"]) <= 200 + len("\n… cut")
     assert out["g1.2"] == "small" and "g2.1" not in out

@@ -90,8 +90,20 @@ def test_match_json_and_replay(bots: dict[str, str], tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
         [
-            "match", "--bot", bots["random"], "--bot", bots["garbage"], "--bot", bots["greedy"],
-            "--seed", "8", "--move-ms", "300", "--replay", str(replay), "--json",
+            "match",
+            "--bot",
+            bots["random"],
+            "--bot",
+            bots["garbage"],
+            "--bot",
+            bots["greedy"],
+            "--seed",
+            "8",
+            "--move-ms",
+            "300",
+            "--replay",
+            str(replay),
+            "--json",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -119,21 +131,39 @@ def test_match_rules_file(bots: dict[str, str], tmp_path: Path) -> None:
     good = tmp_path / "rules.toml"
     good.write_text('[rules]\nplay_for_places = true\ndeck = "italian"\n')
     result = CliRunner().invoke(
-        main, ["match", "--bot", bots["random"], "--bot", bots["greedy"], "--bot", bots["random"],
-               "--seed", "2", "--rules", str(good), "--json"],
+        main,
+        [
+            "match",
+            "--bot",
+            bots["random"],
+            "--bot",
+            bots["greedy"],
+            "--bot",
+            bots["random"],
+            "--seed",
+            "2",
+            "--rules",
+            str(good),
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert sorted(json.loads(result.output.splitlines()[-1])["places"]) == [1, 2, 3]
 
     bad = tmp_path / "bad.toml"
     bad.write_text("[rules]\nplay_for_place = true\n")
-    result = CliRunner().invoke(main, ["match", "--bot", bots["random"], "--bot", bots["greedy"], "--seed", "2", "--rules", str(bad)])
+    result = CliRunner().invoke(
+        main, ["match", "--bot", bots["random"], "--bot", bots["greedy"], "--seed", "2", "--rules", str(bad)]
+    )
     assert result.exit_code == 2
     assert "unknown key 'play_for_place' (did you mean 'play_for_places'?)" in result.output
 
     small = tmp_path / "small.toml"
     small.write_text('[rules.deck]\ncolours = "R"\nclear = 0\nclear_plus1 = 0\nclear_plus2 = 0\n')
-    result = CliRunner().invoke(main, ["match", "--bot", bots["random"], "--bot", bots["greedy"], "--seed", "2", "--rules", str(small)])
+    result = CliRunner().invoke(
+        main,
+        ["match", "--bot", bots["random"], "--bot", bots["greedy"], "--seed", "2", "--rules", str(small)],
+    )
     assert result.exit_code == 2
     assert "too small" in result.output
 
@@ -144,11 +174,14 @@ def test_match_bad_bots() -> None:
     assert "a bot is a URL" in result.output
     port = free_port()
     result = CliRunner().invoke(
-        main, ["match", "--bot", f"http://127.0.0.1:{port}", "--bot", f"http://127.0.0.1:{port}", "--seed", "1"]
+        main,
+        ["match", "--bot", f"http://127.0.0.1:{port}", "--bot", f"http://127.0.0.1:{port}", "--seed", "1"],
     )
     assert result.exit_code == 1
     assert "cannot start the game" in result.output and "connection refused" in result.output
-    result = CliRunner().invoke(main, ["match", "--bot", "cmd:python bot.py", "--bot", "cmd:x", "--seed", "1"])
+    result = CliRunner().invoke(
+        main, ["match", "--bot", "cmd:python bot.py", "--bot", "cmd:x", "--seed", "1"]
+    )
     assert result.exit_code == 2 and "{port}" in result.output
 
 
@@ -162,12 +195,23 @@ def test_console_script_with_command_bots(tmp_path: Path) -> None:
     assert script.exists(), f"{script}: the project is not installed in this interpreter's environment"
     proc = subprocess.run(
         [
-            str(script), "match",
-            "--bot", f"cmd:{sys.executable} {ZOO} good --port {{port}} --name alpha",
-            "--bot", f"cmd:{sys.executable} {ZOO} wrong_id --port {{port}}",
-            "--seed", "5", "--move-ms", "300", "--log-dir", str(logs),
+            str(script),
+            "match",
+            "--bot",
+            f"cmd:{sys.executable} {ZOO} good --port {{port}} --name alpha",
+            "--bot",
+            f"cmd:{sys.executable} {ZOO} wrong_id --port {{port}}",
+            "--seed",
+            "5",
+            "--move-ms",
+            "300",
+            "--log-dir",
+            str(logs),
         ],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert "alpha" in proc.stdout
@@ -181,9 +225,16 @@ def test_check_passes_for_a_good_bot(bots: dict[str, str]) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     for what in (
-        "GET /", "POST /start", "/act set-up choose_up", "/act plain play", "/act forced pick-up",
-        "/act 3DOWN flip", "/act extra action with a draw option", "/act V6 colour-run swap",
-        "latency", "POST /end",
+        "GET /",
+        "POST /start",
+        "/act set-up choose_up",
+        "/act plain play",
+        "/act forced pick-up",
+        "/act 3DOWN flip",
+        "/act extra action with a draw option",
+        "/act V6 colour-run swap",
+        "latency",
+        "POST /end",
     ):
         assert any(line.startswith(f"PASS  {what}:") for line in lines), what
     assert "FAIL" not in result.output
@@ -242,8 +293,12 @@ def test_check_starts_a_command_bot_checks_it_and_stops_it(tmp_path: Path) -> No
 def test_check_a_command_that_does_not_start(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
-        ["check", f"cmd:{sys.executable} -c 'raise SystemExit(\"no model file\")' --port {{port}}",
-         "--log-dir", str(tmp_path)],
+        [
+            "check",
+            f"cmd:{sys.executable} -c 'raise SystemExit(\"no model file\")' --port {{port}}",
+            "--log-dir",
+            str(tmp_path),
+        ],
     )
     assert result.exit_code == 1
     assert "FAIL  start: " in result.output and "exited with code 1" in result.output

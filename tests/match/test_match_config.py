@@ -33,7 +33,10 @@ def test_reads_a_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[rules]\nplay_for_place = true\n", "[rules] unknown key 'play_for_place' (did you mean 'play_for_places'?)"),
+        (
+            "[rules]\nplay_for_place = true\n",
+            "[rules] unknown key 'play_for_place' (did you mean 'play_for_places'?)",
+        ),
         ("[rules]\n[rules.deck]\ncopie = 2\n", "[rules.deck] unknown key 'copie' (did you mean 'copies'?)"),
         ("[rules]\nzzz = 1\n", "[rules] unknown key 'zzz' (known keys: deck, play_for_places,"),
         ("[rules]\nscoring = 'yes'\n", "[rules] 'scoring': Expected `bool`, got `str`"),

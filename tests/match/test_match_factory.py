@@ -24,8 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
         ("http://127.0.0.1:8001", "url", "http://127.0.0.1:8001"),
         ("https://bots.example:443/alice", "url", "https://bots.example:443/alice"),
         ("unix:/tmp/bot.sock", "url", "unix:/tmp/bot.sock"),
-        ("cmd:python -m sample_bots.random --port {port}", "command",
-         ["python", "-m", "sample_bots.random", "--port", "{port}"]),
+        (
+            "cmd:python -m sample_bots.random --port {port}",
+            "command",
+            ["python", "-m", "sample_bots.random", "--port", "{port}"],
+        ),
         ("cmd:'my bot' --port={port}", "command", ["my bot", "--port={port}"]),
     ],
 )
@@ -53,9 +56,14 @@ def test_parse_spec_says_what_is_wrong(text: str, words: str) -> None:
 
 async def test_each_kind_gets_its_transport(tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as session:
-        factory = BotFactory(log_dir=tmp_path / "logs", base_dir=tmp_path, session=session,
-                             out_dir=tmp_path, limits=ContainerLimits(memory="64m"),
-                             labels={"referee.tournament": "t"})
+        factory = BotFactory(
+            log_dir=tmp_path / "logs",
+            base_dir=tmp_path,
+            session=session,
+            out_dir=tmp_path,
+            limits=ContainerLimits(memory="64m"),
+            labels={"referee.tournament": "t"},
+        )
         tcp = factory.make(BotSpec(name="a", url="http://127.0.0.1:9", secret="k"))
         assert isinstance(tcp, HttpBot) and tcp._session is session and tcp.name == "a"
         unix = factory.make(BotSpec(name="", url="unix:/tmp/x.sock"))

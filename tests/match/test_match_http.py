@@ -50,7 +50,9 @@ def _request(request_id: str = "g.1") -> ActRequest:
     )
 
 
-def _app(handler: Callable[[web.Request], object], path: str = "/act", method: str = "POST") -> web.Application:
+def _app(
+    handler: Callable[[web.Request], object], path: str = "/act", method: str = "POST"
+) -> web.Application:
     app = recording(web.Application())
     app.router.add_route(method, path, handler)  # type: ignore[arg-type]
     return app
@@ -101,7 +103,9 @@ async def test_handshake(session: aiohttp.ClientSession) -> None:
         (b"", 404, "answered HTTP 404"),
     ],
 )
-async def test_handshake_errors(reply: bytes, status: int, words: str, session: aiohttp.ClientSession) -> None:
+async def test_handshake_errors(
+    reply: bytes, status: int, words: str, session: aiohttp.ClientSession
+) -> None:
     async def info(request: web.Request) -> web.Response:
         return web.Response(body=reply, status=status)
 
@@ -247,7 +251,9 @@ async def test_signature_header(session: aiohttp.ClientSession) -> None:
         bot = HttpBot(url, session=session, secret="k")
         request = _request()
         assert (await bot.act(request, 1.0)).fault is None
-        start = GameStart(apiversion="1", game_id="g", seat=0, players=["a", "b"], rules=Rules(), timeouts=Timeouts())
+        start = GameStart(
+            apiversion="1", game_id="g", seat=0, players=["a", "b"], rules=Rules(), timeouts=Timeouts()
+        )
         assert await bot.start(start, 1.0) is None
     bodies: list[tuple[str, bytes]] = app[BODIES]
     received: list[dict[str, str]] = app[HEADERS]
@@ -270,7 +276,9 @@ async def test_start_and_end_faults(session: aiohttp.ClientSession) -> None:
 
     app = web.Application()
     app.router.add_post("/start", bad)
-    start = GameStart(apiversion="1", game_id="g", seat=0, players=["a", "b"], rules=Rules(), timeouts=Timeouts())
+    start = GameStart(
+        apiversion="1", game_id="g", seat=0, players=["a", "b"], rules=Rules(), timeouts=Timeouts()
+    )
     end = GameEnd(game_id="g", seat=0, places=[1, 2], adjudicated=False, disqualified=[], faults=[])
     async with serve(app) as url:
         bot = HttpBot(url, session=session)
@@ -307,9 +315,7 @@ async def test_transport_bug_does_not_end_the_game(session: aiohttp.ClientSessio
     from referee.match import play_match
 
     class Broken(HttpBot):
-        async def act_bytes(
-            self, body: bytes, request_id: str, turn: int, deadline_s: float
-        ) -> ActOutcome:
+        async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
             raise RuntimeError("bug")
 
     async with serve(good_app("a")) as u1, serve(good_app("b")) as u2:

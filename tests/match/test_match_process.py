@@ -40,9 +40,10 @@ def _sample_command(name: str) -> list[str]:
 
 
 async def test_command_bots_play_a_game(tmp_path: Path, session: aiohttp.ClientSession) -> None:
-    async with CommandBot(_sample_command("random"), log_dir=tmp_path, session=session, cwd=ROOT) as a, CommandBot(
-        _sample_command("greedy"), log_dir=tmp_path, session=session, cwd=ROOT
-    ) as b:
+    async with (
+        CommandBot(_sample_command("random"), log_dir=tmp_path, session=session, cwd=ROOT) as a,
+        CommandBot(_sample_command("greedy"), log_dir=tmp_path, session=session, cwd=ROOT) as b,
+    ):
         assert a.running and a.port is not None and a.info is not None
         assert a.name == "random" and b.name == "greedy"
         result = await play_match([a, b], 12, timeouts=FAST)
@@ -56,7 +57,12 @@ async def test_command_bots_play_a_game(tmp_path: Path, session: aiohttp.ClientS
 
 
 async def test_process_that_exits_at_once(tmp_path: Path) -> None:
-    command = [sys.executable, "-c", "import sys; sys.stderr.write('boom: no model file\\n'); sys.exit(3)", "{port}"]
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stderr.write('boom: no model file\\n'); sys.exit(3)",
+        "{port}",
+    ]
     bot = CommandBot(command, log_dir=tmp_path, name="crashy")
     with pytest.raises(BotError) as err:
         await bot.launch()
@@ -68,7 +74,12 @@ async def test_process_that_exits_at_once(tmp_path: Path) -> None:
 
 
 async def test_process_that_never_listens(tmp_path: Path) -> None:
-    command = [sys.executable, "-c", "import sys, time; print('thinking', file=sys.stderr, flush=True); time.sleep(60)", "{port}"]
+    command = [
+        sys.executable,
+        "-c",
+        "import sys, time; print('thinking', file=sys.stderr, flush=True); time.sleep(60)",
+        "{port}",
+    ]
     bot = CommandBot(command, log_dir=tmp_path, ready_timeout_s=0.5)
     with pytest.raises(BotError) as err:
         await bot.launch()
@@ -114,9 +125,14 @@ async def test_restart_after_death_and_sigkill_after_grace(tmp_path: Path) -> No
 
 
 async def test_bot_process_dies_mid_game(tmp_path: Path, session: aiohttp.ClientSession) -> None:
-    async with CommandBot(_sample_command("random"), log_dir=tmp_path, session=session, cwd=ROOT) as good, CommandBot(
-        [sys.executable, ZOO, "dies", "--after", "3", "--port", "{port}"], log_dir=tmp_path, session=session
-    ) as dying:
+    async with (
+        CommandBot(_sample_command("random"), log_dir=tmp_path, session=session, cwd=ROOT) as good,
+        CommandBot(
+            [sys.executable, ZOO, "dies", "--after", "3", "--port", "{port}"],
+            log_dir=tmp_path,
+            session=session,
+        ) as dying,
+    ):
         result = await play_match([good, dying], 3, timeouts=FAST)
         # The process has exited; the event loop may take a moment to reap it.
         for _ in range(100):

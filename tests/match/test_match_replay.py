@@ -20,17 +20,15 @@ from referee.record import (
     DisqualifiedLine,
     FaultPolicy,
     NoticeLine,
+    ReplayRecord,
     RequestLine,
     latency_stats,
 )
-from referee.record import ReplayRecord
 from referee.replay import ReplayError, ReplayMismatch, dumps, loads, read, rerun, write
 
 
 @pytest.fixture
-async def played(
-    session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]
-) -> Match:
+async def played(session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]) -> Match:
     apps = [make_sample("random"), zoo_app("illegal_index"), make_sample("greedy")]
     _, match = await run_game(apps, session, seed=21)
     return match
@@ -62,9 +60,10 @@ async def test_round_trip_and_rerun(played: Match, tmp_path: Path) -> None:
 async def test_play_match_writes_the_replay(
     session: aiohttp.ClientSession, make_sample: Callable[..., web.Application], tmp_path: Path
 ) -> None:
+    from zoo import serve
+
     from referee.bots import HttpBot
     from referee.match import play_match
-    from zoo import serve
 
     async with serve(make_sample("random")) as u1, serve(make_sample("greedy")) as u2:
         bots = [HttpBot(u1, session=session), HttpBot(u2, session=session)]
@@ -114,7 +113,9 @@ def test_bad_files(tmp_path: Path) -> None:
         loads(b"{nope", "x")
 
 
-async def test_notice_lines(session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]) -> None:
+async def test_notice_lines(
+    session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]
+) -> None:
     """/start and /end faults: recorded, no strike, the game unaffected."""
 
     app = make_sample("random")
@@ -123,7 +124,10 @@ async def test_notice_lines(session: aiohttp.ClientSession, make_sample: Callabl
     assert result.strikes == [0, 0]
     assert result.disqualified == []
     notices = [l for l in match.record.lines if isinstance(l, NoticeLine)]
-    assert [(n.seat, n.call, n.fault.kind) for n in notices] == [(1, "start", "http_status"), (1, "end", "http_status")]
+    assert [(n.seat, n.call, n.fault.kind) for n in notices] == [
+        (1, "start", "http_status"),
+        (1, "end", "http_status"),
+    ]
     assert [f.kind for f in result.faults[1]] == ["http_status", "http_status"]
     assert result.faults[1][1].turn == result.turns
     rerun(match.record)
@@ -192,8 +196,8 @@ def test_setup_requests_are_the_encoded_requests() -> None:
 def test_the_viewer_and_the_rerun_read_a_record_alike(played: Match, tmp_path: Path) -> None:
     """One reading of a record (record.steps): the viewer's frames and the
     re-run accept the same records and refuse the same ones (issue 12)."""
-    from referee.replay import frames
     from referee.record import steps
+    from referee.replay import frames
 
     record = loads(dumps(played.record))
     data = frames(record)
@@ -236,9 +240,11 @@ def test_the_viewer_and_the_rerun_read_a_record_alike(played: Match, tmp_path: P
         assert r.result is not None
         r.result.turns += 1
 
-    for change, words in ((tamper_hash, "differs from the state that was sent"),
-                          (orphan_dq, "does not follow its request"),
-                          (truncate, "the record has"),
-                          (another_result, "differs from the recorded")):
+    for change, words in (
+        (tamper_hash, "differs from the state that was sent"),
+        (orphan_dq, "does not follow its request"),
+        (truncate, "the record has"),
+        (another_result, "differs from the recorded"),
+    ):
         a, b = refused(change)
         assert a == b and words in a

@@ -97,7 +97,9 @@ async def test_forfeit_on_first_fault(
     result, match = await run_game(apps, session, policy=FaultPolicy(forfeit_on_first=True))
     assert result.disqualified == [2]
     assert result.strikes[2] == 1
-    assert [f.kind for f in result.faults[2] if not f.detail.startswith(("POST /start", "POST /end"))] == [fault_kind]
+    assert [f.kind for f in result.faults[2] if not f.detail.startswith(("POST /start", "POST /end"))] == [
+        fault_kind
+    ]
     assert result.latency[2].count == good_first + 1
     assert result.places[2] == 3 and min(result.places[:2]) == 1
     dq = [l for l in match.record.lines if isinstance(l, DisqualifiedLine)]
@@ -174,7 +176,9 @@ async def test_stale_connection_is_retried(
     check_views(match, apps)
 
 
-async def test_signed_requests(session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]) -> None:
+async def test_signed_requests(
+    session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]
+) -> None:
     """Bots with a secret accept the referee's signed requests and refuse others."""
     apps = [make_sample("random", secret="s3"), make_sample("greedy", secret="t4")]
     async with contextlib.AsyncExitStack() as stack:
@@ -192,7 +196,9 @@ async def test_signed_requests(session: aiohttp.ClientSession, make_sample: Call
     assert all(h.get("X-Referee-Signature", "").startswith("sha256=") for h in apps[0][HEADERS])
 
 
-async def test_variants_game(session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]) -> None:
+async def test_variants_game(
+    session: aiohttp.ClientSession, make_sample: Callable[..., web.Application]
+) -> None:
     """Play for places, V6 swaps, V2 draws: the runner is rule-agnostic."""
     rules = Rules(play_for_places=True, colour_run=True, draw_instead_of_playing=True, reverses=True)
     apps = [make_sample("random"), make_sample("greedy"), make_sample("random"), zoo_app("illegal_index")]

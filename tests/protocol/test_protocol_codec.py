@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import Rules, Timeouts
-
 from protocol import (
     ActReply,
     Flip,
@@ -24,6 +22,7 @@ from protocol import (
     decode_reply,
     encode,
 )
+from protocol.messages import Rules, Timeouts
 
 
 def test_valid_replies() -> None:
@@ -106,13 +105,15 @@ def test_action_without_type() -> None:
 
 
 def test_unknown_field_in_action() -> None:
-    error = _fails(b'{"request_id": "r1", "action": {"type": "swap", "give": "3R", "take": "9B", "targte": 1}}')
+    error = _fails(
+        b'{"request_id": "r1", "action": {"type": "swap", "give": "3R", "take": "9B", "targte": 1}}'
+    )
     assert error.kind == "bad_json"
     assert error.message == (
         "action of type 'swap' has unknown field(s) 'targte'; it takes 'give', 'take', 'target'"
     )
     error = _fails(b'{"request_id": "r1", "action": {"type": "pickup", "cards": []}}')
-    assert "action of type 'pickup' has unknown field(s) 'cards'; it takes no other fields" == error.message
+    assert error.message == "action of type 'pickup' has unknown field(s) 'cards'; it takes no other fields"
 
 
 def test_wrong_request_id() -> None:
@@ -189,10 +190,13 @@ def test_encode_is_compact_json() -> None:
 DEEP = 100_000
 
 
-@pytest.mark.parametrize("data", [
-    b'{"request_id":"r1","index":0,"x":' + b"[" * DEEP + b"]" * DEEP + b"}",
-    b'{"request_id":"r1","action":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"request_id":"r1","index":0,"x":' + b"[" * DEEP + b"]" * DEEP + b"}",
+        b'{"request_id":"r1","action":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}",
+    ],
+)
 def test_a_reply_nested_too_deeply_is_bad_json_not_a_crash(data: bytes) -> None:
     """A hostile bot's deeply nested reply (msgspec stops at ~1000 levels
     with a RecursionError) is the bot's bad_json fault (issue 14)."""

@@ -15,9 +15,9 @@ import pytest
 from protocol import (
     APIVERSION,
     DECK_PRESETS,
+    Action,
     ActReply,
     ActRequest,
-    Action,
     BotInfo,
     ChooseUp,
     Deck,
@@ -180,13 +180,28 @@ PROTOCOL_FIELDS: dict[type[msgspec.Struct], set[str]] = {
     BotInfo: {"apiversion", "name", "author", "version"},
     GameStart: {"apiversion", "game_id", "seat", "players", "rules", "timeouts"},
     ActRequest: {
-        "apiversion", "game_id", "request_id", "seat", "turn", "deadline_ms", "bank_ms",
-        "state", "legal",
+        "apiversion",
+        "game_id",
+        "request_id",
+        "seat",
+        "turn",
+        "deadline_ms",
+        "bank_ms",
+        "state",
+        "legal",
     },
     ActReply: {"request_id", "index", "action"},
     State: {
-        "you", "players", "pile", "draw_count", "cleared", "removed_count", "current",
-        "direction", "extra_actions", "events",
+        "you",
+        "players",
+        "pile",
+        "draw_count",
+        "cleared",
+        "removed_count",
+        "current",
+        "direction",
+        "extra_actions",
+        "events",
     },
     YouView: {"seat", "hand", "up", "down"},
     PlayerView: {"seat", "name", "hand_count", "up", "down_count", "out", "place"},
@@ -213,8 +228,13 @@ def test_protocol_field_names(cls: type[msgspec.Struct]) -> None:
 def test_action_tags() -> None:
     tags = {type(a).__name__: a.__struct_config__.tag for a in ACTIONS}
     assert tags == {
-        "ChooseUp": "choose_up", "Play": "play", "Flip": "flip", "Pickup": "pickup",
-        "Draw": "draw", "Swap": "swap", "Pass": "pass",
+        "ChooseUp": "choose_up",
+        "Play": "play",
+        "Flip": "flip",
+        "Pickup": "pickup",
+        "Draw": "draw",
+        "Swap": "swap",
+        "Pass": "pass",
     }
     assert all(a.__struct_config__.tag_field == "type" for a in ACTIONS)
 
@@ -238,10 +258,15 @@ def test_actions_are_hashable_and_frozen() -> None:
 
 def test_event_omits_defaults() -> None:
     assert json.loads(encode(Event(seq=3, seat=1, type="pickup", count=4))) == {
-        "seq": 3, "seat": 1, "type": "pickup", "count": 4,
+        "seq": 3,
+        "seat": 1,
+        "type": "pickup",
+        "count": 4,
     }
     assert json.loads(encode(Event(seq=9, seat=0, type="end"))) == {
-        "seq": 9, "seat": 0, "type": "end",
+        "seq": 9,
+        "seat": 0,
+        "type": "end",
     }
 
 
@@ -278,15 +303,35 @@ def _state() -> State:
         you=YouView(seat=1, hand=["3R", "9B", "C+1"], up=["7G", "10V"], down=[0, 2]),
         players=[
             PlayerView(
-                seat=0, name="greedy", hand_count=0, up=[], down_count=0, out=True, place=1,
-                down=[], known=[],
+                seat=0,
+                name="greedy",
+                hand_count=0,
+                up=[],
+                down_count=0,
+                out=True,
+                place=1,
+                down=[],
+                known=[],
             ),
             PlayerView(
-                seat=1, name="me", hand_count=3, up=["7G", "10V"], down_count=2, out=False,
-                place=None, down=[0, 2], known=["9B"],
+                seat=1,
+                name="me",
+                hand_count=3,
+                up=["7G", "10V"],
+                down_count=2,
+                out=False,
+                place=None,
+                down=[0, 2],
+                known=["9B"],
             ),
             PlayerView(
-                seat=2, name="crash", hand_count=0, up=[], down_count=0, out=True, place=3,
+                seat=2,
+                name="crash",
+                hand_count=0,
+                up=[],
+                down_count=0,
+                out=True,
+                place=3,
                 disqualified=True,
             ),
         ],
@@ -322,32 +367,84 @@ def _state() -> State:
 def _samples() -> list[tuple[str, Any]]:
     rules = Rules(
         deck=Deck(colours="RYGB", copies=2, clear=4, clear_plus1=3, clear_plus2=1),
-        play_for_places=True, draw_instead_of_playing=True, reverses=True, scoring=True,
-        pile_swap=True, sabotage=True, colour_run=True, one_draw_per_clear2=True,
+        play_for_places=True,
+        draw_instead_of_playing=True,
+        reverses=True,
+        scoring=True,
+        pile_swap=True,
+        sabotage=True,
+        colour_run=True,
+        one_draw_per_clear2=True,
         turn_limit=300,
     )
     request = ActRequest(
-        apiversion="1", game_id="g-7", request_id="g-7-88", seat=1, turn=88,
-        deadline_ms=950, bank_ms=4000, state=_state(), legal=list(ACTIONS) + [Swap("C+1", "7G", target=0)],
+        apiversion="1",
+        game_id="g-7",
+        request_id="g-7-88",
+        seat=1,
+        turn=88,
+        deadline_ms=950,
+        bank_ms=4000,
+        state=_state(),
+        legal=list(ACTIONS) + [Swap("C+1", "7G", target=0)],
     )
     return [
         ("BotInfo", BotInfo(apiversion="1", name="greedy", author="ann", version="1.0")),
         ("BotInfo", BotInfo(apiversion="1", name="x")),
-        ("GameStart", GameStart(apiversion="1", game_id="g-7", seat=1, players=["a", "b", "c"],
-                                rules=rules, timeouts=Timeouts(move_ms=200, bank_ms=5000))),
-        ("GameStart", GameStart(apiversion="1", game_id="g-8", seat=0, players=["a", "b"],
-                                rules=Rules(deck="italian"), timeouts=Timeouts())),
+        (
+            "GameStart",
+            GameStart(
+                apiversion="1",
+                game_id="g-7",
+                seat=1,
+                players=["a", "b", "c"],
+                rules=rules,
+                timeouts=Timeouts(move_ms=200, bank_ms=5000),
+            ),
+        ),
+        (
+            "GameStart",
+            GameStart(
+                apiversion="1",
+                game_id="g-8",
+                seat=0,
+                players=["a", "b"],
+                rules=Rules(deck="italian"),
+                timeouts=Timeouts(),
+            ),
+        ),
         ("ActRequest", request),
         ("ActRequest", msgspec.structs.replace(request, bank_ms=None, legal=[Pickup()])),
         ("ActReply", ActReply(request_id="g-7-88", index=3)),
         *[("ActReply", ActReply(request_id="r", action=a)) for a in ACTIONS],
-        ("GameEnd", GameEnd(apiversion="1", game_id="g-7", seat=1, places=[1, 2, 3],
-                            adjudicated=True, disqualified=[2],
-                            faults=[Fault(kind="timeout", turn=3, detail="late", overrun_ms=12.5),
-                                    Fault(kind="illegal", turn=4)],
-                            points=[0, 17, 40])),
-        ("GameEnd", GameEnd(apiversion="1", game_id="g-9", seat=0, places=[1, 2],
-                            adjudicated=False, disqualified=[], faults=[])),
+        (
+            "GameEnd",
+            GameEnd(
+                apiversion="1",
+                game_id="g-7",
+                seat=1,
+                places=[1, 2, 3],
+                adjudicated=True,
+                disqualified=[2],
+                faults=[
+                    Fault(kind="timeout", turn=3, detail="late", overrun_ms=12.5),
+                    Fault(kind="illegal", turn=4),
+                ],
+                points=[0, 17, 40],
+            ),
+        ),
+        (
+            "GameEnd",
+            GameEnd(
+                apiversion="1",
+                game_id="g-9",
+                seat=0,
+                places=[1, 2],
+                adjudicated=False,
+                disqualified=[],
+                faults=[],
+            ),
+        ),
         *[("Action", a) for a in ACTIONS],
         ("State", _state()),
     ]

@@ -58,8 +58,7 @@ def test_too_small_deck_message() -> None:
     with pytest.raises(ValueError) as info:
         Rules(deck=deck).validate(4)
     assert str(info.value) == (
-        "a deck of 30 cards is too small for 4 players: "
-        "3UP 3DOWN needs at least 9 cards per player (36)"
+        "a deck of 30 cards is too small for 4 players: 3UP 3DOWN needs at least 9 cards per player (36)"
     )
     Rules(deck=deck).validate(3)  # 27 needed: fine
 

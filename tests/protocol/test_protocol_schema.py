@@ -26,9 +26,7 @@ def test_committed_schema_is_not_stale() -> None:
     for filename, text in rendered().items():
         path = SCHEMA_DIR / filename
         assert path.is_file(), f"{filename} missing: run python -m protocol.schema"
-        assert path.read_text(encoding="utf-8") == text, (
-            f"{filename} is stale: run python -m protocol.schema"
-        )
+        assert path.read_text(encoding="utf-8") == text, f"{filename} is stale: run python -m protocol.schema"
     assert stale() == []
 
 

@@ -34,8 +34,13 @@ max_games = {max_games}
 
 
 def adaptive_text(max_games: int, concurrency: int = 4) -> str:
-    text = league_text(DETERMINISTIC, table_size=2, rounds=1, concurrency=concurrency,
-                       extra=ADAPTIVE.format(max_games=max_games))
+    text = league_text(
+        DETERMINISTIC,
+        table_size=2,
+        rounds=1,
+        concurrency=concurrency,
+        extra=ADAPTIVE.format(max_games=max_games),
+    )
     return text.replace("table_size = 2", 'table_size = 2\nschedule = "adaptive"')
 
 
@@ -72,7 +77,10 @@ def test_adaptive_standings_do_not_depend_on_concurrency_nor_on_a_kill(tmp_path:
     out = tmp_path / "killed" / "out"
     proc = subprocess.Popen(
         [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     db_path = out / "tournament.sqlite"
     wait_for_games(db_path, min(len(games) - 1, 7), timeout_s=120)
@@ -136,10 +144,21 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
     try:
         for module in ("tactician", "greedy", "random"):
             port = _free_port()
-            procs.append(subprocess.Popen(
-                [PY, "-m", f"sample_bots.{module}", "--port", str(port),
-                 *(["--seed", str(SEED)] if module == "random" else [])], cwd=ROOT,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        PY,
+                        "-m",
+                        f"sample_bots.{module}",
+                        "--port",
+                        str(port),
+                        *(["--seed", str(SEED)] if module == "random" else []),
+                    ],
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
             urls[module] = f"http://127.0.0.1:{port}"
         for url in urls.values():
             port = int(url.rsplit(":", 1)[1])
@@ -151,17 +170,35 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
                 assert time.monotonic() < deadline, f"{url} did not start"
                 time.sleep(0.1)
         counts = {"tactician": 14, "greedy": 13, "random": 13}
-        lines = ["[tournament]", 'name = "forty"', f"seed = {SEED}", "table_size = 4",
-                 'schedule = "adaptive"', "concurrency = 16", "", "[timeouts]", "move_ms = 2000", "",
-                 "[stop]", "confidence = 0.95", f"max_games = {MAX_GAMES}", ""]
+        lines = [
+            "[tournament]",
+            'name = "forty"',
+            f"seed = {SEED}",
+            "table_size = 4",
+            'schedule = "adaptive"',
+            "concurrency = 16",
+            "",
+            "[timeouts]",
+            "move_ms = 2000",
+            "",
+            "[stop]",
+            "confidence = 0.95",
+            f"max_games = {MAX_GAMES}",
+            "",
+        ]
         for module, n in counts.items():
             for i in range(n):
                 lines += ["[[bots]]", f'name = "{module}-{i:02d}"', f'url = "{urls[module]}"', ""]
         league = write_league(tmp_path, "\n".join(lines))
         out = tmp_path / "out"
         # 7 to 10 minutes on 2 quiet cores, twice that loaded: within the test's own timeout
-        r = subprocess.run([PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-                           capture_output=True, text=True, timeout=2800, cwd=ROOT)
+        r = subprocess.run(
+            [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=2800,
+            cwd=ROOT,
+        )
         assert r.returncode == 0, r.stderr
     finally:
         for p in procs:
@@ -173,12 +210,17 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
     for upper, lower in zip(rows, rows[1:]):  # never two entries of one bot, never in the wrong order
         if upper["separated_below"]:
             assert bots.index(upper["bot"].split("-")[0]) < bots.index(lower["bot"].split("-")[0]), (
-                upper["bot"], lower["bot"], upper["p_above_next"])
+                upper["bot"],
+                lower["bot"],
+                upper["p_above_next"],
+            )
     assert "settled" in r.stdout
     assert sum(row["games"] for row in rows) <= 4 * MAX_GAMES
     ranks: dict[str, list[int]] = {}
     for row in rows:
         ranks.setdefault(row["bot"].split("-")[0], []).append(row["rank"])
-    assert max(ranks["greedy"]) < min(ranks["random"]) and max(ranks["tactician"]) < min(ranks["random"]), order
+    assert max(ranks["greedy"]) < min(ranks["random"]) and max(ranks["tactician"]) < min(ranks["random"]), (
+        order
+    )
     assert sorted(ranks, key=lambda bot: sum(ranks[bot]) / len(ranks[bot])) == bots  # by their mean rank
     assert order == [bot for bot, n in counts.items() for _ in range(n)], "".join(b[0] for b in order)

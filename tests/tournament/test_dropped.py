@@ -14,17 +14,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
 
 from zoo import good_app, serve, zoo_app  # noqa: E402
 
+from protocol.messages import Timeouts  # noqa: E402
 from referee.bots.factory import BotSpec  # noqa: E402
 from referee.tournament.league import League, LeagueError  # noqa: E402
 from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
 from referee.tournament.runner import DEAD_GAMES, Tournament  # noqa: E402
-from protocol.messages import Timeouts  # noqa: E402
 
 
 def league_of(urls: dict[str, str], rounds: int = 3) -> League:
-    return League(tournament=TournamentTable(name="drop", seed=3, table_size=2, rounds=rounds, concurrency=1),
-                  timeouts=Timeouts(move_ms=300),
-                  bots=[BotSpec(name=n, url=u) for n, u in urls.items()])
+    return League(
+        tournament=TournamentTable(name="drop", seed=3, table_size=2, rounds=rounds, concurrency=1),
+        timeouts=Timeouts(move_ms=300),
+        bots=[BotSpec(name=n, url=u) for n, u in urls.items()],
+    )
 
 
 def free_port() -> int:
@@ -34,10 +36,18 @@ def free_port() -> int:
 
 
 async def test_a_bot_that_dies_mid_run_is_dropped_and_the_run_goes_on(tmp_path: Path) -> None:
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, \
-            serve(zoo_app("dies", after=2, name="dies")) as dies:
-        t = Tournament(league_of({"a": a, "b": b, "dies": dies}), tmp_path / "out", progress=False,
-                       drop_unreachable=True, log=lambda m: None)
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(zoo_app("dies", after=2, name="dies")) as dies,
+    ):
+        t = Tournament(
+            league_of({"a": a, "b": b, "dies": dies}),
+            tmp_path / "out",
+            progress=False,
+            drop_unreachable=True,
+            log=lambda m: None,
+        )
         began = time.perf_counter()
         rows = await t.run()
         took = time.perf_counter() - began
@@ -61,8 +71,9 @@ async def test_a_bot_unreachable_at_the_start_is_dropped_when_asked(tmp_path: Pa
         urls = {"a": a, "b": b, "gone": nowhere}
         with pytest.raises(LeagueError, match="'gone'"):  # the CLI's default: stop at once, naming it
             await Tournament(league_of(urls), tmp_path / "cli", progress=False, log=lambda m: None).run()
-        t = Tournament(league_of(urls), tmp_path / "service", progress=False, drop_unreachable=True,
-                       log=lambda m: None)
+        t = Tournament(
+            league_of(urls), tmp_path / "service", progress=False, drop_unreachable=True, log=lambda m: None
+        )
         rows = await t.run()
     assert "could not be reached" in t.dropped["gone"]
     assert rows[-1].bot == "gone" and rows[-1].games == rows[0].games > 0

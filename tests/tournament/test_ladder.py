@@ -122,12 +122,15 @@ def test_ladder_keys_are_validated_with_their_line() -> None:
     with pytest.raises(LeagueError, match=r"league.toml:5: \[ladder\] 'ratings'"):
         parse_league(text, "league.toml", bots_to_come=True)
     with pytest.raises(LeagueError, match=r":5: \[ladder\] 'concurrency'"):
-        parse_league("[tournament]\ntable_size = 2\n\n[ladder]\nconcurrency = 0\n", "league.toml",
-                     bots_to_come=True)
+        parse_league(
+            "[tournament]\ntable_size = 2\n\n[ladder]\nconcurrency = 0\n", "league.toml", bots_to_come=True
+        )
     with pytest.raises(LeagueError, match="catch_ups"):
         parse_league("[ladder]\ncatch_ups = 3\n", "league.toml", bots_to_come=True)
     with pytest.raises(LeagueError, match=r":5: \[ladder\] 'fill'.*'greedy', 'none'"):
-        parse_league('[tournament]\ntable_size = 4\n\n[ladder]\nfill = "random"\n', "league.toml", bots_to_come=True)
+        parse_league(
+            '[tournament]\ntable_size = 4\n\n[ladder]\nfill = "random"\n', "league.toml", bots_to_come=True
+        )
     assert parse_league("[ladder]\n", "league.toml", bots_to_come=True).ladder.fill == "greedy"
 
 
@@ -135,12 +138,17 @@ def test_ladder_keys_are_validated_with_their_line() -> None:
 
 
 def league(ratings: str = "fresh") -> League:
-    return League(tournament=TournamentTable(name="ladder", seed=11, table_size=2, concurrency=3),
-                  timeouts=Timeouts(move_ms=500), ladder=LadderConfig(ratings=ratings, catch_up=4))
+    return League(
+        tournament=TournamentTable(name="ladder", seed=11, table_size=2, concurrency=3),
+        timeouts=Timeouts(move_ms=500),
+        ladder=LadderConfig(ratings=ratings, catch_up=4),
+    )
 
 
 def team(name: str, version: int, url: str) -> Wanted:
-    return Wanted(name=entry_name(name, version), team=name, submission=version, spec=BotSpec(name=name, url=url))
+    return Wanted(
+        name=entry_name(name, version), team=name, submission=version, spec=BotSpec(name=name, url=url)
+    )
 
 
 async def until(cond: object, timeout: float = 180) -> None:
@@ -175,12 +183,22 @@ def from_scratch(out: Path, lad: Ladder) -> dict[str, tuple[float, float]]:
     return {b: (round(r.mu, 6), round(r.sigma, 6)) for b, r in table.ratings.items()}
 
 
-async def test_a_new_version_enters_at_once_and_the_old_one_retires_keeping_its_history(tmp_path: Path) -> None:
+async def test_a_new_version_enters_at_once_and_the_old_one_retires_keeping_its_history(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "ladder"
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c, \
-            serve(good_app("a2")) as a2:
-        lad = Ladder(league("inherit"), out, wanted=[team("a", 1, a), team("b", 1, b), team("c", 1, c)],
-                     log=lambda m: None)
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(good_app("c")) as c,
+        serve(good_app("a2")) as a2,
+    ):
+        lad = Ladder(
+            league("inherit"),
+            out,
+            wanted=[team("a", 1, a), team("b", 1, b), team("c", 1, c)],
+            log=lambda m: None,
+        )
         task = asyncio.create_task(lad.run())
         await until(lambda: lad._applied >= 12)
         old = lad.table.ratings["a v1"]
@@ -264,7 +282,9 @@ async def test_an_unreachable_new_version_leaves_the_previous_one_in_play(tmp_pa
 async def test_a_team_no_longer_wanted_is_withdrawn_and_plays_no_new_table(tmp_path: Path) -> None:
     out = tmp_path / "ladder"
     async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c:
-        lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b), team("c", 1, c)], log=lambda m: None)
+        lad = Ladder(
+            league(), out, wanted=[team("a", 1, a), team("b", 1, b), team("c", 1, c)], log=lambda m: None
+        )
         task = asyncio.create_task(lad.run())
         await until(lambda: lad._applied >= 6)
         await lad.reconcile([team("a", 1, a), team("b", 1, b)])  # c's address is no longer allowed, say
@@ -280,12 +300,21 @@ async def test_a_team_no_longer_wanted_is_withdrawn_and_plays_no_new_table(tmp_p
 
 async def test_a_bot_that_stops_answering_is_dropped_and_the_ladder_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "ladder"
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, \
-            serve(zoo_app("dies", after=2, name="dies")) as dies:
-        lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b), team("dies", 1, dies)],
-                     log=lambda m: None)
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(zoo_app("dies", after=2, name="dies")) as dies,
+    ):
+        lad = Ladder(
+            league(),
+            out,
+            wanted=[team("a", 1, a), team("b", 1, b), team("dies", 1, dies)],
+            log=lambda m: None,
+        )
         task = asyncio.create_task(lad.run())
-        await until(lambda: lad.entries.get("dies v1") is not None and lad.entries["dies v1"].status == "dropped")
+        await until(
+            lambda: lad.entries.get("dies v1") is not None and lad.entries["dies v1"].status == "dropped"
+        )
         mark = lad.plan.next_index
         await until(lambda: lad._applied >= mark + 6)
         lad.stop(abandon=True)
@@ -314,18 +343,25 @@ async def test_a_ladder_refuses_a_folder_of_another_league(tmp_path: Path) -> No
 
 
 def wide(fill: str = "greedy") -> League:
-    return League(tournament=TournamentTable(name="ladder", seed=11, table_size=4, concurrency=4),
-                  timeouts=Timeouts(move_ms=2000), ladder=LadderConfig(catch_up=4, fill=fill))
+    return League(
+        tournament=TournamentTable(name="ladder", seed=11, table_size=4, concurrency=4),
+        timeouts=Timeouts(move_ms=2000),
+        ladder=LadderConfig(catch_up=4, fill=fill),
+    )
 
 
 async def test_a_dropped_new_version_puts_the_previous_one_back_in_play_and_the_ladder_goes_on(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Two teams at tables of 2: a's new version stops answering and is
     dropped. On the old code a's previous version stayed retired and b sat
     alone: the ladder played nothing for ever."""
     out = tmp_path / "ladder"
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, \
-            serve(zoo_app("dies", after=2, name="dies")) as dies:
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(zoo_app("dies", after=2, name="dies")) as dies,
+    ):
         lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b)], log=lambda m: None)
         task = asyncio.create_task(lad.run())
         await until(lambda: lad._applied >= 4)
@@ -344,13 +380,20 @@ async def test_a_dropped_new_version_puts_the_previous_one_back_in_play_and_the_
     entries = {e.name: e for e in ladder_entries(out)}
     assert entries["a v2"].status == "dropped" and "stopped answering" in (entries["a v2"].reason or "")
     assert entries["a v1"].status == "active"
-    assert entries["a v1"].reason is not None and entries["a v1"].reason.startswith("back in play: a v2 was dropped")
+    assert entries["a v1"].reason is not None and entries["a v1"].reason.startswith(
+        "back in play: a v2 was dropped"
+    )
     later = [seats for i, seats in recorded(out) if i >= mark]
     assert later and all(set(s) == {"a v1", "b v1"} for s in later)
     # started again over its folder, a v1 plays on
     async with serve(good_app("a")) as a, serve(good_app("b")) as b:
-        lad = Ladder(league(), out, wanted=[team("a", 2, "http://127.0.0.1:9"), team("b", 1, b)],
-                     known={"a v1": BotSpec(name="a v1", url=a)}, log=lambda m: None)
+        lad = Ladder(
+            league(),
+            out,
+            wanted=[team("a", 2, "http://127.0.0.1:9"), team("b", 1, b)],
+            known={"a v1": BotSpec(name="a v1", url=a)},
+            log=lambda m: None,
+        )
         task = asyncio.create_task(lad.run())
         before = len(recorded(out))
         await until(lambda: len(recorded(out)) >= before + 4, timeout=60)
@@ -363,8 +406,12 @@ async def test_too_few_players_says_why_and_what_to_do(tmp_path: Path) -> None:
     """3 teams, tables of 4, no house bot and no filling: the ladder says why
     it plays nothing; a fourth player makes it play."""
     out = tmp_path / "ladder"
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c, \
-            serve(good_app("d")) as d:
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(good_app("c")) as c,
+        serve(good_app("d")) as d,
+    ):
         three = [team("a", 1, a), team("b", 1, b), team("c", 1, c)]
         lad = Ladder(wide(fill="none"), out, wanted=three, log=lambda m: None)
         task = asyncio.create_task(lad.run())
@@ -386,8 +433,12 @@ async def test_empty_seats_are_filled_with_the_built_in_greedy_house_bot(tmp_pat
     takes the fourth seat; it retires once a fourth team comes; one team
     alone cannot play, and the ladder says so."""
     out = tmp_path / "ladder"
-    async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c, \
-            serve(good_app("d")) as d:
+    async with (
+        serve(good_app("a")) as a,
+        serve(good_app("b")) as b,
+        serve(good_app("c")) as c,
+        serve(good_app("d")) as d,
+    ):
         three = [team("a", 1, a), team("b", 1, b), team("c", 1, c)]
         lad = Ladder(wide(), out, wanted=three, log=lambda m: None)
         task = asyncio.create_task(lad.run())
@@ -403,7 +454,11 @@ async def test_empty_seats_are_filled_with_the_built_in_greedy_house_bot(tmp_pat
         # every team but one gone: one player cannot play, even with fillers
         await lad.reconcile([team("a", 1, a)])
         await until(lambda: lad.waiting is not None, timeout=120)
-        assert lad.waiting is not None and "needs at least 2 players" in lad.waiting and "has 1 (a v1)" in lad.waiting
+        assert (
+            lad.waiting is not None
+            and "needs at least 2 players" in lad.waiting
+            and "has 1 (a v1)" in lad.waiting
+        )
         lad.stop(abandon=True)
         with pytest.raises(Exception, match="stopped"):
             await task

@@ -63,14 +63,26 @@ def test_play_for_places_can_be_switched_off() -> None:
         (("seed = 7", "sed = 7"), r"l.toml:3: \[tournament\] unknown key 'sed'"),
         (('secret = "s3cret"', 'secrt = "s3cret"'), r"l.toml:24: \[\[bots\]\] #3: unknown key 'secrt'"),
         # wrong types
-        (("seed = 7", 'seed = "seven"'), r"l.toml:3: \[tournament\] 'seed': expected a whole number, got a string"),
-        (('url = "http://127.0.0.1:9001"', "url = 9001"), r"l.toml:15: \[\[bots\]\] #1 'url': expected a string"),
+        (
+            ("seed = 7", 'seed = "seven"'),
+            r"l.toml:3: \[tournament\] 'seed': expected a whole number, got a string",
+        ),
+        (
+            ('url = "http://127.0.0.1:9001"', "url = 9001"),
+            r"l.toml:15: \[\[bots\]\] #1 'url': expected a string",
+        ),
         (("move_ms = 500", "move_ms = -5"), r"l.toml:11: \[timeouts\] 'move_ms': must be a positive"),
         # a 7-seat table
-        (("table_size = 3", "table_size = 7"), r"l.toml:4: \[tournament\] 'table_size': a table seats 2 to 6"),
+        (
+            ("table_size = 3", "table_size = 7"),
+            r"l.toml:4: \[tournament\] 'table_size': a table seats 2 to 6",
+        ),
         # a bot without a name, or without any address
         (('name = "a"\n', ""), r"l.toml:13: \[\[bots\]\] #1 'name': is required"),
-        (('url = "http://127.0.0.1:9001"\n', ""), r"\[\[bots\]\] #1: bot 'a' needs exactly one of url, command, image"),
+        (
+            ('url = "http://127.0.0.1:9001"\n', ""),
+            r"\[\[bots\]\] #1: bot 'a' needs exactly one of url, command, image",
+        ),
         # duplicate names
         (('name = "c"', 'name = "a"'), r"l.toml:\d+: \[\[bots\]\] #3 'name': duplicate bot name 'a'"),
         # a command without {port}
@@ -106,10 +118,13 @@ def test_no_bots() -> None:
 
 
 def test_deck_table_in_rules() -> None:
-    text = GOOD.replace("reverses = true", textwrap.dedent("""\
+    text = GOOD.replace(
+        "reverses = true",
+        textwrap.dedent("""\
         [rules.deck]
         colours = "ROY"
-        """))
+        """),
+    )
     league = parse_league(text, "l.toml")
     assert league.rules.resolved_deck().colours == "ROY"
     with pytest.raises(LeagueError, match=r"l.toml:9: \[rules.deck\] unknown key 'colors'"):
@@ -190,16 +205,24 @@ def test_adaptive_league_with_its_stop_table() -> None:
 @pytest.mark.parametrize(
     "schedule, stop, message",
     [
-        ('"swiss"', "", r"l.toml:6: \[tournament\] 'schedule': expected one of 'round-robin', "
-                        r"'balanced', 'adaptive', got 'swiss'"),
+        (
+            '"swiss"',
+            "",
+            r"l.toml:6: \[tournament\] 'schedule': expected one of 'round-robin', "
+            r"'balanced', 'adaptive', got 'swiss'",
+        ),
         ("3", "", r"l.toml:6: \[tournament\] 'schedule': expected a string, got a whole number"),
         ('"adaptive"', "confidence = 1.0", r"l.toml:\d+: \[stop\] 'confidence': must be between 0.5 and 1"),
         ('"adaptive"', "confidence = 0.5", r"\[stop\] 'confidence': must be between 0.5 and 1"),
         ('"adaptive"', "top = 0", r"\[stop\] 'top': must be at least 1, got 0"),
         ('"adaptive"', "max_games = 2", r"\[stop\] 'max_games': must be at least table_size \(3\)"),
         ('"adaptive"', "max_games = 1.5", r"\[stop\] 'max_games': expected a whole number"),
-        ('"adaptive"', "confidnce = 0.9", r"l.toml:\d+: \[stop\] unknown key 'confidnce' "
-                                          r"\(expected one of: confidence, max_games, top\)"),
+        (
+            '"adaptive"',
+            "confidnce = 0.9",
+            r"l.toml:\d+: \[stop\] unknown key 'confidnce' "
+            r"\(expected one of: confidence, max_games, top\)",
+        ),
         ('"balanced"', "max_games = 100", r"\[stop\] 'max_games': only an adaptive league stops early"),
         ('"round-robin"', "top = 3", r"\[stop\] 'top': only an adaptive league stops early"),
     ],
@@ -214,12 +237,19 @@ def test_bad_schedules_and_stops(schedule: str, stop: str, message: str) -> None
 
 def test_a_round_robin_too_big_to_play_is_refused_at_load_time() -> None:
     head = "[tournament]\nseed = 1\ntable_size = 6\n"
-    with pytest.raises(LeagueError, match=r"^league.toml:3: \[tournament\] 'table_size': round-robin of 30 bots "
-                       r"at 6-seat tables is 3,562,650 games; use schedule = \"balanced\" or \"adaptive\"$"):
+    with pytest.raises(
+        LeagueError,
+        match=r"^league.toml:3: \[tournament\] 'table_size': round-robin of 30 bots "
+        r"at 6-seat tables is 3,562,650 games; use schedule = \"balanced\" or \"adaptive\"$",
+    ):
         parse_league(head + many_bots(30), "league.toml")
-    with pytest.raises(LeagueError, match=r"^league.toml:4: \[tournament\] 'schedule': round-robin of 30 bots"):
+    with pytest.raises(
+        LeagueError, match=r"^league.toml:4: \[tournament\] 'schedule': round-robin of 30 bots"
+    ):
         parse_league(head + 'schedule = "round-robin"\n' + many_bots(30), "league.toml")
-    with pytest.raises(LeagueError, match=r"round-robin of 20 bots at 4-seat tables x 300 rounds is 5,814,000 games"):
+    with pytest.raises(
+        LeagueError, match=r"round-robin of 20 bots at 4-seat tables x 300 rounds is 5,814,000 games"
+    ):
         parse_league("[tournament]\ntable_size = 4\nrounds = 300\n" + many_bots(20), "league.toml")
     # just under the limit, or another schedule: fine
     assert parse_league("[tournament]\ntable_size = 6\n" + many_bots(20), "l.toml").tournament.table_size == 6
@@ -281,9 +311,14 @@ def test_the_cli_says_a_league_file_is_nested_too_deeply(tmp_path: Path) -> None
     league = tmp_path / "deep.toml"
     league.write_text(DEEP_ARRAYS, encoding="utf-8")
     root = Path(__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, "-m", "referee.cli", "tournament", str(league), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=120, cwd=root,
-                       env={**os.environ, "PYTHONPATH": str(root)})
+    r = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(league), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr
     assert f"error: {league}: nested too deeply" in r.stderr

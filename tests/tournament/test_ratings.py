@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from referee.report import format_table
 from referee.tournament.league import Ratings
 from referee.tournament.ratings import LatencyHistogram, Outcome, Table
-from referee.report import format_table
 from referee.tournament.runner import load_standings, write_outputs
 
 GAMES = [
@@ -73,8 +73,10 @@ def test_D14_V4_the_leaderboard_page_shows_the_points_it_ranks_by() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(min_value=0.0, max_value=60_000.0, allow_nan=False), min_size=1, max_size=400),
-       st.sampled_from([1, 5, 50, 95, 99, 100]))
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=60_000.0, allow_nan=False), min_size=1, max_size=400),
+    st.sampled_from([1, 5, 50, 95, 99, 100]),
+)
 def test_latency_percentiles_are_within_half_a_percent_of_the_exact_ones(values: list[float], p: int) -> None:
     h = LatencyHistogram()
     h.extend(values)

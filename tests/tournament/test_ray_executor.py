@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_tournament_run import (
     DETERMINISTIC,
     ROOT,
@@ -33,8 +32,14 @@ pytestmark = [pytest.mark.slow, needs_node]
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.run([sys.executable, "-m", "referee.cli", *args], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def test_ray_standings_equal_local(tmp_path: Path) -> None:
@@ -89,6 +94,10 @@ def test_ray_adaptive_standings_equal_local(tmp_path: Path) -> None:
     r = run_cli("tournament", str(league), "--out", str(remote), "--no-progress", "--executor", "ray")
     assert r.returncode == 0, r.stderr
     assert (local / "standings.json").read_text() == (remote / "standings.json").read_text()
-    games = [sqlite3.connect(o / "tournament.sqlite").execute(
-        "SELECT idx, seats, deal_seed FROM games ORDER BY idx").fetchall() for o in (local, remote)]
+    games = [
+        sqlite3.connect(o / "tournament.sqlite")
+        .execute("SELECT idx, seats, deal_seed FROM games ORDER BY idx")
+        .fetchall()
+        for o in (local, remote)
+    ]
     assert games[0] == games[1]

@@ -46,24 +46,39 @@ def all_blocks(s: Scheduler, standings: Sequence[Standing] | None = None) -> lis
 # ------------------------------------------------------------- round-robin
 
 
-def old_make_schedule(bots: list[str], table_size: int, rounds: int, duplicate: bool,
-                      seed: int) -> list[GameSpec]:
+def old_make_schedule(
+    bots: list[str], table_size: int, rounds: int, duplicate: bool, seed: int
+) -> list[GameSpec]:
     """The round-robin as it was before issue 13 (every combination built)."""
     meetings = list(itertools.combinations(bots, table_size))
     keys = [(r, k, m) for r in range(rounds) for k in range(table_size) for m in range(len(meetings))]
     if len(meetings) == 1:
         keys.sort(key=lambda rkm: (rkm[1], rkm[0]))
     return [
-        GameSpec(index=i, round=r, meeting=m, rotation=k,
-                 deal_seed=deal_seed(seed, r, m, 0 if duplicate else k),
-                 seats=tuple(meetings[m][(s + k) % table_size] for s in range(table_size)))
+        GameSpec(
+            index=i,
+            round=r,
+            meeting=m,
+            rotation=k,
+            deal_seed=deal_seed(seed, r, m, 0 if duplicate else k),
+            seats=tuple(meetings[m][(s + k) % table_size] for s in range(table_size)),
+        )
         for i, (r, k, m) in enumerate(keys)
     ]
 
 
-@pytest.mark.parametrize("bots, size, rounds, duplicate",
-                         [(5, 4, 2, True), (4, 2, 1, True), (3, 3, 3, True), (6, 3, 1, False),
-                          (4, 4, 1, True), (9, 3, 2, True), (7, 2, 3, False)])
+@pytest.mark.parametrize(
+    "bots, size, rounds, duplicate",
+    [
+        (5, 4, 2, True),
+        (4, 2, 1, True),
+        (3, 3, 3, True),
+        (6, 3, 1, False),
+        (4, 4, 1, True),
+        (9, 3, 2, True),
+        (7, 2, 3, False),
+    ],
+)
 def test_round_robin_blocks_are_todays_schedule(bots: int, size: int, rounds: int, duplicate: bool) -> None:
     want = old_make_schedule(names(bots), size, rounds, duplicate, 7)
     assert make_schedule(names(bots), size, rounds, duplicate, 7) == want
@@ -169,8 +184,9 @@ SPREAD = 4
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(2, 6).flatmap(lambda size: st.tuples(st.just(size), st.integers(size, 60))),
-       st.integers(1, 8))
+@given(
+    st.integers(2, 6).flatmap(lambda size: st.tuples(st.just(size), st.integers(size, 60))), st.integers(1, 8)
+)
 def test_balanced_is_balanced(size_n: tuple[int, int], rounds: int) -> None:
     size, n = size_n
     check_balanced(n, size, rounds, SPREAD)
@@ -211,8 +227,10 @@ def test_1000_bots_at_6_seats_start_at_once() -> None:
 
 
 def test_balanced_and_round_robin_are_deterministic() -> None:
-    for make in (lambda seed: BalancedScheduler(names(23), 4, 6, True, seed),
-                 lambda seed: RoundRobinScheduler(names(9), 3, 2, True, seed, chunk=50)):
+    for make in (
+        lambda seed: BalancedScheduler(names(23), 4, 6, True, seed),
+        lambda seed: RoundRobinScheduler(names(9), 3, 2, True, seed, chunk=50),
+    ):
         a, b, c = all_blocks(make(1)), all_blocks(make(1)), all_blocks(make(2))
         assert a == b and a != c
 
@@ -243,7 +261,9 @@ def test_balanced_takes_in_and_retires_bots_between_blocks() -> None:
     assert [g.index for g in before + after] == list(range(len(before) + len(after)))
 
 
-def all_blocks_from(s: Scheduler, k0: int, standings: Sequence[Standing] | None = None) -> list[list[GameSpec]]:
+def all_blocks_from(
+    s: Scheduler, k0: int, standings: Sequence[Standing] | None = None
+) -> list[list[GameSpec]]:
     out = []
     for k in itertools.count(k0):
         b = s.block(k, standings)
@@ -271,8 +291,13 @@ class League:
     """A scheduler driven like the runner drives it: block k planned from the
     standings after the blocks before k-1."""
 
-    def __init__(self, s: AdaptiveScheduler, strength: dict[str, float], tau: float = 0.0,
-                 game: Callable[[GameSpec, dict[str, float]], Outcome] | None = None) -> None:
+    def __init__(
+        self,
+        s: AdaptiveScheduler,
+        strength: dict[str, float],
+        tau: float = 0.0,
+        game: Callable[[GameSpec, dict[str, float]], Outcome] | None = None,
+    ) -> None:
         self.s = s
         self.strength = strength
         self.game = game or play
@@ -355,11 +380,14 @@ def entries_of(bots: dict[str, int]) -> dict[str, str]:
     return {f"{bot}-{i:02d}": bot for bot, n in bots.items() for i in range(n)}
 
 
-def deterministic(kind: dict[str, str], level: dict[str, float]) -> Callable[[GameSpec, dict[str, float]], Outcome]:
+def deterministic(
+    kind: dict[str, str], level: dict[str, float]
+) -> Callable[[GameSpec, dict[str, float]], Outcome]:
     """Games between deterministic bots, several entries each: the places are
     a function of the deal and of which bot holds each seat, never of the
     entry, so the entries of one bot are truly equal (only the seat and the
     bots around it tell them apart) and a deal's rotations cancel out."""
+
     def game(g: GameSpec, _: dict[str, float]) -> Outcome:
         bots = tuple(kind[e] for e in g.seats)
         perf = [level[b] + random.Random(f"{g.deal_seed}:{s}:{bots}").gauss(0, 1) for s, b in enumerate(bots)]
@@ -368,17 +396,23 @@ def deterministic(kind: dict[str, str], level: dict[str, float]) -> Callable[[Ga
         for place, seat in enumerate(order, 1):
             places[seat] = place
         return Outcome(index=g.index, seats=list(g.seats), places=places, deal=g.deal_seed)
+
     return game
 
 
-def entries_league(counts: dict[str, int], level: dict[str, float], seed: int,
-                   max_games: int) -> tuple[dict[str, str], list[Standing]]:
+def entries_league(
+    counts: dict[str, int], level: dict[str, float], seed: int, max_games: int
+) -> tuple[dict[str, str], list[Standing]]:
     """An adaptive league of several entries of each bot, 4-seat tables,
     played to `max_games` (entries of one bot never settle): each entry's bot
     and the final standings."""
     kind = entries_of(counts)
-    lg = League(AdaptiveScheduler(list(kind), 4, 1, True, seed, max_games=max_games), dict.fromkeys(kind, 0.0),
-                tau=Ratings().tau, game=deterministic(kind, level))
+    lg = League(
+        AdaptiveScheduler(list(kind), 4, 1, True, seed, max_games=max_games),
+        dict.fromkeys(kind, 0.0),
+        tau=Ratings().tau,
+        game=deterministic(kind, level),
+    )
     lg.run()
     assert lg.s.stopped == "max_games"
     return kind, lg.table.standings()
@@ -386,8 +420,11 @@ def entries_league(counts: dict[str, int], level: dict[str, float], seed: int,
 
 def same_bot_separated(kind: dict[str, str], rows: Sequence[Standing]) -> list[tuple[str, str, float | None]]:
     """Neighbours of the standings, entries of one bot, reported separated."""
-    return [(a.bot, b.bot, a.p_above_next) for a, b in zip(rows, rows[1:])
-            if kind[a.bot] == kind[b.bot] and a.separated_below]
+    return [
+        (a.bot, b.bot, a.p_above_next)
+        for a, b in zip(rows, rows[1:])
+        if kind[a.bot] == kind[b.bot] and a.separated_below
+    ]
 
 
 @pytest.mark.parametrize("seed", [1, 5])
@@ -450,9 +487,21 @@ def test_adaptive_seats_the_unsettled_neighbours() -> None:
     s = AdaptiveScheduler(names(8), 2, 1, True, 1)
     s.block(0, None)
     s.block(1, None)
-    rows = [Standing(bot=b, mu=40 - 3 * i, sigma=0.5, score=0, games=8, wins=0, avg_place=0, faults={},
-                     p_above_next=(0.6 if i == 3 else 0.99) if i < 7 else None, rank=i + 1)
-            for i, b in enumerate(names(8))]
+    rows = [
+        Standing(
+            bot=b,
+            mu=40 - 3 * i,
+            sigma=0.5,
+            score=0,
+            games=8,
+            wins=0,
+            avg_place=0,
+            faults={},
+            p_above_next=(0.6 if i == 3 else 0.99) if i < 7 else None,
+            rank=i + 1,
+        )
+        for i, b in enumerate(names(8))
+    ]
     block = s.block(2, rows)
     tables = Counter(frozenset(g.seats) for g in block)
     assert tables.pop(frozenset({"b03", "b04"})) == 2 * 2  # two tables a bot at most
@@ -538,9 +587,21 @@ def test_adaptive_seats_a_new_bot_the_standings_do_not_show_yet() -> None:
     s = AdaptiveScheduler(names(8), 2, 1, True, 1)
     s.block(0, None)
     s.block(1, None)
-    rows = [Standing(bot=b, mu=40 - 3 * i, sigma=0.5, score=0, games=8, wins=0, avg_place=0, faults={},
-                     p_above_next=0.99 if i < 7 else None, rank=i + 1)
-            for i, b in enumerate(names(8))]
+    rows = [
+        Standing(
+            bot=b,
+            mu=40 - 3 * i,
+            sigma=0.5,
+            score=0,
+            games=8,
+            wins=0,
+            avg_place=0,
+            faults={},
+            p_above_next=0.99 if i < 7 else None,
+            rank=i + 1,
+        )
+        for i, b in enumerate(names(8))
+    ]
     s.add_bot("late")
     block = s.block(2, rows)
     assert block and "late" in block[0].seats

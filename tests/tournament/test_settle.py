@@ -41,8 +41,9 @@ def places_of(perf: list[float]) -> list[int]:
     return places
 
 
-def league(strength: dict[str, float], size: int, deals: int, seed: int, *, luck: float = 1.0,
-           duplicate: bool = True) -> list[Outcome]:
+def league(
+    strength: dict[str, float], size: int, deals: int, seed: int, *, luck: float = 1.0, duplicate: bool = True
+) -> list[Outcome]:
     """Random meetings, each played in every rotation with shared seat luck."""
     rng = random.Random(seed)
     bots = list(strength)
@@ -53,8 +54,9 @@ def league(strength: dict[str, float], size: int, deals: int, seed: int, *, luck
         for k in range(size):
             seats = [members[(s + k) % size] for s in range(size)]
             perf = [strength[b] + seat_luck[s] + rng.gauss(0, 1) for s, b in enumerate(seats)]
-            out.append(Outcome(index=len(out), seats=seats, places=places_of(perf),
-                               deal=d if duplicate else -1))
+            out.append(
+                Outcome(index=len(out), seats=seats, places=places_of(perf), deal=d if duplicate else -1)
+            )
     return out
 
 
@@ -89,24 +91,28 @@ def test_rank_intervals_contain_the_rank_and_the_conventions_hold() -> None:
                 assert a.p_above_next is not None and a.p_above_next >= 0.95
 
 
-@pytest.mark.parametrize(("probs", "separated"), [
-    # Every pair sure enough on its own, all of them: the step-up keeps them.
-    ([0.999, 0.97, 0.96], [True, True, True]),
-    # 0.96 alone at the k = 1 of 3 rung would need 1 - 0.05/3: held back
-    # when the others are not separated ...
-    ([0.96, 0.5, 0.6], [False, False, False]),
-    # ... and passed when they are (k·α/m = α at the last rung).
-    ([0.96, 0.99, 0.999], [True, True, True]),
-    # One sure pair among many equal ones.
-    ([0.5] * 30 + [0.9999], [False] * 30 + [True]),
-    # 36 equal pairs, two of them at 0.96 by chance: not separated.
-    ([0.5] * 34 + [0.96, 0.96] + [1.0, 1.0], [False] * 36 + [True, True]),
-    # Lower in the table does not matter, nor does ties' order.
-    ([0.97, 0.97], [True, True]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    ("probs", "separated"),
+    [
+        # Every pair sure enough on its own, all of them: the step-up keeps them.
+        ([0.999, 0.97, 0.96], [True, True, True]),
+        # 0.96 alone at the k = 1 of 3 rung would need 1 - 0.05/3: held back
+        # when the others are not separated ...
+        ([0.96, 0.5, 0.6], [False, False, False]),
+        # ... and passed when they are (k·α/m = α at the last rung).
+        ([0.96, 0.99, 0.999], [True, True, True]),
+        # One sure pair among many equal ones.
+        ([0.5] * 30 + [0.9999], [False] * 30 + [True]),
+        # 36 equal pairs, two of them at 0.96 by chance: not separated.
+        ([0.5] * 34 + [0.96, 0.96] + [1.0, 1.0], [False] * 36 + [True, True]),
+        # Lower in the table does not matter, nor does ties' order.
+        ([0.97, 0.97], [True, True]),
+        ([], []),
+    ],
+)
 def test_separations_hold_the_false_discovery_rate_over_the_table(
-        probs: list[float], separated: list[bool]) -> None:
+    probs: list[float], separated: list[bool]
+) -> None:
     assert settle.separations(probs, 0.95) == separated
 
 
@@ -188,8 +194,16 @@ def test_standings_are_deterministic_and_rounded() -> None:
 
 
 def test_a_series_is_ordered_by_points_and_still_says_how_sure_it_is() -> None:
-    outcomes = [Outcome(index=o.index, seats=o.seats, places=o.places, deal=o.deal,
-                        points=[10 * (p - 1) for p in o.places]) for o in league(SPREAD, 4, 20, seed=2)]
+    outcomes = [
+        Outcome(
+            index=o.index,
+            seats=o.seats,
+            places=o.places,
+            deal=o.deal,
+            points=[10 * (p - 1) for p in o.places],
+        )
+        for o in league(SPREAD, 4, 20, seed=2)
+    ]
     rows = table_of(outcomes, BOTS, series=True).standings()
     assert [r.points for r in rows] == sorted(r.points or 0 for r in rows)
     assert all(r.rank_low <= r.rank <= r.rank_high for r in rows)
@@ -217,7 +231,9 @@ def test_add_bot_and_retire() -> None:
     with pytest.raises(ValueError):
         t.add_bot("bad", sigma=0.0)
     rows = {r.bot: r for r in t.standings()}
-    assert rows["new"].games == 0 and rows["new"].mu == 25.0 and rows["new"].sigma == round(Ratings().sigma, 4)
+    assert (
+        rows["new"].games == 0 and rows["new"].mu == 25.0 and rows["new"].sigma == round(Ratings().sigma, 4)
+    )
     assert rows["seeded"].rank == 1 and rows["seeded"].mu == 40.0
     t.add(Outcome(index=len(outcomes), seats=["new", "b0", "seeded", "b1"], places=[1, 2, 3, 4], deal=999))
     assert {r.bot: r for r in t.standings()}["new"].games == 1
@@ -241,11 +257,19 @@ def test_add_bot_and_retire() -> None:
 def test_old_records_decode() -> None:
     o = msgspec.json.decode(b'{"index": 3, "seats": ["a", "b"], "places": [2, 1]}', type=Outcome)
     assert o.deal == -1
-    old = (b'{"bot": "a", "mu": 25.0, "sigma": 8.3, "score": 0.1, "games": 0, "wins": 0,'
-           b' "avg_place": 0.0, "faults": {}, "rank": 1}')
+    old = (
+        b'{"bot": "a", "mu": 25.0, "sigma": 8.3, "score": 0.1, "games": 0, "wins": 0,'
+        b' "avg_place": 0.0, "faults": {}, "rank": 1}'
+    )
     s = msgspec.json.decode(old, type=Standing)
     assert (s.p_above_next, s.rank_low, s.rank_high, s.separated_above, s.separated_below, s.retired) == (
-        None, 0, 0, False, False, False)
+        None,
+        0,
+        0,
+        False,
+        False,
+        False,
+    )
 
 
 # ------------------------------------------------------------------ the design effect
@@ -316,8 +340,9 @@ def test_calibration_separated_pairs_are_in_the_wrong_order_at_most_5_percent() 
     probabilities honest?), and the table's own flags, which hold the false
     discovery rate over the table (stricter: fewer reports, fewer wrong)."""
     cal = calibration()
-    result = cal.calibrate(cal.SCENARIOS[-1], 200, seed=13, configs=cal.SMALL_CONFIGS,
-                           methods=("per-pair", "settle"))
+    result = cal.calibrate(
+        cal.SCENARIOS[-1], 200, seed=13, configs=cal.SMALL_CONFIGS, methods=("per-pair", "settle")
+    )
     assert result.leagues == 200
     pairs, table = result.tallies["per-pair"], result.tallies["settle"]
     assert pairs.separated >= 100  # enough reports to mean something

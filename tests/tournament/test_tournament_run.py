@@ -28,8 +28,15 @@ PY = sys.executable
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
-def league_text(bots: list[tuple[str, list[str]]], *, table_size: int = 2, rounds: int = 2,
-                concurrency: int = 4, move_ms: int = 1000, extra: str = "") -> str:
+def league_text(
+    bots: list[tuple[str, list[str]]],
+    *,
+    table_size: int = 2,
+    rounds: int = 2,
+    concurrency: int = 4,
+    move_ms: int = 1000,
+    extra: str = "",
+) -> str:
     lines = [
         "[tournament]",
         'name = "t"',
@@ -67,7 +74,11 @@ def write_league(tmp_path: Path, text: str) -> Path:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PY, "-m", "referee.cli", *args], capture_output=True, text=True, timeout=300, cwd=ROOT,
+        [PY, "-m", "referee.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
 
 
@@ -94,7 +105,10 @@ def test_standings_do_not_depend_on_concurrency(tmp_path: Path) -> None:
     assert csv_lines[0].startswith("rank,bot,mu,sigma,score") and len(csv_lines) == 4
     table = list(csv.DictReader(csv_lines))  # no bot above the first, none below the last (issue 25)
     assert table[0]["separated_above"] == "" and table[-1]["separated_below"] == ""
-    assert table[0]["separated_below"] in ("True", "False") and table[-1]["separated_above"] in ("True", "False")
+    assert table[0]["separated_below"] in ("True", "False") and table[-1]["separated_above"] in (
+        "True",
+        "False",
+    )
     db = sqlite3.connect(outs[0] / "tournament.sqlite")
     assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 12
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -161,7 +175,10 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     out = tmp_path / "killed"
     proc = subprocess.Popen(
         [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     db_path = out / "tournament.sqlite"
     wait_for_games(db_path, 4, timeout_s=120)
@@ -204,7 +221,10 @@ def test_ctrl_c_finishes_games_in_flight_and_prints_the_resume_command(tmp_path:
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     db_path = out / "tournament.sqlite"
     wait_for_games(db_path, 2, timeout_s=60)
@@ -257,7 +277,9 @@ async def test_unreachable_url_is_an_error_before_any_game(tmp_path: Path) -> No
 
 
 def test_bad_league_file_exit_code_and_message(tmp_path: Path) -> None:
-    path = write_league(tmp_path, "[tournament]\ntable_size = 7\n[[bots]]\nname='a'\nurl='http://127.0.0.1:1'\n")
+    path = write_league(
+        tmp_path, "[tournament]\ntable_size = 7\n[[bots]]\nname='a'\nurl='http://127.0.0.1:1'\n"
+    )
     r = run_cli("tournament", str(path))
     assert r.returncode == 2
     assert "league.toml:2: [tournament] 'table_size': a table seats 2 to 6 players, got 7" in r.stderr

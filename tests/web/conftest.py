@@ -22,8 +22,13 @@ from referee.web import ServiceDB, Settings, make_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 ]
 
 
@@ -65,8 +70,11 @@ async def bot_urls() -> AsyncIterator[dict[str, str]]:
     """Sample bots served on loopback: greedy, random, and greedy with a secret."""
     runners = []
     urls = {}
-    for name, kind, secret in (("greedy", "greedy", None), ("random", "random", None),
-                               ("signed", "greedy", "s3cret")):
+    for name, kind, secret in (
+        ("greedy", "greedy", None),
+        ("random", "random", None),
+        ("signed", "greedy", "s3cret"),
+    ):
         runner, url = await serve(sample_bot_app(kind, secret))
         runners.append(runner)
         urls[name] = url
@@ -90,5 +98,8 @@ def chromium_or_skip() -> None:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     chromium_or_skip()
-    return {**browser_type_launch_args, "executable_path": CHROMIUM,
-            "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_FLAGS]}
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_FLAGS],
+    }

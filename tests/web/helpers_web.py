@@ -17,8 +17,14 @@ from referee.bots.netpolicy import AddressPolicy, parse_networks
 LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
 
 
-def league_text(*, name: str = "class", table_size: int = 2, rounds: int = 1, house: dict[str, str] | None = None,
-                concurrency: int = 4) -> str:
+def league_text(
+    *,
+    name: str = "class",
+    table_size: int = 2,
+    rounds: int = 1,
+    house: dict[str, str] | None = None,
+    concurrency: int = 4,
+) -> str:
     lines = [
         "[tournament]",
         f'name = "{name}"',

@@ -44,30 +44,38 @@ async def test_the_admin_signs_in_with_the_token_only(service: Service, admin_to
 
 
 async def test_a_competition_from_the_form_names_the_leagues_line_and_keeps_the_text(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     csrf = await signed_in(client, admin_token)
     bad = league_text().replace("table_size = 2", "table_size = 9")
-    r = await client.post("/admin/competitions", data={"csrf": csrf, "name": "class", "league": bad},
-                          allow_redirects=False)
+    r = await client.post(
+        "/admin/competitions", data={"csrf": csrf, "name": "class", "league": bad}, allow_redirects=False
+    )
     page = await r.text()
     assert r.status == 422
     assert "league:4:" in page and "table_size" in page  # the field and its line
     assert "table_size = 9" in page  # what was typed is kept
     assert sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM competitions").fetchone()[0] == 0
-    r = await client.post("/admin/competitions", data={"csrf": csrf, "name": "class", "league": league_text()},
-                          allow_redirects=False)
+    r = await client.post(
+        "/admin/competitions",
+        data={"csrf": csrf, "name": "class", "league": league_text()},
+        allow_redirects=False,
+    )
     assert r.status == 303 and r.headers["Location"] == "/admin/c/1"
     # without the CSRF token, or from another site's page: refused
-    for data, headers in (({"name": "x", "league": league_text()}, {}),
-                          ({"csrf": csrf, "name": "y", "league": league_text()}, {"Origin": "https://evil.example"})):
+    for data, headers in (
+        ({"name": "x", "league": league_text()}, {}),
+        ({"csrf": csrf, "name": "y", "league": league_text()}, {"Origin": "https://evil.example"}),
+    ):
         r = await client.post("/admin/competitions", data=data, headers=headers, allow_redirects=False)
         assert r.status == 403
     assert sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM competitions").fetchone()[0] == 1
 
 
 async def test_teams_in_bulk_all_or_none_with_their_tokens_shown_once(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     csrf = await signed_in(client, admin_token)
     await client.post("/admin/competitions", data={"csrf": csrf, "name": "class", "league": league_text()})

@@ -106,26 +106,38 @@ async def _until(probe: Any, timeout: float, what: str) -> Any:
 
 def _start_shape(body: dict[str, Any]) -> dict[str, Any]:
     """What a bot can read from a /start body, save the values that differ from game to game."""
-    return {"keys": sorted(body), "apiversion": body["apiversion"],
-            "game_id": bool(HEX_ID.fullmatch(body["game_id"])), "rules": body["rules"],
-            "timeouts": body["timeouts"], "players": len(body["players"]), "own": body["players"][body["seat"]]}
+    return {
+        "keys": sorted(body),
+        "apiversion": body["apiversion"],
+        "game_id": bool(HEX_ID.fullmatch(body["game_id"])),
+        "rules": body["rules"],
+        "timeouts": body["timeouts"],
+        "players": len(body["players"]),
+        "own": body["players"][body["seat"]],
+    }
 
 
 def _act_shape(body: dict[str, Any]) -> dict[str, Any]:
     players = body["state"]["players"]
-    return {"keys": sorted(body), "apiversion": body["apiversion"],
-            "game_id": bool(HEX_ID.fullmatch(body["game_id"])),
-            "request_id": bool(REQUEST_ID.fullmatch(body["request_id"]))
-            and body["request_id"].startswith(body["game_id"] + "."),
-            "deadline_ms": body["deadline_ms"], "bank_ms": body["bank_ms"], "players": len(players),
-            "own": players[body["seat"]]["name"]}
+    return {
+        "keys": sorted(body),
+        "apiversion": body["apiversion"],
+        "game_id": bool(HEX_ID.fullmatch(body["game_id"])),
+        "request_id": bool(REQUEST_ID.fullmatch(body["request_id"]))
+        and body["request_id"].startswith(body["game_id"] + "."),
+        "deadline_ms": body["deadline_ms"],
+        "bank_ms": body["bank_ms"],
+        "players": len(players),
+        "own": players[body["seat"]]["name"],
+    }
 
 
 # ------------------------------------------------------------ (a) admission games look like ladder games
 
 
 async def test_a_bot_cannot_tell_its_admission_games_from_the_ladders(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """The attack: slow (or careful) only in games whose id says admission-.
     Now the /start and /act bodies of the admission check and of the ladder
     have the same fields, id scheme, seat names, rules and timing."""
@@ -133,12 +145,18 @@ async def test_a_bot_cannot_tell_its_admission_games_from_the_ladders(
     runner, url = await _serve_spy(spy)
     try:
         client = await service(submissions_per_window=20, check_budget_s=60.0)
-        r = await client.post("/api/competitions", json={"name": "class", "league": LEAGUE.format(
-            house=bot_urls["greedy"])}, headers=auth(admin_token))
+        r = await client.post(
+            "/api/competitions",
+            json={"name": "class", "league": LEAGUE.format(house=bot_urls["greedy"])},
+            headers=auth(admin_token),
+        )
         assert r.status == 201, await r.text()
         cid = int((await r.json())["id"])
-        assert (await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2},
-                                  headers=auth(admin_token))).status == 202
+        assert (
+            await client.post(
+                f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(admin_token)
+            )
+        ).status == 202
         tid, token = await new_team(client, admin_token, cid, "ada")
         done = await submit(client, cid, tid, token, {"url": url})
         assert done["submission"]["status"] == "accepted", done["submission"]
@@ -146,14 +164,19 @@ async def test_a_bot_cannot_tell_its_admission_games_from_the_ladders(
         admission_starts = [b for t, b in spy.starts if t < accepted_at]
         admission_acts = [b for t, b in spy.acts if t < accepted_at]
         # the ladder plays the accepted version at once
-        await _until(lambda: len([t for t, _ in spy.starts if t > accepted_at]) >= 3, 120,
-                     "three ladder games of ada v1")
+        await _until(
+            lambda: len([t for t, _ in spy.starts if t > accepted_at]) >= 3,
+            120,
+            "three ladder games of ada v1",
+        )
     finally:
         await runner.cleanup()
     ladder_starts = [b for t, b in spy.starts if t > accepted_at]
     ladder_acts = [b for t, b in spy.acts if t > accepted_at]
     # the detection no longer works: every admission move was answered at full speed
-    assert spy.slowed == 0, f"{spy.slowed} admission moves were told apart (ids {admission_starts[0]['game_id']!r})"
+    assert spy.slowed == 0, (
+        f"{spy.slowed} admission moves were told apart (ids {admission_starts[0]['game_id']!r})"
+    )
     # field by field, the same /start as the ladder's: the id scheme, the seat name, the table, rules, timeouts
     ladder_shapes = {msgspec.json.encode(_start_shape(b)) for b in ladder_starts}
     assert len(ladder_shapes) == 1, ladder_shapes
@@ -177,7 +200,8 @@ async def test_a_bot_cannot_tell_its_admission_games_from_the_ladders(
 
 
 async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_for_it(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """Team A's bot is legal but slow in every move (a full check would take a
     minute); B submits a fast bot right after A's check began, and A submits
     again before B. One worker: A's check is cut at the budget and refused with
@@ -185,8 +209,9 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
     slow = Spy(slow_if=lambda body: True)
     runner, slow_url = await _serve_spy(slow)
     try:
-        client = await service(submissions_per_window=20, check_budget_s=BUDGET_S, admission_workers=1,
-                               validation_games=GAMES)
+        client = await service(
+            submissions_per_window=20, check_budget_s=BUDGET_S, admission_workers=1, validation_games=GAMES
+        )
         cid = await new_competition(client, admin_token)
         a, a_token = await new_team(client, admin_token, cid, "ada")
         b, b_token = await new_team(client, admin_token, cid, "bo")
@@ -200,15 +225,19 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
         b_wait = time.monotonic() - b_at
         a_done = await settled(client, cid, a, a_token, a1, timeout=BUDGET_S + 25)
         a2_done = await settled(client, cid, a, a_token, a2, timeout=BUDGET_S + 25)
-        ended = {sid: (await client.app[DB].call(ServiceDB.submission, sid)).updated_at  # type: ignore[union-attr]
-                 for sid in (a1, b1, a2)}
+        ended = {
+            sid: (await client.app[DB].call(ServiceDB.submission, sid)).updated_at  # type: ignore[union-attr]
+            for sid in (a1, b1, a2)
+        }
     finally:
         await runner.cleanup()
     assert b_done["submission"]["status"] == "accepted"
     sub = a_done["submission"]
     assert sub["status"] == "refused", sub
     reason = sub["reason"]
-    assert reason.startswith(f"time budget: too slow in total: the check was stopped at its budget of {BUDGET_S:g} s")
+    assert reason.startswith(
+        f"time budget: too slow in total: the check was stopped at its budget of {BUDGET_S:g} s"
+    )
     moves = int(re.search(r"after (\d+) moves", reason).group(1))  # type: ignore[union-attr]
     per_move = int(re.search(r"(\d+) ms a move on average", reason).group(1))  # type: ignore[union-attr]
     assert moves >= 3 and SLOW_S * 1000 <= per_move < SLOW_S * 1000 + 500, reason
@@ -220,20 +249,24 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
     assert a2_done["submission"]["status"] == "refused"
     assert ended[a1] < ended[b1] < ended[a2], ended
     assert b_wait < BUDGET_S + 12, f"B waited {b_wait:.1f} s"
-    print(f"\nA's check: {a_seconds} s ({moves} moves, {per_move} ms a move); B waited {b_wait:.1f} s; "
-          f"all in {time.monotonic() - began:.1f} s")
+    print(
+        f"\nA's check: {a_seconds} s ({moves} moves, {per_move} ms a move); B waited {b_wait:.1f} s; "
+        f"all in {time.monotonic() - began:.1f} s"
+    )
 
 
 async def test_with_two_workers_a_team_has_one_check_running_and_others_start_at_once(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """Two workers: A's second submission waits for A's first to end (a team
     never holds both workers); B's check starts on the free worker at once."""
     budget = 8.0  # A's first check outlasts B's whole check, even on a busy machine
     slow = Spy(slow_if=lambda body: True)
     runner, slow_url = await _serve_spy(slow)
     try:
-        client = await service(submissions_per_window=20, check_budget_s=budget, admission_workers=2,
-                               validation_games=GAMES)
+        client = await service(
+            submissions_per_window=20, check_budget_s=budget, admission_workers=2, validation_games=GAMES
+        )
         cid = await new_competition(client, admin_token)
         a, a_token = await new_team(client, admin_token, cid, "ada")
         b, b_token = await new_team(client, admin_token, cid, "bo")
@@ -259,25 +292,33 @@ async def test_with_two_workers_a_team_has_one_check_running_and_others_start_at
 
 
 async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """While the worker checks Z's slow bot, A submits 5 times: the first 4 are
     superseded at once, each with the reason (replaced by the next); only the
     newest is checked."""
     slow = Spy(slow_if=lambda body: True)
     runner, slow_url = await _serve_spy(slow)
     try:
-        client = await service(submissions_per_window=20, check_budget_s=BUDGET_S, admission_workers=1,
-                               validation_games=GAMES)
+        client = await service(
+            submissions_per_window=20, check_budget_s=BUDGET_S, admission_workers=1, validation_games=GAMES
+        )
         cid = await new_competition(client, admin_token)
         z, z_token = await new_team(client, admin_token, cid, "zed")
         a, a_token = await new_team(client, admin_token, cid, "ada")
         z1 = (await submit(client, cid, z, z_token, {"url": slow_url}, wait=False))["id"]
         await _until(lambda: bool(slow.acts), 30, "Z's check under way")
-        ids = [(await submit(client, cid, a, a_token, {"url": bot_urls["greedy"], "note": f"v{i}"},
-                             wait=False))["id"] for i in range(1, 6)]
+        ids = [
+            (await submit(client, cid, a, a_token, {"url": bot_urls["greedy"], "note": f"v{i}"}, wait=False))[
+                "id"
+            ]
+            for i in range(1, 6)
+        ]
 
         async def replaced() -> bool:
-            return all([(await _status(client, cid, a, a_token, s))["status"] == "superseded" for s in ids[:4]])
+            return all(
+                [(await _status(client, cid, a, a_token, s))["status"] == "superseded" for s in ids[:4]]
+            )
 
         await _until(replaced, 2.5, "A's 4 older submissions superseded while Z is checked")
         assert (await _status(client, cid, z, z_token, z1))["status"] == "checking"
@@ -286,12 +327,15 @@ async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
             assert detail["reason"] == f"replaced by #{by} before its check", detail
         newest = await settled(client, cid, a, a_token, ids[4], timeout=BUDGET_S + 25)
         assert newest["submission"]["status"] == "accepted"
-        listing = await (await client.get(f"/api/competitions/{cid}/teams/{a}/submissions",
-                                          headers=auth(a_token))).json()
+        listing = await (
+            await client.get(f"/api/competitions/{cid}/teams/{a}/submissions", headers=auth(a_token))
+        ).json()
         assert [s["status"] for s in listing] == ["accepted"] + ["superseded"] * 4
         # the superseded ones were never checked: the newest's check is the only report
         for sid in ids[:4]:
-            r = await client.get(f"/api/competitions/{cid}/teams/{a}/submissions/{sid}", headers=auth(a_token))
+            r = await client.get(
+                f"/api/competitions/{cid}/teams/{a}/submissions/{sid}", headers=auth(a_token)
+            )
             assert (await r.json())["report"] is None
     finally:
         await runner.cleanup()
@@ -301,7 +345,8 @@ async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
 
 
 async def test_a_restart_rebuilds_the_fair_queue(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Any) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Any
+) -> None:
     """Queued when the server stopped: A1, A2 (slow), B3, A4 (slow), C5. At the
     start A1 and A2 are superseded by A4, which keeps A's place; then B, then C,
     each within about one budget of the other."""
@@ -311,8 +356,13 @@ async def test_a_restart_rebuilds_the_fair_queue(
     try:
         comp = db.add_competition("class", league_text())
         teams = {name: db.add_team(comp.id, name)[0].id for name in ("ada", "bo", "cy")}
-        order = [("ada", slow_url), ("ada", slow_url), ("bo", bot_urls["greedy"]), ("ada", slow_url),
-                 ("cy", bot_urls["greedy"])]
+        order = [
+            ("ada", slow_url),
+            ("ada", slow_url),
+            ("bo", bot_urls["greedy"]),
+            ("ada", slow_url),
+            ("cy", bot_urls["greedy"]),
+        ]
         ids = []
         for name, url in order:
             sub = db.add_submission(teams[name], kind="url", url=url, image=None, secret=None, note="")
@@ -322,8 +372,7 @@ async def test_a_restart_rebuilds_the_fair_queue(
         db.close()
     try:
         began = time.monotonic()
-        client = await service(check_budget_s=BUDGET_S, admission_workers=1,
-                               validation_games=GAMES)
+        client = await service(check_budget_s=BUDGET_S, admission_workers=1, validation_games=GAMES)
         pipeline = client.app[PIPELINE]
         a1, a2, b3, a4, c5 = ids
 
@@ -339,13 +388,14 @@ async def test_a_restart_rebuilds_the_fair_queue(
     for sid in (a1, a2):
         again = await client.app[DB].call(ServiceDB.submission, sid)
         assert again is not None and again.reason == f"replaced by #{a4} before its check"
-    assert finished[a4].status == "refused" and (finished[a4].reason or "").startswith("time budget: too slow")
+    assert finished[a4].status == "refused" and (finished[a4].reason or "").startswith(
+        "time budget: too slow"
+    )
     assert finished[b3].status == "accepted" and finished[c5].status == "accepted"
     # teams in turn: A (its place is its oldest's), then B, then C
     when = {sid: finished[sid].updated_at or 0.0 for sid in finished}
     assert when[a4] < when[b3] < when[c5], when
     assert took < 3 * BUDGET_S + 20, took
-
 
 
 # ------------------------------------------------------------ the league's table, secret deals
@@ -362,9 +412,16 @@ async def test_admission_games_seat_the_leagues_table_and_rotate_secret_deals(tm
     spy = Spy()
     runner, url = await _serve_spy(spy)
     try:
-        report = await admit(BotSpec(name="ada", url=url), out_dir=tmp_path, timeouts=Timeouts(move_ms=2000),
-                             games=6, seat_name="ada v3", opponents=["house", "bo v1", "cy v2", "ada v2"],
-                             table_size=3, budget_s=60)
+        report = await admit(
+            BotSpec(name="ada", url=url),
+            out_dir=tmp_path,
+            timeouts=Timeouts(move_ms=2000),
+            games=6,
+            seat_name="ada v3",
+            opponents=["house", "bo v1", "cy v2", "ada v2"],
+            table_size=3,
+            budget_s=60,
+        )
     finally:
         await runner.cleanup()
     assert report.ok, report.render()
@@ -383,8 +440,8 @@ def test_serve_takes_the_check_budget(db_path: Any, monkeypatch: Any) -> None:
     from click.testing import CliRunner
 
     from referee.web import server
-    from referee.web.commands import serve
     from referee.web.app_state import SETTINGS
+    from referee.web.commands import serve
 
     apps: list[Any] = []
     monkeypatch.setattr(server, "run", lambda app, **kw: apps.append(app))

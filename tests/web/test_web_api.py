@@ -24,8 +24,9 @@ def auth(token: str) -> dict[str, str]:
 
 
 async def new_competition(client: Any, admin: str, *, name: str = "class", **league: Any) -> int:
-    r = await client.post("/api/competitions", json={"name": name, "league": league_text(**league)},
-                          headers=auth(admin))
+    r = await client.post(
+        "/api/competitions", json={"name": name, "league": league_text(**league)}, headers=auth(admin)
+    )
     assert r.status == 201, await r.text()
     return int((await r.json())["id"])
 
@@ -37,8 +38,9 @@ async def new_team(client: Any, admin: str, cid: int, name: str) -> tuple[int, s
     return int(body["id"]), str(body["token"])
 
 
-async def submit(client: Any, cid: int, tid: int, token: str, body: dict[str, Any], *,
-                 wait: bool = True) -> dict[str, Any]:
+async def submit(
+    client: Any, cid: int, tid: int, token: str, body: dict[str, Any], *, wait: bool = True
+) -> dict[str, Any]:
     """PUT the team's bot; with `wait`, until its admission check is over:
     the submission as the team sees it then (status, reason, report, log)."""
     r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=body, headers=auth(token))
@@ -47,7 +49,9 @@ async def submit(client: Any, cid: int, tid: int, token: str, body: dict[str, An
     return await settled(client, cid, tid, token, sid) if wait else dict(await r.json())
 
 
-async def settled(client: Any, cid: int, tid: int, token: str, sid: int, timeout: float = 120) -> dict[str, Any]:
+async def settled(
+    client: Any, cid: int, tid: int, token: str, sid: int, timeout: float = 120
+) -> dict[str, Any]:
     """A submission once it is accepted or refused."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -108,29 +112,40 @@ def test_admin_token_is_shown_once_and_stored_hashed(db_path: Path) -> None:
     db.close()
 
 
-async def test_admin_endpoints_need_the_admin_token(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_admin_endpoints_need_the_admin_token(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     body = {"name": "x", "league": league_text()}
     r = await client.post("/api/competitions", json=body)
     err = await error_of(r, 401)
     assert "Bearer" in err["error"] and r.headers["WWW-Authenticate"].startswith("Bearer")
     await error_of(await client.post("/api/competitions", json=body, headers=auth("nope")), 401)
-    await error_of(await client.post("/api/competitions", json=body, headers={"Authorization": admin_token}), 401)
+    await error_of(
+        await client.post("/api/competitions", json=body, headers={"Authorization": admin_token}), 401
+    )
     assert stored(db_path, "competitions") == 0
     cid = await new_competition(client, admin_token)
     _, team_token = await new_team(client, admin_token, cid, "ada")
     # A team token is known but is not the admin's: 403.
     err = await error_of(await client.post("/api/competitions", json=body, headers=auth(team_token)), 403)
     assert "admin" in err["error"]
-    await error_of(await client.post(f"/api/competitions/{cid}/teams", json={"name": "b"},
-                                     headers=auth(team_token)), 403)
+    await error_of(
+        await client.post(f"/api/competitions/{cid}/teams", json={"name": "b"}, headers=auth(team_token)), 403
+    )
     await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(team_token)), 403)
     await error_of(await client.get(f"/api/competitions/{cid}/teams", headers=auth(team_token)), 403)
     await error_of(await client.get(f"/api/competitions/{cid}/teams"), 401)
-    assert stored(db_path, "competitions") == 1 and stored(db_path, "teams") == 1 and stored(db_path, "runs") == 0
+    assert (
+        stored(db_path, "competitions") == 1
+        and stored(db_path, "teams") == 1
+        and stored(db_path, "runs") == 0
+    )
 
 
-async def test_submissions_need_the_teams_own_token(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_submissions_need_the_teams_own_token(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
@@ -154,8 +169,9 @@ async def test_submissions_need_the_teams_own_token(service: Service, admin_toke
     assert "s" not in (own["bot"].get("secret") or "")
     # A team of another competition is not found there.
     cid2 = await new_competition(client, admin_token, name="other")
-    await error_of(await client.put(f"/api/competitions/{cid2}/teams/{ada}/bot", json=sub,
-                                    headers=auth(ada_token)), 404)
+    await error_of(
+        await client.put(f"/api/competitions/{cid2}/teams/{ada}/bot", json=sub, headers=auth(ada_token)), 404
+    )
     assert stored(db_path, "submissions") == 1
     assert grace  # (grace submitted nothing)
 
@@ -182,8 +198,11 @@ async def test_malformed_submissions_are_refused_with_the_field(
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
-    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", data=body,
-                         headers={**auth(token), "Content-Type": "application/json"})
+    r = await client.put(
+        f"/api/competitions/{cid}/teams/{tid}/bot",
+        data=body,
+        headers={**auth(token), "Content-Type": "application/json"},
+    )
     err = await error_of(r, 422)
     assert err.get("field") == field, err
     assert words.lower() in err["error"].lower(), err
@@ -212,8 +231,9 @@ async def test_image_submissions_depend_on_container_support(
     assert stored(db_path, "submissions") == 1
 
 
-async def test_a_team_cannot_name_an_image_on_the_server(service: Service, admin_token: str,
-                                                       db_path: Path) -> None:
+async def test_a_team_cannot_name_an_image_on_the_server(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """Issue 14: an image on the server (another team's, the base image) is
     the admin's to name; a team runs only what it uploaded."""
     client = await service()
@@ -237,7 +257,7 @@ async def test_oversized_bodies_get_413(service: Service, admin_token: str, db_p
 
     async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: chunked
         for i in range(0, len(big), 1000):
-            yield big[i:i + 1000]
+            yield big[i : i + 1000]
 
     err = await error_of(await client.put(url, data=chunks(), headers=auth(token)), 413)
     big_league = {"name": "huge", "league": "# " + "x" * 10_000}
@@ -245,54 +265,89 @@ async def test_oversized_bodies_get_413(service: Service, admin_token: str, db_p
     assert stored(db_path, "submissions") == 0 and stored(db_path, "competitions") == 1
 
 
-async def test_submissions_are_rate_limited_per_team(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_submissions_are_rate_limited_per_team(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service(submissions_per_window=3, window_s=60)
     cid = await new_competition(client, admin_token)
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
     grace, grace_token = await new_team(client, admin_token, cid, "grace")
     for i in range(3):
-        r = await client.put(f"/api/competitions/{cid}/teams/{ada}/bot", json={"url": f"http://127.0.0.1:{8000 + i}"},
-                             headers=auth(ada_token))
+        r = await client.put(
+            f"/api/competitions/{cid}/teams/{ada}/bot",
+            json={"url": f"http://127.0.0.1:{8000 + i}"},
+            headers=auth(ada_token),
+        )
         assert r.status == 201
-    r = await client.put(f"/api/competitions/{cid}/teams/{ada}/bot", json={"url": "http://127.0.0.1:9000"},
-                         headers=auth(ada_token))
+    r = await client.put(
+        f"/api/competitions/{cid}/teams/{ada}/bot",
+        json={"url": "http://127.0.0.1:9000"},
+        headers=auth(ada_token),
+    )
     err = await error_of(r, 429)
     assert "too many submissions" in err["error"] and int(r.headers["Retry-After"]) >= 1
     assert stored(db_path, "submissions") == 3
     # Another team is not limited by ada's submissions.
-    r = await client.put(f"/api/competitions/{cid}/teams/{grace}/bot", json={"url": "http://127.0.0.1:9001"},
-                         headers=auth(grace_token))
+    r = await client.put(
+        f"/api/competitions/{cid}/teams/{grace}/bot",
+        json={"url": "http://127.0.0.1:9001"},
+        headers=auth(grace_token),
+    )
     assert r.status == 201
     # The latest submission is the bot.
     r = await client.get(f"/api/competitions/{cid}/teams/{ada}/bot", headers=auth(ada_token))
     assert (await r.json())["bot"]["url"] == "http://127.0.0.1:8002"
 
 
-async def test_invalid_competitions_and_teams_get_422(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_invalid_competitions_and_teams_get_422(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     bad = league_text().replace("table_size = 2", "table_size = 9")
-    err = await error_of(await client.post("/api/competitions", json={"name": "c", "league": bad},
-                                           headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.post("/api/competitions", json={"name": "c", "league": bad}, headers=auth(admin_token)),
+        422,
+    )
     assert err["field"] == "league" and "table_size" in err["error"] and ":4:" in err["error"]
-    err = await error_of(await client.post("/api/competitions", json={"name": "c", "league": "[tournament\n"},
-                                           headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.post(
+            "/api/competitions", json={"name": "c", "league": "[tournament\n"}, headers=auth(admin_token)
+        ),
+        422,
+    )
     assert err["field"] == "league" and "TOML" in err["error"]
-    err = await error_of(await client.post("/api/competitions", json={"name": "", "league": league_text()},
-                                           headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.post(
+            "/api/competitions", json={"name": "", "league": league_text()}, headers=auth(admin_token)
+        ),
+        422,
+    )
     assert err["field"] == "name"
-    err = await error_of(await client.post("/api/competitions", json={"league": league_text()},
-                                           headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.post("/api/competitions", json={"league": league_text()}, headers=auth(admin_token)), 422
+    )
     assert err["field"] == "name" and "required" in err["error"]
     assert stored(db_path, "competitions") == 0
     cid = await new_competition(client, admin_token, house={"house": "http://127.0.0.1:1"})
-    for name, words in (("house", "house bot"), ("a/b", "/"), ("x" * 41, "too long"), ("a\nb", "control"),
-                        ("__team_slot_1__", "reserved")):
-        err = await error_of(await client.post(f"/api/competitions/{cid}/teams", json={"name": name},
-                                               headers=auth(admin_token)), 422)
+    for name, words in (
+        ("house", "house bot"),
+        ("a/b", "/"),
+        ("x" * 41, "too long"),
+        ("a\nb", "control"),
+        ("__team_slot_1__", "reserved"),
+    ):
+        err = await error_of(
+            await client.post(
+                f"/api/competitions/{cid}/teams", json={"name": name}, headers=auth(admin_token)
+            ),
+            422,
+        )
         assert err["field"] == "name" and words in err["error"], err
     await new_team(client, admin_token, cid, "ada")
-    await error_of(await client.post(f"/api/competitions/{cid}/teams", json={"name": "ada"},
-                                     headers=auth(admin_token)), 422)
+    await error_of(
+        await client.post(f"/api/competitions/{cid}/teams", json={"name": "ada"}, headers=auth(admin_token)),
+        422,
+    )
     assert stored(db_path, "teams") == 1
     await error_of(await client.get("/api/competitions/999"), 404)
     r = await client.get("/c/999")
@@ -307,8 +362,9 @@ async def test_names_cannot_inject_html(service: Service, admin_token: str, db_p
     tid, token = await new_team(client, admin_token, cid, team)
     db = ServiceDB(db_path)
     try:  # an admitted bot (its check is not what this test is about)
-        db.add_submission(tid, kind="url", url="http://127.0.0.1:1", image=None, secret=None, note="",
-                          status="accepted")
+        db.add_submission(
+            tid, kind="url", url="http://127.0.0.1:1", image=None, secret=None, note="", status="accepted"
+        )
     finally:
         db.close()
     for path in ("/", f"/c/{cid}", f"/c/{cid}/live"):
@@ -331,7 +387,9 @@ async def test_names_cannot_inject_html(service: Service, admin_token: str, db_p
 # ------------------------------------------------------------- tournaments
 
 
-async def read_events(resp: Any, until: Callable[[dict[str, Any]], bool], timeout: float = 60) -> list[dict[str, Any]]:
+async def read_events(
+    resp: Any, until: Callable[[dict[str, Any]], bool], timeout: float = 60
+) -> list[dict[str, Any]]:
     """Read server-sent ``update`` events until one satisfies ``until``."""
     seen: list[dict[str, Any]] = []
 
@@ -346,7 +404,7 @@ async def read_events(resp: Any, until: Callable[[dict[str, Any]], bool], timeou
                 lines = raw.decode().splitlines()
                 if "event: update" not in lines:
                     continue
-                data = json.loads("".join(x[len("data: "):] for x in lines if x.startswith("data: ")))
+                data = json.loads("".join(x[len("data: ") :] for x in lines if x.startswith("data: ")))
                 seen.append(data)
                 if until(data):
                     return
@@ -369,7 +427,11 @@ async def run_league(client: Any, admin: str, bot_urls: dict[str, str]) -> tuple
     events = await client.get(f"/api/competitions/{cid}/events")
     assert events.status == 200 and events.headers["Content-Type"].startswith("text/event-stream")
     first = await read_events(events, lambda d: True)
-    assert first[0]["run"] is None and {s["bot"] for s in first[0]["standings"]} == {"house-greedy", "ada", "grace"}
+    assert first[0]["run"] is None and {s["bot"] for s in first[0]["standings"]} == {
+        "house-greedy",
+        "ada",
+        "grace",
+    }
     r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin))
     assert r.status == 202, await r.text()
     run = await r.json()
@@ -455,11 +517,15 @@ async def test_a_run_that_cannot_start_says_why(service: Service, admin_token: s
     assert refused["submission"]["status"] == "refused" and "GET /" in refused["submission"]["reason"]
     err = await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token)), 409)
     assert "no bots" in err["error"]  # a refused bot never enters the league
-    err = await error_of(await client.post(f"/api/competitions/{cid}/runs", json={"resume": True},
-                                           headers=auth(admin_token)), 409)
+    err = await error_of(
+        await client.post(f"/api/competitions/{cid}/runs", json={"resume": True}, headers=auth(admin_token)),
+        409,
+    )
     assert "nothing to resume" in err["error"]
-    err = await error_of(await client.post(f"/api/competitions/{cid}/runs", json={"resume": "yes"},
-                                           headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.post(f"/api/competitions/{cid}/runs", json={"resume": "yes"}, headers=auth(admin_token)),
+        422,
+    )
     assert err["field"] == "resume"
     assert stored(db_path, "runs") == 0
 
@@ -490,8 +556,9 @@ async def test_a_run_stopped_by_a_restart_is_resumed(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
     client = await service()
-    cid = await new_competition(client, admin_token, rounds=4, concurrency=1,
-                                house={"g": bot_urls["greedy"], "r": bot_urls["random"]})
+    cid = await new_competition(
+        client, admin_token, rounds=4, concurrency=1, house={"g": bot_urls["greedy"], "r": bot_urls["random"]}
+    )
     r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token))
     assert r.status == 202
     rid = (await r.json())["id"]

@@ -58,13 +58,19 @@ def integrity(path: Path) -> list[str]:
 
 @pytest.mark.slow
 async def test_a_backup_made_while_a_run_plays_restores_to_a_working_service(
-    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path, tmp_path: Path,
+    service: Service,
+    admin_token: str,
+    bot_urls: dict[str, str],
+    db_path: Path,
+    tmp_path: Path,
     aiohttp_client: Any,
 ) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, rounds=12, house={"house": bot_urls["greedy"]})
     tid, token = await new_team(client, admin_token, cid, "ada")
-    assert (await submit(client, cid, tid, token, {"url": bot_urls["random"]}))["submission"]["status"] == "accepted"
+    assert (await submit(client, cid, tid, token, {"url": bot_urls["random"]}))["submission"][
+        "status"
+    ] == "accepted"
     r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token))
     assert r.status == 202, await r.text()
     run = await r.json()
@@ -119,8 +125,13 @@ async def test_a_backup_made_while_a_run_plays_restores_to_a_working_service(
     assert page.status == 200 and "ada" in await page.text()
     replay = await twin.get(f"/api/competitions/{cid}/runs/{run['id']}/games/0")
     assert replay.status == 200
-    assert (await twin.post("/api/competitions", json={"name": "x", "league": "[tournament]\nname = 'x'\n"},
-                            headers=auth(admin_token))).status == 201  # the admin token came along
+    assert (
+        await twin.post(
+            "/api/competitions",
+            json={"name": "x", "league": "[tournament]\nname = 'x'\n"},
+            headers=auth(admin_token),
+        )
+    ).status == 201  # the admin token came along
     await twin.close()
 
     # the copy made mid-run: a working service whose run was interrupted and resumes to its end

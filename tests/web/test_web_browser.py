@@ -26,19 +26,26 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """Three sample bots and the service (a house bot and two teams), on loopback."""
     bg = Background()
     try:
-        urls = {name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-                for name, kind in (("house", "greedy"), ("ada", "random"), ("grace", "greedy"))}
+        urls = {
+            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
+            for name, kind in (("house", "greedy"), ("ada", "random"), ("grace", "greedy"))
+        }
         db_path = tmp_path / "service.sqlite"
         db = ServiceDB(db_path)
         token = db.ensure_admin_token()
         comp = db.add_competition(
-            "Class <3", league_text(name="class", rounds=2, concurrency=1, house={"house-greedy": urls["house"]})
+            "Class <3",
+            league_text(name="class", rounds=2, concurrency=1, house={"house-greedy": urls["house"]}),
         )
         for name in ("ada", "grace"):
             team, _ = db.add_team(comp.id, name)
-            db.add_submission(team.id, kind="url", url=urls[name], image=None, secret=None, note="", status="accepted")
+            db.add_submission(
+                team.id, kind="url", url=urls[name], image=None, secret=None, note="", status="accepted"
+            )
         db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK)))
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK))
+        )
         yield {"base": base, "token": token, "cid": comp.id}
     finally:
         bg.close()
@@ -144,8 +151,11 @@ def test_a_refused_live_stream_is_asked_again_later(page: Any, tmp_path: Path) -
         apps: list[Any] = []
 
         def make() -> Any:
-            apps.append(make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK,
-                                                   max_streams=0)))
+            apps.append(
+                make_app(
+                    db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK, max_streams=0)
+                )
+            )
             return apps[0]
 
         base = bg.serve(make)

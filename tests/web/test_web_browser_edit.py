@@ -34,7 +34,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         admin = db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class", house={"house-greedy": house}))
         team, token = db.add_team(comp.id, "ada")
-        db.add_submission(team.id, kind="url", url=house, image=None, secret=None, note="ada v1", status="accepted")
+        db.add_submission(
+            team.id, kind="url", url=house, image=None, secret=None, note="ada v1", status="accepted"
+        )
         db.close()
         base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK)))
         yield {"base": base, "admin": admin, "cid": comp.id, "tid": team.id, "token": token, "db": db_path}
@@ -75,7 +77,8 @@ def test_the_admin_edits_the_league_and_changes_a_team(page: Any, browser: Any, 
     page.click("#edit-league button[type=submit]")
     expect(page.locator("#league-error")).to_contain_text("league:4:")
     expect(page.locator("#edit-league textarea[name=league]")).to_have_value(
-        text.replace("table_size = 2", "table_size = 9"))
+        text.replace("table_size = 2", "table_size = 9")
+    )
     expect(page.locator("#versions tr[data-version]")).to_have_count(1)
     # a good one: version 2, newest first
     page.locator("#edit-league textarea[name=league]").fill(text.replace("move_ms = 2000", "move_ms = 1200"))
@@ -83,7 +86,8 @@ def test_the_admin_edits_the_league_and_changes_a_team(page: Any, browser: Any, 
     expect(page.locator("#versions tr[data-version]")).to_have_count(2)
     expect(page.locator("#versions tr[data-version]").first).to_contain_text("admin (page)")
     expect(page.locator("#edit-league textarea[name=league]")).to_have_value(
-        text.replace("move_ms = 2000", "move_ms = 1200"))
+        text.replace("move_ms = 2000", "move_ms = 1200")
+    )
     page.screenshot(path=str(SCREENS / "admin-league-versions.png"), full_page=True)
 
     # the team's page, as the admin sees it

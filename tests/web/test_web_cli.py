@@ -62,7 +62,9 @@ def test_start_plays_a_run_and_replay_writes_a_self_contained_viewer(
     db = ServiceDB(db_path)
     comp = db.add_competition("cli", league_text(house={"house": urls["greedy"]}))
     team, _ = db.add_team(comp.id, "ada")
-    db.add_submission(team.id, kind="url", url=urls["random"], image=None, secret=None, note="", status="accepted")
+    db.add_submission(
+        team.id, kind="url", url=urls["random"], image=None, secret=None, note="", status="accepted"
+    )
     db.close()
     r = invoke(start, ["--db", str(db_path), "nope"])
     assert r.exit_code == 2 and "no competition" in r.output

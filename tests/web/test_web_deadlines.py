@@ -23,8 +23,21 @@ Service = Any
 
 
 def league(house: dict[str, str], *, freeze_at: str | None = None, final_at: str | None = None) -> str:
-    lines = ["[tournament]", 'name = "timed"', "seed = 5", "table_size = 2", 'schedule = "adaptive"',
-             "concurrency = 2", "", "[stop]", "max_games = 8", "", "[timeouts]", "move_ms = 2000", ""]
+    lines = [
+        "[tournament]",
+        'name = "timed"',
+        "seed = 5",
+        "table_size = 2",
+        'schedule = "adaptive"',
+        "concurrency = 2",
+        "",
+        "[stop]",
+        "max_games = 8",
+        "",
+        "[timeouts]",
+        "move_ms = 2000",
+        "",
+    ]
     if freeze_at or final_at:
         lines.append("[competition]")
         lines += [f"freeze_at = {freeze_at}"] if freeze_at else []
@@ -101,10 +114,21 @@ async def test_the_league_files_deadlines_freeze_and_start_the_final_by_themselv
     assert ladder is not None and ladder.status != "running"
     page = await (await client.get(f"/c/{cid}")).text()
     assert "Submissions close" not in page
-    done = await until(client, cid, lambda d: d["phase"] == "final" and d["run"] is not None
-                       and d["run"]["kind"] == "final" and d["run"]["status"] == "finished", 60)
+    done = await until(
+        client,
+        cid,
+        lambda d: (
+            d["phase"] == "final"
+            and d["run"] is not None
+            and d["run"]["kind"] == "final"
+            and d["run"]["status"] == "finished"
+        ),
+        60,
+    )
     _, _, final_run = stored(db_path, cid)
-    assert final_run is not None and final_run.started_at >= datetime.datetime.fromisoformat(final).timestamp()
+    assert (
+        final_run is not None and final_run.started_at >= datetime.datetime.fromisoformat(final).timestamp()
+    )
     assert done["games"] >= 1
     assert "The final starts" not in await (await client.get(f"/c/{cid}")).text()
 
@@ -115,8 +139,11 @@ async def test_a_restart_across_the_deadlines_applies_them_at_the_start(
     settings = Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK)
     client = await aiohttp_client(make_app(db_path, settings))
     cid = await create(client, admin_token, league(houses(bot_urls)))
-    r = await client.put(f"/api/competitions/{cid}/deadlines", json={"freeze_at": at(3), "final_at": at(4)},
-                         headers=auth(admin_token))
+    r = await client.put(
+        f"/api/competitions/{cid}/deadlines",
+        json={"freeze_at": at(3), "final_at": at(4)},
+        headers=auth(admin_token),
+    )
     assert r.status == 200, await r.text()
     body = await r.json()
     assert body["source"] == "admin"
@@ -125,7 +152,9 @@ async def test_a_restart_across_the_deadlines_applies_them_at_the_start(
     await client.close()  # the server stops before its deadlines
     comp, _, _ = stored(db_path, cid)
     assert comp.phase == "open"
-    await asyncio.sleep(max(0.0, datetime.datetime.fromisoformat(body["final_at"]).timestamp() - time.time()) + 0.5)
+    await asyncio.sleep(
+        max(0.0, datetime.datetime.fromisoformat(body["final_at"]).timestamp() - time.time()) + 0.5
+    )
 
     again = await aiohttp_client(make_app(db_path, settings))
     first = await board(again, cid)  # the first answer after the start: both already applied
@@ -142,18 +171,29 @@ async def test_times_without_a_zone_are_refused_naming_the_field(
 ) -> None:
     client = await service()
     text = league(houses(bot_urls), freeze_at="2030-06-01T17:00:00")
-    r = await client.post("/api/competitions", json={"name": "bad", "league": text}, headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions", json={"name": "bad", "league": text}, headers=auth(admin_token)
+    )
     err = await error_of(r, 422)
     line = text.splitlines().index("freeze_at = 2030-06-01T17:00:00") + 1
     assert f"league:{line}: [competition] 'freeze_at': 2030-06-01T17:00:00 has no time zone" in err["error"]
-    r = await client.post("/api/competitions", json={"name": "bad", "league": league(
-        houses(bot_urls), freeze_at="2030-06-01T17:00:00Z", final_at="2030-06-01T16:00:00Z")},
-        headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions",
+        json={
+            "name": "bad",
+            "league": league(
+                houses(bot_urls), freeze_at="2030-06-01T17:00:00Z", final_at="2030-06-01T16:00:00Z"
+            ),
+        },
+        headers=auth(admin_token),
+    )
     assert "'final_at'" in (await error_of(r, 422))["error"]
 
     cid = await create(client, admin_token, league(houses(bot_urls)))
     url = f"/api/competitions/{cid}/deadlines"
-    err = await error_of(await client.put(url, json={"freeze_at": "2030-06-01 17:00"}, headers=auth(admin_token)), 422)
+    err = await error_of(
+        await client.put(url, json={"freeze_at": "2030-06-01 17:00"}, headers=auth(admin_token)), 422
+    )
     assert err["field"] == "freeze_at" and "no time zone" in err["error"]
     err = await error_of(await client.put(url, json={"final_at": "friday"}, headers=auth(admin_token)), 422)
     assert err["field"] == "final_at" and "not an ISO 8601 time" in err["error"]
@@ -170,4 +210,8 @@ async def test_times_without_a_zone_are_refused_naming_the_field(
 
 def test_remaining_reads_as_the_pages_script_writes_it() -> None:
     assert [remaining(s) for s in (9, 247, 3900, 2 * 86400 + 3 * 3600 + 5)] == [
-        "9 s", "4 min 07 s", "1 h 05 min", "2 d 3 h"]
+        "9 s",
+        "4 min 07 s",
+        "1 h 05 min",
+        "2 d 3 h",
+    ]

@@ -30,15 +30,19 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The service on loopback: a competition of two house bots and team "ada" (no bot yet)."""
     bg = Background()
     try:
-        house = {"house-greedy": bg.serve(lambda: sample_bot_app("greedy")),
-                 "house-random": bg.serve(lambda: sample_bot_app("random"))}
+        house = {
+            "house-greedy": bg.serve(lambda: sample_bot_app("greedy")),
+            "house-random": bg.serve(lambda: sample_bot_app("random")),
+        }
         db_path = tmp_path / "service.sqlite"
         db = ServiceDB(db_path)
         admin = db.ensure_admin_token()
         comp = db.add_competition("Timed", league_text(name="timed", concurrency=1, house=house))
         _, ada = db.add_team(comp.id, "ada")
         db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK)))
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK))
+        )
         yield {"base": base, "admin": admin, "cid": comp.id, "ada": ada, "db": db_path}
     finally:
         bg.close()
@@ -80,7 +84,8 @@ def test_the_teacher_sets_deadlines_and_the_pages_count_down(browser: Any, site:
     expect(teacher.locator("#deadlines input[name=freeze_at]")).to_have_value(freeze)
     expect(teacher.locator("#deadlines")).to_contain_text("Set here")
     expect(teacher.locator("#deadlines [data-kind=final] .countdown-text")).to_have_text(
-        re.compile(r"^The final starts in 1 h 0[12] min$"))
+        re.compile(r"^The final starts in 1 h 0[12] min$")
+    )
     teacher.click("form#open button[type=submit]")
     expect(teacher.locator("#phase")).to_have_attribute("data-phase", "open")
     teacher.screenshot(path=str(SCREENS / "deadlines-admin.png"), full_page=True)
@@ -104,7 +109,8 @@ def test_the_teacher_sets_deadlines_and_the_pages_count_down(browser: Any, site:
     team.click("form[action='/login'] button[type=submit]")
     expect(team).to_have_url(f"{base}/team")
     expect(team.locator("#countdown [data-kind=freeze] .countdown-text")).to_have_text(
-        re.compile(r"^Submissions close in \d+ s$"))
+        re.compile(r"^Submissions close in \d+ s$")
+    )
 
     # at the time: it freezes by itself; the countdown says so, the next page shows the phase
     expect(clock).to_have_text("Submissions are closing now", timeout=20_000)
@@ -121,7 +127,9 @@ def test_the_teacher_sets_deadlines_and_the_pages_count_down(browser: Any, site:
     team.reload()
     expect(team.locator("#closed")).to_contain_text("Submissions are closed")
     expect(team.locator("#countdown [data-kind=freeze]")).to_have_count(0)
-    expect(team.locator("#countdown [data-kind=final] .countdown-text")).to_contain_text("The final starts in")
+    expect(team.locator("#countdown [data-kind=final] .countdown-text")).to_contain_text(
+        "The final starts in"
+    )
     team.screenshot(path=str(SCREENS / "deadlines-team.png"), full_page=True)
 
     # back to the league file's (none): no countdown

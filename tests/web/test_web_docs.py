@@ -82,16 +82,19 @@ def test_the_docs_are_the_projects_copies_of_the_shared_ones() -> None:
 
 
 def test_markdown_is_rendered_with_raw_html_escaped_and_unsafe_links_refused() -> None:
-    html = render_markdown("# T\n\n<script>alert(1)</script> <b onclick=x>b</b>\n\n"
-                           "[click](javascript:alert(1)) [ok](https://example.org/)\n")
+    html = render_markdown(
+        "# T\n\n<script>alert(1)</script> <b onclick=x>b</b>\n\n"
+        "[click](javascript:alert(1)) [ok](https://example.org/)\n"
+    )
     assert "<script" not in html and "<b onclick" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "javascript:" not in html.replace("[click](javascript:alert(1))", "")
     assert 'href="javascript' not in html and '<a href="https://example.org/">ok</a>' in html
 
 
-async def test_a_competitions_rules_show_its_variants_and_timeouts_escaped(service: Service,
-                                                                            admin_token: str) -> None:
+async def test_a_competitions_rules_show_its_variants_and_timeouts_escaped(
+    service: Service, admin_token: str
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, HOSTILE)
     r = await client.get(f"/c/{cid}/rules")
@@ -100,8 +103,12 @@ async def test_a_competitions_rules_show_its_variants_and_timeouts_escaped(servi
     assert_safe_page(html, f"/c/{cid}/rules")
     assert "&lt;script&gt;alert(1)&lt;/script&gt; class" in html
     settings = html.split('id="settings"', 1)[1].split("</table>", 1)[0]
-    rows = dict(re.findall(r"<td class=\"l\">([^<]+)</td><td class=\"l\">[^<]+</td><td class=\"l[^\"]*\">([^<]+)</td>",
-                           settings))
+    rows = dict(
+        re.findall(
+            r"<td class=\"l\">([^<]+)</td><td class=\"l\">[^<]+</td><td class=\"l[^\"]*\">([^<]+)</td>",
+            settings,
+        )
+    )
     assert rows["V1"] == "on"  # a league file's default: play for places
     assert rows["V2"] == "off" and rows["V4"] == "off" and rows["V5"] == "off" and rows["V6"] == "off"
     assert rows["V3"] == "on" and rows["V8"] == "on"
@@ -112,7 +119,7 @@ async def test_a_competitions_rules_show_its_variants_and_timeouts_escaped(servi
     # then the rules themselves
     assert html.index('id="settings"') < html.index("<h2>9. Variants (all off by default)</h2>")
     # a competition with the defaults says so
-    plain = await new_competition(client, admin_token, "plain", "[tournament]\nname = \"plain\"\n")
+    plain = await new_competition(client, admin_token, "plain", '[tournament]\nname = "plain"\n')
     html = await (await client.get(f"/c/{plain}/rules")).text()
     assert ">V3</td>" in html and "1000 ms" in html and "out at strike 3 of a game" in html
     assert (await client.get("/c/999/rules")).status == 404
@@ -129,12 +136,16 @@ async def sign_in(client: Any, token: str) -> None:
 
 def kit_files(kit: str) -> dict[str, bytes]:
     folder = ROOT / "starter_kits" / kit
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 async def test_the_kit_download_needs_the_teams_session_and_holds_the_kit_and_its_settings(
-        service: Service, admin_token: str) -> None:
+    service: Service, admin_token: str
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     _, token = await new_team(client, admin_token, cid, "ada")
@@ -165,7 +176,9 @@ async def test_the_kit_download_needs_the_teams_session_and_holds_the_kit_and_it
 
 def test_every_decision_tag_of_the_rules_is_cited_by_a_test() -> None:
     """Each [D#] of docs/rules.md is pinned by some test that names it."""
-    tags = sorted(set(re.findall(r"\[(D\d+)\]", (ROOT / "docs" / "rules.md").read_text())), key=lambda t: int(t[1:]))
+    tags = sorted(
+        set(re.findall(r"\[(D\d+)\]", (ROOT / "docs" / "rules.md").read_text())), key=lambda t: int(t[1:])
+    )
     assert len(tags) >= 17
     here = Path(__file__).resolve()
     cited = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("*.py") if p.resolve() != here)

@@ -46,11 +46,14 @@ async def page_with(client: Any, path: str, cookie: str) -> Any:
 
 
 async def test_the_league_edited_through_the_api_is_kept_as_versions_with_their_runs(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
     tid, token = await new_team(client, admin_token, cid, "ada")
-    assert (await submit(client, cid, tid, token, {"url": bot_urls["random"]}))["submission"]["status"] == "accepted"
+    assert (await submit(client, cid, tid, token, {"url": bot_urls["random"]}))["submission"][
+        "status"
+    ] == "accepted"
     first = await play_run(client, cid, admin_token)
     url = f"/api/competitions/{cid}/league"
     # a bad league: 422 naming the field and its line; nothing stored
@@ -73,7 +76,9 @@ async def test_the_league_edited_through_the_api_is_kept_as_versions_with_their_
     await error_of(await client.get(url, headers=auth(token)), 403)
     await error_of(await client.put(url, json={"league": bad}), 401)
     # a good edit: version 2; the next run plays it
-    edited = league_text(house={"house-greedy": bot_urls["greedy"]}).replace("move_ms = 2000", "move_ms = 1500")
+    edited = league_text(house={"house-greedy": bot_urls["greedy"]}).replace(
+        "move_ms = 2000", "move_ms = 1500"
+    )
     r = await client.put(url, json={"league": edited}, headers=auth(admin_token))
     assert r.status == 201, await r.text()
     made = await r.json()
@@ -85,12 +90,16 @@ async def test_the_league_edited_through_the_api_is_kept_as_versions_with_their_
     assert [r["id"] for r in versions[0]["runs"]] == [second["run"]["id"]]
     assert [r["id"] for r in versions[1]["runs"]] == [first["run"]["id"]]
     assert "move_ms = 1500" in versions[0]["league"] and "move_ms = 2000" in versions[1]["league"]
-    played = {rid: json.loads(lj)["timeouts"]["move_ms"]
-              for rid, lj in db.execute("SELECT id, league_json FROM runs")}
+    played = {
+        rid: json.loads(lj)["timeouts"]["move_ms"]
+        for rid, lj in db.execute("SELECT id, league_json FROM runs")
+    }
     assert played == {first["run"]["id"]: 2000, second["run"]["id"]: 1500}
 
 
-async def test_the_league_edited_from_the_admin_form(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_the_league_edited_from_the_admin_form(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service()
     csrf = await signed_in(client, admin_token)
     await client.post("/admin/competitions", data={"csrf": csrf, "name": "class", "league": league_text()})
@@ -106,8 +115,13 @@ async def test_the_league_edited_from_the_admin_form(service: Service, admin_tok
     # no CSRF token, another site's page: refused
     good = league_text().replace("move_ms = 2000", "move_ms = 900")
     assert (await client.post("/admin/c/1/league", data={"league": good})).status == 403
-    assert (await client.post("/admin/c/1/league", data={"csrf": csrf, "league": good},
-                              headers={"Origin": "https://evil.example"})).status == 403
+    assert (
+        await client.post(
+            "/admin/c/1/league",
+            data={"csrf": csrf, "league": good},
+            headers={"Origin": "https://evil.example"},
+        )
+    ).status == 403
     r = await client.post("/admin/c/1/league", data={"csrf": csrf, "league": good}, allow_redirects=False)
     assert r.status == 303
     page = html.unescape(await (await client.get("/admin/c/1")).text())
@@ -120,7 +134,8 @@ async def test_the_league_edited_from_the_admin_form(service: Service, admin_tok
 
 
 async def test_a_renamed_team_keeps_its_id_token_and_history(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -129,8 +144,12 @@ async def test_a_renamed_team_keeps_its_id_token_and_history(
     first = await play_run(client, cid, admin_token)
     assert "ada" in bots_of(first)
     url = f"/api/competitions/{cid}/teams/{tid}"
-    for name, words in (("bea", "exists already"), ("house-greedy", "house bot"), ("", "name"),
-                        ("x" * 41, "too long")):
+    for name, words in (
+        ("bea", "exists already"),
+        ("house-greedy", "house bot"),
+        ("", "name"),
+        ("x" * 41, "too long"),
+    ):
         err = await error_of(await client.patch(url, json={"name": name}, headers=auth(admin_token)), 422)
         assert words in err["error"], err
     await error_of(await client.patch(url, json={"name": "ada-2"}, headers=auth(token)), 403)
@@ -150,14 +169,16 @@ async def test_a_renamed_team_keeps_its_id_token_and_history(
     csrf = await signed_in(client, admin_token)
     r = await client.post(f"/admin/c/{cid}/teams/{tid}/rename", data={"csrf": csrf, "name": "bea"})
     assert r.status == 422 and "exists already" in html.unescape(await r.text())
-    r = await client.post(f"/admin/c/{cid}/teams/{tid}/rename", data={"csrf": csrf, "name": "ada-3"},
-                          allow_redirects=False)
+    r = await client.post(
+        f"/admin/c/{cid}/teams/{tid}/rename", data={"csrf": csrf, "name": "ada-3"}, allow_redirects=False
+    )
     assert r.status == 303 and r.headers["Location"] == f"/admin/c/{cid}/teams/{tid}"
     assert ">ada-3</h1>" in await (await client.get(f"/admin/c/{cid}/teams/{tid}")).text()
 
 
 async def test_a_withdrawn_team_stops_playing_and_its_token_stops(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
@@ -168,17 +189,27 @@ async def test_a_withdrawn_team_stops_playing_and_its_token_stops(
     assert {"ada", "bea"} <= bots_of(first)
     cookie = await team_session(client, bea_token)
     assert (await page_with(client, "/team", cookie)).status == 200
-    await error_of(await client.post(f"/api/competitions/{cid}/teams/{bea}/withdraw", headers=auth(bea_token)), 403)
+    await error_of(
+        await client.post(f"/api/competitions/{cid}/teams/{bea}/withdraw", headers=auth(bea_token)), 403
+    )
     r = await client.post(f"/api/competitions/{cid}/teams/{bea}/withdraw", headers=auth(admin_token))
     assert r.status == 200 and (await r.json())["withdrawn_at"] is not None
     # its token and its session stop at once
     await error_of(await client.get(f"/api/competitions/{cid}/teams/{bea}/bot", headers=auth(bea_token)), 401)
-    await error_of(await client.put(f"/api/competitions/{cid}/teams/{bea}/bot", json={"url": bot_urls["greedy"]},
-                                    headers=auth(bea_token)), 401)
+    await error_of(
+        await client.put(
+            f"/api/competitions/{cid}/teams/{bea}/bot",
+            json={"url": bot_urls["greedy"]},
+            headers=auth(bea_token),
+        ),
+        401,
+    )
     assert (await page_with(client, "/team", cookie)).headers["Location"] == "/login"
     assert (await client.post("/login", data={"token": bea_token})).status == 401
     # a new token is refused for it; the next run plays without it
-    await error_of(await client.post(f"/api/competitions/{cid}/teams/{bea}/token", headers=auth(admin_token)), 409)
+    await error_of(
+        await client.post(f"/api/competitions/{cid}/teams/{bea}/token", headers=auth(admin_token)), 409
+    )
     second = await play_run(client, cid, admin_token)
     assert "bea" not in bots_of(second) and "ada" in bots_of(second)
     # its history stays: the earlier run, and the admin's pages
@@ -200,7 +231,9 @@ async def test_a_withdrawn_team_stops_playing_and_its_token_stops(
     await error_of(await client.get(f"/api/competitions/{cid}/teams/{ada}/bot", headers=auth(ada_token)), 401)
 
 
-async def test_a_new_token_stops_the_old_one_and_its_sessions_at_once(service: Service, admin_token: str) -> None:
+async def test_a_new_token_stops_the_old_one_and_its_sessions_at_once(
+    service: Service, admin_token: str
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, old = await new_team(client, admin_token, cid, "ada")
@@ -232,7 +265,8 @@ async def test_a_new_token_stops_the_old_one_and_its_sessions_at_once(service: S
 
 
 async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
@@ -242,20 +276,31 @@ async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
     assert good["submission"]["status"] == "accepted" and refused["submission"]["status"] == "refused"
     await play_run(client, cid, admin_token)
     base = f"/admin/c/{cid}/teams/{ada}"
-    paths = [base, f"{base}/submissions/{good['submission']['id']}",
-             f"{base}/submissions/{refused['submission']['id']}", f"{base}/diagnostics"]
+    paths = [
+        base,
+        f"{base}/submissions/{good['submission']['id']}",
+        f"{base}/submissions/{refused['submission']['id']}",
+        f"{base}/diagnostics",
+    ]
     # a team's token, a team's session, nobody: never these pages
     bea_cookie = await team_session(client, bea_token)
     ada_cookie = await team_session(client, ada_token)
     for path in paths:
-        for kwargs in ({}, {"headers": auth(ada_token)}, {"headers": auth(bea_token)},
-                       {"cookies": {COOKIE: ada_cookie}}, {"cookies": {COOKIE: bea_cookie}}):
+        for kwargs in (
+            {},
+            {"headers": auth(ada_token)},
+            {"headers": auth(bea_token)},
+            {"cookies": {COOKIE: ada_cookie}},
+            {"cookies": {COOKIE: bea_cookie}},
+        ):
             r = await client.get(path, allow_redirects=False, **kwargs)
             assert r.status == 303 and r.headers["Location"] == "/admin/login", (path, kwargs, r.status)
             assert "first try" not in await r.text()
     # nor another team's data through the API
     for path in ("bot", "submissions", f"submissions/{good['submission']['id']}", "diagnostics"):
-        await error_of(await client.get(f"/api/competitions/{cid}/teams/{ada}/{path}", headers=auth(bea_token)), 403)
+        await error_of(
+            await client.get(f"/api/competitions/{cid}/teams/{ada}/{path}", headers=auth(bea_token)), 403
+        )
     r = await page_with(client, f"/team/submissions/{good['submission']['id']}", bea_cookie)
     assert r.status == 404
     # the admin: every submission with its status and reason, the report, the diagnostics
@@ -280,7 +325,8 @@ async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
 
 @pytest.mark.slow
 async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     """The rule stated on the page: an edit is for what starts after it (an
     open ladder keeps its house bots and timeouts); a withdrawn or renamed
     team's entry retires at once, its games kept."""
@@ -297,16 +343,25 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
     await until(client, cid, lambda d: d["games"] >= 6)
     # an edit while it plays: a new house bot, a new timeout; the ladder keeps its own
     edited = LEAGUE.format(house=bot_urls["greedy"]).replace("move_ms = 2000", "move_ms = 1500") + (
-        f'\n[[bots]]\nname = "house-2"\nurl = "{bot_urls["greedy"]}"\n')
-    r = await client.put(f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token))
+        f'\n[[bots]]\nname = "house-2"\nurl = "{bot_urls["greedy"]}"\n'
+    )
+    r = await client.put(
+        f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token)
+    )
     assert r.status == 201, await r.text()
     # withdraw bo, rename cy: their entries retire now; the new house bot never enters this ladder
     bo, bo_token = teams["bo"]
-    assert (await client.post(f"/api/competitions/{cid}/teams/{bo}/withdraw", headers=auth(admin_token))).status == 200
+    assert (
+        await client.post(f"/api/competitions/{cid}/teams/{bo}/withdraw", headers=auth(admin_token))
+    ).status == 200
     cy, _ = teams["cy"]
-    r = await client.patch(f"/api/competitions/{cid}/teams/{cy}", json={"name": "cyd"}, headers=auth(admin_token))
+    r = await client.patch(
+        f"/api/competitions/{cid}/teams/{cy}", json={"name": "cyd"}, headers=auth(admin_token)
+    )
     assert r.status == 200
-    data = await until(client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "ada v1", "cyd v1"})
+    data = await until(
+        client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "ada v1", "cyd v1"}
+    )
     assert {"bo v1", "cy v1"} <= {s["bot"] for s in data["retired"]}  # retired, their games kept
     mark = max(i for i, _, _ in recorded(ladder_dir(db_path, cid)))
     await until(client, cid, lambda d: d["games"] >= mark + 20)
@@ -327,19 +382,23 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
 
 
 async def test_a_withdrawn_team_leaves_the_board_before_any_run(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     for name in ("ada", "bea"):
         tid, token = await new_team(client, admin_token, cid, name)
         await submit(client, cid, tid, token, {"url": bot_urls["random"]})
     assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada", "bea"}
-    assert (await client.post(f"/api/competitions/{cid}/teams/{tid}/withdraw", headers=auth(admin_token))).status == 200
+    assert (
+        await client.post(f"/api/competitions/{cid}/teams/{tid}/withdraw", headers=auth(admin_token))
+    ).status == 200
     assert bots_of(await (await client.get(f"/api/competitions/{cid}")).json()) == {"ada"}
 
 
 async def test_a_competition_from_before_versions_gets_its_league_as_version_one(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     """A database of an older service has no versions: its league so far
     becomes version 1 at the first edit, with the runs played before."""
     client = await service()
@@ -352,9 +411,13 @@ async def test_a_competition_from_before_versions_gets_its_league_as_version_one
     with sqlite3.connect(db_path) as db:
         assert db.execute("SELECT league_version FROM runs").fetchone()[0] is None
     edited = league_text(house={"house-greedy": bot_urls["greedy"]}).replace("rounds = 1", "rounds = 2")
-    r = await client.put(f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token))
+    r = await client.put(
+        f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token)
+    )
     assert r.status == 201 and (await r.json())["version"] == 2
     versions = await (await client.get(f"/api/competitions/{cid}/league", headers=auth(admin_token))).json()
     assert [(v["version"], v["who"], [r["id"] for r in v["runs"]]) for v in versions] == [
-        (2, "admin (API)", []), (1, "at creation", [first["run"]["id"]])]
+        (2, "admin (API)", []),
+        (1, "at creation", [first["run"]["id"]]),
+    ]
     assert "rounds = 1" in versions[1]["league"]

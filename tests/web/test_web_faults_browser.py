@@ -48,10 +48,18 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'nothing.sock'}")
     bg = Background()
     try:
-        base = bg.serve(lambda: make_app(db_path, Settings(validation_games=2, fault_retry_s=0.5,
-                                                           fault_retry_max_s=2.0)))
-        yield {"base": base, "admin": admin, "cid": comp.id, "tid": team.id, "token": token,
-               "monkeypatch": monkeypatch, "tmp": tmp_path}
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(validation_games=2, fault_retry_s=0.5, fault_retry_max_s=2.0))
+        )
+        yield {
+            "base": base,
+            "admin": admin,
+            "cid": comp.id,
+            "tid": team.id,
+            "token": token,
+            "monkeypatch": monkeypatch,
+            "tmp": tmp_path,
+        }
     finally:
         bg.close()
         monkeypatch.delenv("DOCKER_HOST", raising=False)
@@ -61,15 +69,19 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
 
 
 def test_the_admin_sees_the_banner_and_the_team_that_nothing_is_wrong_with_its_bot(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any]) -> None:
+    browser_type_launch_args: dict[str, Any], site: dict[str, Any]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     SCREENS.mkdir(parents=True, exist_ok=True)
     base, cid, tid, token = site["base"], site["cid"], site["tid"], site["token"]
     zipped = make_zip(site["tmp"] / "bot.zip", python_bot_files())
-    req = urllib.request.Request(f"{base}/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-                                 data=zipped.read_bytes(), method="POST",
-                                 headers={"Authorization": f"Bearer {token}"})
+    req = urllib.request.Request(
+        f"{base}/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
+        data=zipped.read_bytes(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         import json
 
@@ -88,8 +100,10 @@ def test_the_admin_sees_the_banner_and_the_team_that_nothing_is_wrong_with_its_b
             page.goto(f"{base}/team/submissions/{sid}")
             expect(page.locator("h1 .status")).to_have_text("waiting", timeout=30_000)
             reason = page.locator("#reason")
-            expect(reason).to_contain_text("Waiting, not refused: nothing is wrong with your bot: the server "
-                                           "could not check it (Docker is not reachable")
+            expect(reason).to_contain_text(
+                "Waiting, not refused: nothing is wrong with your bot: the server "
+                "could not check it (Docker is not reachable"
+            )
             expect(reason).to_contain_text("it will be retried at")
             page.screenshot(path=str(SCREENS / "faults-team-waiting.png"), full_page=True)
             # the admin: the banner, with the exact cause

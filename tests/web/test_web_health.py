@@ -45,7 +45,9 @@ def test_docker_unavailable_and_an_unknown_error_are_the_services() -> None:
 
 
 def test_a_teams_refusal_stays_the_teams_even_when_its_files_quote_server_words() -> None:
-    assert refusal_is_service("Python could not compile the bot's files: the build log shows the error") is None
+    assert (
+        refusal_is_service("Python could not compile the bot's files: the build log shows the error") is None
+    )
     # the compile step's message never names the team's words, but a refusal that starts so is the team's
     assert refusal_is_service("Python could not compile: no space left on device") is None
     assert refusal_is_service("the bot's files are 80 MiB, more than the 64 MiB a build may add") is None
@@ -70,5 +72,6 @@ def test_the_banner_says_the_cause_and_goes_when_well() -> None:
     assert h.banner() is None
     assert team_reason("Docker is not reachable", 0).startswith(
         "nothing is wrong with your bot: the server could not check it (Docker is not reachable); "
-        "it will be retried at 00:00:00 UTC")
+        "it will be retried at 00:00:00 UTC"
+    )
     assert isinstance(ServiceFault("x"), Exception)

@@ -21,13 +21,27 @@ IDS = ("cid", "rid", "tid", "sid", "idx", "pid")
 
 
 def test_an_id_is_ascii_digits_within_sqlites_range() -> None:
-    from referee.web.validation import MAX_ID as LARGEST, parse_id
+    from referee.web.validation import MAX_ID as LARGEST
+    from referee.web.validation import parse_id
 
     assert LARGEST == MAX_ID
     assert parse_id("0") == 0 and parse_id("42") == 42 and parse_id("007") == 7
     assert parse_id(str(MAX_ID)) == MAX_ID
-    for text in (str(MAX_ID + 1), HUGE, "9" * 5000, "", "-1", "+1", " 1", "1 ", "1_0", "1.0", "\u0663", "0x1",
-                 None):
+    for text in (
+        str(MAX_ID + 1),
+        HUGE,
+        "9" * 5000,
+        "",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "1_0",
+        "1.0",
+        "\u0663",
+        "0x1",
+        None,
+    ):
         assert parse_id(text) is None, text
 
 
@@ -46,8 +60,16 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
     tid2, token2 = await new_team(client, admin_token, cid, "grace")
     await submit(client, cid, tid2, token2, {"url": bot_urls["random"]})
     data = await play_run(client, cid, admin_token)
-    real = {"cid": str(cid), "rid": str(data["run"]["id"]), "tid": str(tid), "sid": str(sid), "idx": "0",
-            "bot": "ada", "action": "open", "pid": "1"}  # pid: a practice game (none played here)
+    real = {
+        "cid": str(cid),
+        "rid": str(data["run"]["id"]),
+        "tid": str(tid),
+        "sid": str(sid),
+        "idx": "0",
+        "bot": "ada",
+        "action": "open",
+        "pid": "1",
+    }  # pid: a practice game (none played here)
     # both sessions too, so the pages reach their ids
     origin = {"Origin": str(client.make_url("")).rstrip("/")}
     r = await client.post("/admin/login", data={"token": admin_token}, headers=origin, allow_redirects=False)
@@ -57,7 +79,9 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
 
     async def status(method: str, url: str) -> int:
         who = token if "/teams/" in url and method == "GET" else admin_token  # a team's own reads are its own
-        r = await client.request(method, url, headers={**auth(who), **origin}, allow_redirects=False, data=b"")
+        r = await client.request(
+            method, url, headers={**auth(who), **origin}, allow_redirects=False, data=b""
+        )
         if r.content_type == "text/event-stream":  # a live stream: its status is what counts
             r.close()
             return r.status
@@ -73,10 +97,17 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
             continue
         params = re.findall(r"\{(\w+)\}", formatter)
         for key in (p for p in params if p in IDS):
+
             def url(value: str, key: str = key, formatter: str = formatter) -> str:
                 return formatter.format(**{**real, key: value})
-            huge, missing = await status(route.method, url(HUGE)), await status(route.method, url(str(MAX_ID)))
-            assert huge == missing, f"{route.method} {url(HUGE)}: {huge}, but {missing} for an id that is missing"
+
+            huge, missing = (
+                await status(route.method, url(HUGE)),
+                await status(route.method, url(str(MAX_ID))),
+            )
+            assert huge == missing, (
+                f"{route.method} {url(HUGE)}: {huge}, but {missing} for an id that is missing"
+            )
             if route.method == "GET":
                 assert huge == 404, f"GET {url(HUGE)}: {huge}"
             walked.append(f"{route.method} {formatter} {key}")
@@ -89,8 +120,12 @@ async def test_every_route_answers_an_oversized_id_as_a_missing_one(
                     assert got == await status("GET", page), f"GET {page}?run={run}: {got}"
             walked.append(f"GET {formatter}?run=")
     assert len(walked) >= 30, walked
-    for must in ("GET /c/{cid}?run=", "GET /api/competitions/{cid}?run=", "GET /c/{cid}/bots/{bot}?run=",
-                 "GET /api/competitions/{cid}/teams/{tid}/diagnostics?run="):
+    for must in (
+        "GET /c/{cid}?run=",
+        "GET /api/competitions/{cid}?run=",
+        "GET /c/{cid}/bots/{bot}?run=",
+        "GET /api/competitions/{cid}/teams/{tid}/diagnostics?run=",
+    ):
         assert must in walked
     # The one from the issue, with its message.
     r = await client.get(f"/c/{cid}?run={HUGE}", headers={"Accept": "application/json"})

@@ -43,7 +43,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         bg.close()
 
 
-def test_the_team_page_shows_the_three_steps_and_the_kits(page: Any, site: dict[str, Any], tmp_path: Path) -> None:
+def test_the_team_page_shows_the_three_steps_and_the_kits(
+    page: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
     from playwright.sync_api import expect
 
     base = site["base"]

@@ -41,8 +41,9 @@ url = "{house}"
 
 
 async def competition(client: Any, admin: str, house: str) -> int:
-    r = await client.post("/api/competitions", json={"name": "class", "league": LEAGUE.format(house=house)},
-                          headers=auth(admin))
+    r = await client.post(
+        "/api/competitions", json={"name": "class", "league": LEAGUE.format(house=house)}, headers=auth(admin)
+    )
     assert r.status == 201, await r.text()
     return int((await r.json())["id"])
 
@@ -75,11 +76,15 @@ def ladder_dir(db_path: Path, cid: int) -> Path:
 
 def recorded(out: Path) -> list[tuple[int, list[str], int]]:
     with sqlite3.connect(out / "tournament.sqlite") as db:
-        return [(i, json.loads(s), d) for i, s, d in db.execute("SELECT idx, seats, deal_seed FROM games ORDER BY idx")]
+        return [
+            (i, json.loads(s), d)
+            for i, s, d in db.execute("SELECT idx, seats, deal_seed FROM games ORDER BY idx")
+        ]
 
 
 async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service(submissions_per_window=20)
     cid = await competition(client, admin_token, bot_urls["greedy"])
     teams = {}
@@ -88,8 +93,9 @@ async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
         teams[name] = (tid, token)
         assert (await submit(client, cid, tid, token, {"url": url}))["submission"]["status"] == "accepted"
     # a run by hand, a freeze or a final make no sense before it opens
-    assert (await error_of(await client.post(f"/api/competitions/{cid}/freeze", headers=auth(admin_token)),
-                           409))["error"].startswith(f"competition {cid} is setup")
+    assert (
+        await error_of(await client.post(f"/api/competitions/{cid}/freeze", headers=auth(admin_token)), 409)
+    )["error"].startswith(f"competition {cid} is setup")
     # only the admin opens it
     tid, token = teams["ada"]
     assert (await client.post(f"/api/competitions/{cid}/open", headers=auth(token))).status == 403
@@ -101,13 +107,16 @@ async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
     data = await until(client, cid, lambda d: d["games"] >= 12)
     assert data["phase"] == "open" and data["run"]["kind"] == "ladder" and data["run"]["seed"] is None
     assert {s["bot"] for s in data["standings"]} == {"house", "ada v1", "bo v1", "cy v1"}
-    assert (await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token)),
-                           409))["error"].endswith("(a run by hand is for a competition in setup)")
+    assert (
+        await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token)), 409)
+    )["error"].endswith("(a run by hand is for a competition in setup)")
 
     # a new version enters at once; the old one retires and keeps its history
     sub = await submit(client, cid, tid, token, {"url": bot_urls["random"], "note": "v2"})
     assert sub["submission"]["status"] == "accepted"
-    data = await until(client, cid, lambda d: any(s["bot"] == "ada v2" and s["games"] >= 4 for s in d["standings"]))
+    data = await until(
+        client, cid, lambda d: any(s["bot"] == "ada v2" and s["games"] >= 4 for s in d["standings"])
+    )
     assert "ada v1" not in {s["bot"] for s in data["standings"]}
     old = next(s for s in data["retired"] if s["bot"] == "ada v1")
     assert old["games"] >= 2 and old["retired"]
@@ -142,8 +151,9 @@ async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
     assert [i for i, _, _ in games] == list(range(len(games)))
     data = await board(client, cid)
     assert data["run"]["status"] == "finished" and data["phase"] == "frozen"
-    closed = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json={"url": bot_urls["greedy"]},
-                              headers=auth(token))
+    closed = await client.put(
+        f"/api/competitions/{cid}/teams/{tid}/bot", json={"url": bot_urls["greedy"]}, headers=auth(token)
+    )
     assert (await error_of(closed, 409))["error"].startswith("submissions are closed")
     frozen_games = len(recorded(out))
     await asyncio.sleep(0.3)
@@ -174,7 +184,8 @@ async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
 
 
 async def test_while_it_plays_no_public_answer_holds_the_seed_or_an_unfinished_deal(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service()
     cid = await competition(client, admin_token, bot_urls["greedy"])
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -191,8 +202,14 @@ async def test_while_it_plays_no_public_answer_holds_the_seed_or_an_unfinished_d
     finally:
         db.close()
     assert seed != 5  # a fresh secret seed, not the league file's
-    for url in (f"/api/competitions/{cid}", f"/api/competitions/{cid}/runs", f"/api/competitions/{cid}/runs/{rid}/games",
-                f"/c/{cid}", "/api/competitions", f"/c/{cid}/live"):
+    for url in (
+        f"/api/competitions/{cid}",
+        f"/api/competitions/{cid}/runs",
+        f"/api/competitions/{cid}/runs/{rid}/games",
+        f"/c/{cid}",
+        "/api/competitions",
+        f"/c/{cid}/live",
+    ):
         body = await (await client.get(url)).text()
         assert str(seed) not in body, url
     await client.close()  # stopped: its games in flight abandoned
@@ -218,7 +235,8 @@ async def test_while_it_plays_no_public_answer_holds_the_seed_or_an_unfinished_d
 
 
 async def test_an_admin_opens_freezes_and_starts_the_final_from_the_page(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await competition(client, admin_token, bot_urls["greedy"])
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -226,35 +244,47 @@ async def test_an_admin_opens_freezes_and_starts_the_final_from_the_page(
     # sign in
     page = await client.get("/admin/login")
     assert page.status == 200
-    r = await client.post("/admin/login", data={"token": admin_token}, allow_redirects=False,
-                          headers={"Origin": f"http://{client.host}:{client.port}"})
+    r = await client.post(
+        "/admin/login",
+        data={"token": admin_token},
+        allow_redirects=False,
+        headers={"Origin": f"http://{client.host}:{client.port}"},
+    )
     assert r.status == 303
     html = await (await client.get(f"/admin/c/{cid}")).text()
     csrf = html.split('name="csrf" value="')[1].split('"')[0]
     origin = {"Origin": f"http://{client.host}:{client.port}"}
-    bad = await client.post(f"/admin/c/{cid}/open", data={"csrf": "nope"}, headers=origin, allow_redirects=False)
+    bad = await client.post(
+        f"/admin/c/{cid}/open", data={"csrf": "nope"}, headers=origin, allow_redirects=False
+    )
     assert bad.status == 403
-    bad = await client.post(f"/admin/c/{cid}/open", data={"csrf": csrf, "concurrency": "many"}, headers=origin)
+    bad = await client.post(
+        f"/admin/c/{cid}/open", data={"csrf": csrf, "concurrency": "many"}, headers=origin
+    )
     assert bad.status == 422
-    r = await client.post(f"/admin/c/{cid}/open", data={"csrf": csrf, "concurrency": "2"}, headers=origin,
-                          allow_redirects=False)
+    r = await client.post(
+        f"/admin/c/{cid}/open", data={"csrf": csrf, "concurrency": "2"}, headers=origin, allow_redirects=False
+    )
     assert r.status == 303, await r.text()
     await until(client, cid, lambda d: d["games"] >= 4)
     html = await (await client.get(f"/admin/c/{cid}")).text()
     assert 'data-phase="open"' in html and "ada v1" in html and 'id="freeze"' in html
-    r = await client.post(f"/admin/c/{cid}/freeze", data={"csrf": csrf}, headers=origin, allow_redirects=False)
+    r = await client.post(
+        f"/admin/c/{cid}/freeze", data={"csrf": csrf}, headers=origin, allow_redirects=False
+    )
     assert r.status == 303
     r = await client.post(f"/admin/c/{cid}/final", data={"csrf": csrf}, headers=origin, allow_redirects=False)
     assert r.status == 303
-    data = await until(client, cid, lambda d: d["run"]["kind"] == "final" and d["run"]["status"] == "finished",
-                       timeout=300)
+    data = await until(
+        client, cid, lambda d: d["run"]["kind"] == "final" and d["run"]["status"] == "finished", timeout=300
+    )
     html = await (await client.get(f"/admin/c/{cid}")).text()
     assert 'id="final-csv"' in html and data["phase"] == "final"
 
 
 async def test_a_ladder_that_fails_starts_again_by_itself(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path,
-        monkeypatch: Any) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path, monkeypatch: Any
+) -> None:
     """A game that cannot be played (here: its replay cannot be written) fails
     the ladder; it starts again over its folder after a pause and plays on
     once the cause is gone, losing nothing."""

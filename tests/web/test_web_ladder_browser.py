@@ -81,8 +81,8 @@ url = "{house}"
 def source_builds_or_reason() -> str | None:
     """None when a Python source upload can be built here, else why not
     (no Docker daemon, or no base image for Python bots)."""
-    from referee.bots.source_build import ensure_sdk_image
     from referee.bots.docker_daemon import DockerUnavailable, docker_client
+    from referee.bots.source_build import ensure_sdk_image
 
     try:
         client = docker_client()
@@ -105,9 +105,10 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         pytest.fail(f"CI=true, so the source upload must run, but: {no_builds}", pytrace=False)
     bg = Background()
     try:
-        bots = {name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-                for name, kind in (("house", "greedy"), ("ada", "greedy"), ("bea", "random"),
-                                   ("bea2", "greedy"))}
+        bots = {
+            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
+            for name, kind in (("house", "greedy"), ("ada", "greedy"), ("bea", "random"), ("bea2", "greedy"))
+        }
         db_path = tmp_path / "service.sqlite"
         db = ServiceDB(db_path)
         try:
@@ -118,8 +119,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         # many addresses: the per-client cap of live streams (tested on its
         # own) would otherwise refuse a page's stream while another page's
         # reload is still closing its own.
-        settings = Settings(poll_s=0.05, min_update_s=0.2, bot_policy=LOOPBACK, validation_games=2,
-                            max_streams_per_client=32)
+        settings = Settings(
+            poll_s=0.05, min_update_s=0.2, bot_policy=LOOPBACK, validation_games=2, max_streams_per_client=32
+        )
         base = bg.serve(lambda: make_app(db_path, settings))
         yield {"base": base, "admin": admin, "bots": bots, "tmp": tmp_path, "no_builds": no_builds}
     finally:
@@ -172,7 +174,9 @@ def api_json(base: str, path: str) -> Any:
         return json.loads(r.read())
 
 
-def number_at_least(page: Any, selector: str, attribute: str | None, least: int, timeout_ms: int = EXPECT_MS) -> int:
+def number_at_least(
+    page: Any, selector: str, attribute: str | None, least: int, timeout_ms: int = EXPECT_MS
+) -> int:
     """Wait until the number in `selector` (its `attribute`, or its text) is
     at least `least`; that number."""
     page.wait_for_function(
@@ -182,7 +186,9 @@ def number_at_least(page: Any, selector: str, attribute: str | None, least: int,
              const n = parseInt(attr ? el.getAttribute(attr) : el.textContent, 10);
              return Number.isFinite(n) && n >= least;
            }""",
-        arg=[selector, attribute, least], timeout=timeout_ms)
+        arg=[selector, attribute, least],
+        timeout=timeout_ms,
+    )
     el = page.locator(selector)
     return int((el.get_attribute(attribute) if attribute else el.inner_text()) or 0)
 
@@ -197,7 +203,8 @@ def updates(page: Any, selector: str) -> int:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None) -> None:
+    browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None
+) -> None:
     """`browser_type_launch_args` (tests/web/conftest.py) skips without Debian's
     Chromium (fails with CI=true) and points Playwright at it."""
     from playwright.sync_api import expect, sync_playwright
@@ -256,8 +263,10 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             teacher.click("form#add-teams button[type=submit]")
             rows = teacher.locator("#tokens table tr:has(td)")
             expect(rows).to_have_count(3)
-            shown = {rows.nth(k).locator("td").nth(1).inner_text(): rows.nth(k).locator("code").inner_text()
-                     for k in range(3)}
+            shown = {
+                rows.nth(k).locator("td").nth(1).inner_text(): rows.nth(k).locator("code").inner_text()
+                for k in range(3)
+            }
             assert list(shown) == ["ada", "bea", "cy"], shown
             with teacher.expect_download() as dl_info:
                 teacher.click("#tokens-csv")
@@ -282,8 +291,10 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             for name, page in team.items():
                 sign_in(page, base, tokens[name], name)
                 expect(page.locator("#playing")).to_contain_text("No version of your bot is in play")
-            sids = {"ada": submit_form(team["ada"], kind="url", url=bots["ada"], note="greedy"),
-                    "bea": submit_form(team["bea"], kind="url", url=bots["bea"], note="random")}
+            sids = {
+                "ada": submit_form(team["ada"], kind="url", url=bots["ada"], note="greedy"),
+                "bea": submit_form(team["bea"], kind="url", url=bots["bea"], note="random"),
+            }
             if site["no_builds"] is None:
                 source = make_zip(tmp / "cy.zip", python_bot_files("cy-zipped"))
                 sids["cy"] = submit_form(team["cy"], kind="source", file=source, note="zipped greedy")
@@ -328,7 +339,9 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             number_at_least(board, "#progress", "data-done", first + 10)
             expect(standings.locator("tr[data-bot]")).to_have_count(1 + len(playing))
             for bot in (f"{n} v1" for n in playing):  # each has played
-                number_at_least(board, f"#live > .scroll > table.standings tr[data-bot='{bot}'] td.games", None, 1)
+                number_at_least(
+                    board, f"#live > .scroll > table.standings tr[data-bot='{bot}'] td.games", None, 1
+                )
             expect(board.locator("#final-seed")).to_have_count(0)  # a ladder's seed stays secret
             board.screenshot(path=str(SCREENS / "ladder-board.png"), full_page=True)
             timings["ladder followed"] = time.monotonic() - t0
@@ -350,7 +363,9 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             seen = settle(bea, second)
             assert seen[-1] == "accepted", seen
             expect(standings.locator("tr[data-bot='bea v2']")).to_have_count(1)
-            number_at_least(board, "#live > .scroll > table.standings tr[data-bot='bea v2'] td.games", None, 2)
+            number_at_least(
+                board, "#live > .scroll > table.standings tr[data-bot='bea v2'] td.games", None, 2
+            )
             expect(standings.locator("tr[data-bot='bea v1']")).to_have_count(0)
             expect(board.locator("#retired tr[data-bot='bea v1']")).to_have_count(1)
             expect(bea.locator("#team-live tr[data-version='bea v2'] .status")).to_have_text("active")
@@ -361,7 +376,9 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
 
             teacher.goto(admin_page)
             for name in playing:
-                expect(teacher.locator(f"#teams tr[data-team='{name}'] td.ladder .status")).to_have_text("active")
+                expect(teacher.locator(f"#teams tr[data-team='{name}'] td.ladder .status")).to_have_text(
+                    "active"
+                )
             expect(teacher.locator("#teams tr[data-team='bea'] td.ladder")).to_contain_text("bea v2")
 
             # ---- 4. Freeze: the ladder stops, submissions close.
@@ -382,7 +399,9 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             ada.screenshot(path=str(SCREENS / "ladder-closed.png"), full_page=True)
             ada.goto(f"{base}/team")
             expect(ada.locator("#submissions tr[class^='status-']")).to_have_count(1)  # nothing recorded
-            expect(ada.locator("#closed")).to_contain_text("Submissions are closed")  # and no form offered now
+            expect(ada.locator("#closed")).to_contain_text(
+                "Submissions are closed"
+            )  # and no form offered now
             expect(ada.locator("form#submit")).to_have_count(0)
             # the public board, never reloaded, follows the phase; the setup-only start form stays hidden
             expect(board.locator("#phase")).to_have_text("submissions closed")
@@ -407,14 +426,20 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             expect(rows).to_have_count(1 + len(playing))
             final_bots = [rows.nth(k).get_attribute("data-bot") for k in range(rows.count())]
             assert sorted(final_bots) == sorted(["house", *playing]), final_bots  # teams by name, not version
-            expect(board.locator("#settledness")).to_have_text(re.compile(
-                rf"^(\d+ of the {len(final_bots) - 1} neighbouring pairs are not separated yet|"
-                r"Every bot is separated from the one right below it) at the league's confidence\."))
+            expect(board.locator("#settledness")).to_have_text(
+                re.compile(
+                    rf"^(\d+ of the {len(final_bots) - 1} neighbouring pairs are not separated yet|"
+                    r"Every bot is separated from the one right below it) at the league's confidence\."
+                )
+            )
             # the two readings of how sure the order is, explained in words (issue 25, item 8)
-            expect(board.locator("#reading")).to_contain_text("settled compares a bot with the one right below it")
+            expect(board.locator("#reading")).to_contain_text(
+                "settled compares a bot with the one right below it"
+            )
             expect(board.locator("#reading")).to_contain_text("counts every rival")
-            expect(board.locator("#adjudicated")).to_contain_text("were adjudicated: they reached the limit of "
-                                                                  "1,000 turns")
+            expect(board.locator("#adjudicated")).to_contain_text(
+                "were adjudicated: they reached the limit of 1,000 turns"
+            )
             intervals = []
             for k in range(rows.count()):
                 cells = rows.nth(k).locator("td")
@@ -442,7 +467,12 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
             download.save_as(str(standings_csv))
             with standings_csv.open(newline="") as f:
                 reader = csv.DictReader(f)
-                assert reader.fieldnames is not None and reader.fieldnames[:4] == ["rank", "bot", "mu", "sigma"]
+                assert reader.fieldnames is not None and reader.fieldnames[:4] == [
+                    "rank",
+                    "bot",
+                    "mu",
+                    "sigma",
+                ]
                 got = list(reader)
             assert [r["bot"] for r in got] == final_bots, got
             assert [(int(r["rank"]), int(r["rank_low"]), int(r["rank_high"])) for r in got] == intervals, got
@@ -452,7 +482,8 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
 
             teacher.goto(admin_page)
             expect(teacher.locator("#final-csv")).to_have_attribute(
-                "href", re.compile(rf"^/api/competitions/{cid}/runs/\d+/standings\.csv$"))
+                "href", re.compile(rf"^/api/competitions/{cid}/runs/\d+/standings\.csv$")
+            )
             teacher.screenshot(path=str(SCREENS / "ladder-admin-final.png"), full_page=True)
             for page in (*team.values(), board, teacher):
                 page.context.close()

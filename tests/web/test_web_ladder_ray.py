@@ -28,12 +28,16 @@ async def final_of(aiohttp_client: Any, db_path: Path, bot_urls: dict[str, str],
     finally:
         db.close()
     assert admin is not None
-    client = await aiohttp_client(make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, executor=executor,
-                                                             min_update_s=0.05)))
+    client = await aiohttp_client(
+        make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, executor=executor, min_update_s=0.05))
+    )
     league = LEAGUE.format(house=bot_urls["greedy"])
     r = await client.post("/api/competitions", json={"name": "class", "league": league}, headers=auth(admin))
     cid = (await r.json())["id"]
-    for name, body in (("ada", {"url": bot_urls["greedy"]}), ("bo", {"url": bot_urls["signed"], "secret": "s3cret"})):
+    for name, body in (
+        ("ada", {"url": bot_urls["greedy"]}),
+        ("bo", {"url": bot_urls["signed"], "secret": "s3cret"}),
+    ):
         tid, token = await new_team(client, admin, cid, name)
         assert (await submit(client, cid, tid, token, body))["submission"]["status"] == "accepted"
     assert (await client.post(f"/api/competitions/{cid}/open", headers=auth(admin))).status == 202
@@ -42,7 +46,9 @@ async def final_of(aiohttp_client: Any, db_path: Path, bot_urls: dict[str, str],
     r = await client.post(f"/api/competitions/{cid}/final", json={"seed": 1234}, headers=auth(admin))
     assert r.status == 202, await r.text()
     rid = (await r.json())["run"]["id"]
-    data = await until(client, cid, lambda d: d["run"]["id"] == rid and d["run"]["status"] != "running", timeout=300)
+    data = await until(
+        client, cid, lambda d: d["run"]["id"] == rid and d["run"]["status"] != "running", timeout=300
+    )
     assert data["run"]["status"] == "finished" and data["run"]["seed"] == 1234, data["run"]
     db = ServiceDB(db_path)
     try:
@@ -57,7 +63,8 @@ async def final_of(aiohttp_client: Any, db_path: Path, bot_urls: dict[str, str],
 
 
 async def test_the_ladder_and_the_final_on_ray_give_the_standings_of_this_process(
-        aiohttp_client: Any, tmp_path: Path, bot_urls: dict[str, str]) -> None:
+    aiohttp_client: Any, tmp_path: Path, bot_urls: dict[str, str]
+) -> None:
     from referee.web.run_start import start_ray
 
     local = await final_of(aiohttp_client, tmp_path / "local.sqlite", bot_urls, "local")

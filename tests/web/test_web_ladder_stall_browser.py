@@ -39,8 +39,12 @@ concurrency = 2
 
 def call(base: str, method: str, path: str, token: str, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"{base}{path}", data=data, method=method,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{base}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 
@@ -79,7 +83,8 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 @pytest.mark.timeout(300)
 def test_a_lonely_ladder_says_why_on_its_page_and_plays_once_a_second_team_comes(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any]) -> None:
+    browser_type_launch_args: dict[str, Any], site: dict[str, Any]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     base, admin, bots = site["base"], site["admin"], site["bots"]
@@ -97,8 +102,9 @@ def test_a_lonely_ladder_says_why_on_its_page_and_plays_once_a_second_team_comes
             page.evaluate("window.__noReload = 1")
             waiting = page.locator("#waiting")
             expect(waiting).to_be_visible(timeout=30_000)  # live: shown once the ladder found it cannot play
-            expect(waiting).to_contain_text("The ladder is waiting: it needs at least 2 players to play "
-                                            "(tables of 2) and has 1 (ada v1).")
+            expect(waiting).to_contain_text(
+                "The ladder is waiting: it needs at least 2 players to play (tables of 2) and has 1 (ada v1)."
+            )
             expect(waiting).to_contain_text("Add a house bot to the league file")
             expect(page.locator("#progress .status")).to_have_text("waiting")
             accepted_team(base, admin, cid, "bo", bots["random"])

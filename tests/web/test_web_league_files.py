@@ -20,10 +20,14 @@ Service = Callable[..., Awaitable[Any]]
 DEEP = "[tournament]\nseed = " + "[" * 10_000 + "]" * 10_000 + "\n"
 
 
-async def test_a_league_nested_10000_deep_is_a_422_naming_the_problem(service: Service, admin_token: str) -> None:
+async def test_a_league_nested_10000_deep_is_a_422_naming_the_problem(
+    service: Service, admin_token: str
+) -> None:
     """Attack: tomllib's RecursionError was a 500 (and a traceback in the log)."""
     client = await service()
-    r = await client.post("/api/competitions", json={"name": "deep", "league": DEEP}, headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions", json={"name": "deep", "league": DEEP}, headers=auth(admin_token)
+    )
     err = await error_of(r, 422)
     assert err["field"] == "league" and "nested too deeply" in err["error"], err
     # the admin's form: its page again, with the error
@@ -32,13 +36,19 @@ async def test_a_league_nested_10000_deep_is_a_422_naming_the_problem(service: S
     assert r.status == 303
     page = await (await client.get("/admin")).text()
     csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-    r = await client.post("/admin/competitions", data={"csrf": csrf, "name": "deep", "league": DEEP}, headers=origin,
-                          allow_redirects=False)
+    r = await client.post(
+        "/admin/competitions",
+        data={"csrf": csrf, "name": "deep", "league": DEEP},
+        headers=origin,
+        allow_redirects=False,
+    )
     assert r.status == 422 and "nested too deeply" in await r.text()
     # nothing was made
     assert await (await client.get("/api/competitions")).json() == []
     # and a good league still is
-    r = await client.post("/api/competitions", json={"name": "fine", "league": league_text()}, headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions", json={"name": "fine", "league": league_text()}, headers=auth(admin_token)
+    )
     assert r.status == 201, await r.text()
 
 
@@ -58,23 +68,36 @@ async def test_a_house_url_bot_on_loopback_or_a_private_network_is_refused_by_de
     the private network. Now each is admitted as a team's URL would be, and
     the refusal names the bot, the address and the flag."""
     client = await service(bot_policy=None)  # the server's default: public addresses only
-    for url, what in (("http://127.0.0.1:8001", "127.0.0.1 is a loopback address"),
-                      ("http://10.1.2.3:8001", "10.1.2.3 is a private address"),
-                      ("http://169.254.169.254", "169.254.169.254 is a link-local address (the cloud metadata"),
-                      ("http://[::ffff:127.0.0.1]:8001", "127.0.0.1 is a loopback address"),
-                      ("http://localhost:8001", "localhost resolves to")):
-        r = await client.post("/api/competitions", json={"name": "house", "league": _house_league({"inner": url})},
-                              headers=auth(admin_token))
+    for url, what in (
+        ("http://127.0.0.1:8001", "127.0.0.1 is a loopback address"),
+        ("http://10.1.2.3:8001", "10.1.2.3 is a private address"),
+        ("http://169.254.169.254", "169.254.169.254 is a link-local address (the cloud metadata"),
+        ("http://[::ffff:127.0.0.1]:8001", "127.0.0.1 is a loopback address"),
+        ("http://localhost:8001", "localhost resolves to"),
+    ):
+        r = await client.post(
+            "/api/competitions",
+            json={"name": "house", "league": _house_league({"inner": url})},
+            headers=auth(admin_token),
+        )
         err = await error_of(r, 422)
         assert err["field"] == "league", err
         assert f"house bot 'inner' at {url!r} is refused: {what}" in err["error"], err
         assert "--house-urls-anywhere" in err["error"] and "--bot-networks" in err["error"]
     # an address the league file pins itself is checked as it is
     pinned = _house_league({"inner": "http://203.0.113.5:8001"}).replace(
-        'url = "http://203.0.113.5:8001"', 'url = "http://203.0.113.5:8001"\naddress = "127.0.0.1"')
-    err = await error_of(await client.post("/api/competitions", json={"name": "house", "league": pinned},
-                                           headers=auth(admin_token)), 422)
-    assert "house bot 'inner' at 'http://203.0.113.5:8001' is refused: 127.0.0.1 is a loopback address" in err["error"], err
+        'url = "http://203.0.113.5:8001"', 'url = "http://203.0.113.5:8001"\naddress = "127.0.0.1"'
+    )
+    err = await error_of(
+        await client.post(
+            "/api/competitions", json={"name": "house", "league": pinned}, headers=auth(admin_token)
+        ),
+        422,
+    )
+    assert (
+        "house bot 'inner' at 'http://203.0.113.5:8001' is refused: 127.0.0.1 is a loopback address"
+        in err["error"]
+    ), err
     assert await (await client.get("/api/competitions")).json() == []
 
 
@@ -85,7 +108,9 @@ async def test_house_urls_anywhere_lets_the_operator_mean_it(
     play a run under the default policy."""
     client = await service(bot_policy=None, house_urls_anywhere=True)
     league = _house_league({"house-greedy": bot_urls["greedy"], "house-random": bot_urls["random"]})
-    r = await client.post("/api/competitions", json={"name": "house", "league": league}, headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions", json={"name": "house", "league": league}, headers=auth(admin_token)
+    )
     assert r.status == 201, await r.text()
     cid = (await r.json())["id"]
     data = await play_run(client, cid, admin_token)
@@ -99,17 +124,25 @@ async def test_a_stored_league_whose_house_bot_the_policy_refuses_does_not_start
     and its ladder refuse to start, saying which house bot and why."""
     db = ServiceDB(db_path)
     try:
-        cid = db.add_competition("old", _house_league({"house-greedy": bot_urls["greedy"],
-                                                       "house-random": bot_urls["random"]})).id
+        cid = db.add_competition(
+            "old", _house_league({"house-greedy": bot_urls["greedy"], "house-random": bot_urls["random"]})
+        ).id
     finally:
         db.close()
     client = await service(bot_policy=None)
     err = await error_of(await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token)), 409)
-    assert err["error"].startswith(f"cannot start: house bot 'house-greedy' at {bot_urls['greedy']!r} is refused: "
-                                   "127.0.0.1 is a loopback address") and "--house-urls-anywhere" in err["error"], err
+    assert (
+        err["error"].startswith(
+            f"cannot start: house bot 'house-greedy' at {bot_urls['greedy']!r} is refused: "
+            "127.0.0.1 is a loopback address"
+        )
+        and "--house-urls-anywhere" in err["error"]
+    ), err
     err = await error_of(await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token)), 409)
-    assert err["error"].startswith("cannot open: house bot 'house-greedy' at ") and \
-        "--house-urls-anywhere" in err["error"], err
+    assert (
+        err["error"].startswith("cannot open: house bot 'house-greedy' at ")
+        and "--house-urls-anywhere" in err["error"]
+    ), err
     assert (await (await client.get(f"/api/competitions/{cid}")).json())["run"] is None
 
 
@@ -121,7 +154,9 @@ async def test_a_house_url_bot_is_pinned_to_the_address_admitted(
     client = await service()  # 127.0.0.0/8 allowed
     by_name = bot_urls["greedy"].replace("127.0.0.1", "localhost")
     league = _house_league({"house-greedy": by_name, "house-random": bot_urls["random"]})
-    r = await client.post("/api/competitions", json={"name": "house", "league": league}, headers=auth(admin_token))
+    r = await client.post(
+        "/api/competitions", json={"name": "house", "league": league}, headers=auth(admin_token)
+    )
     assert r.status == 201, await r.text()
     cid = (await r.json())["id"]
     data = await play_run(client, cid, admin_token)

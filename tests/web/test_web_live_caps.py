@@ -27,10 +27,10 @@ from helpers_web import LOOPBACK, league_text, serve
 from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
 from referee.web import ServiceDB, Settings, data, make_app, pages
+from referee.web.app_state import DB, SETTINGS
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
 from referee.web.data import CACHES, LRU
 from referee.web.live import HUB, update_gap
-from referee.web.app_state import DB, SETTINGS
 from referee.web.schemas import Leaderboard
 
 Service = Callable[..., Awaitable[Any]]
@@ -95,8 +95,9 @@ async def test_a_client_gone_frees_its_slot_without_handler_cancellation(db_path
     finally:
         db.close()
     # No poll and no heartbeat: no write, which would find the client gone.
-    app = make_app(db_path, Settings(max_streams_per_client=1, poll_s=3600, heartbeat_s=3600,
-                                     bot_policy=LOOPBACK))
+    app = make_app(
+        db_path, Settings(max_streams_per_client=1, poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK)
+    )
     runner, base = await serve(app)
     try:
         async with aiohttp.ClientSession() as session:
@@ -156,12 +157,16 @@ async def test_a_client_cannot_dodge_its_stream_cap_with_a_forwarded_header(
     await until(lambda: hub.open == 0, what="every slot freed")
 
 
-def test_serve_refuses_a_trusted_proxy_that_is_not_a_network_and_a_live_rate_that_is_no_size(tmp_path: Path) -> None:
+def test_serve_refuses_a_trusted_proxy_that_is_not_a_network_and_a_live_rate_that_is_no_size(
+    tmp_path: Path,
+) -> None:
     from click.testing import CliRunner
 
     from referee.cli import main
 
-    r = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--trusted-proxies", "10.0.0.1/8"])
+    r = CliRunner().invoke(
+        main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--trusted-proxies", "10.0.0.1/8"]
+    )
     assert r.exit_code == 2 and "--trusted-proxies" in r.output and "did you mean 10.0.0.0/8" in r.output
     for rate, why in (("0", "at least 1k"), ("fast", "expected a size")):
         r = CliRunner().invoke(main, ["serve", "--db", str(tmp_path / "s.sqlite"), "--live-rate", rate])
@@ -173,7 +178,11 @@ async def test_the_server_gets_503_beyond_its_streams(service: Service, admin_to
     hub = client.server.app[HUB]
     cid = await new_competition(client, admin_token)
     other = await new_competition(client, admin_token, name="other")
-    streams = [await open_stream(client, cid), await open_stream(client, other), await open_stream(client, cid)]
+    streams = [
+        await open_stream(client, cid),
+        await open_stream(client, other),
+        await open_stream(client, cid),
+    ]
     for c in (cid, other):
         r = await client.get(f"/api/competitions/{c}/events")
         err = await error_of(r, 503)
@@ -233,7 +242,8 @@ async def test_updates_are_coalesced_and_the_last_state_arrives(service: Service
 
 
 async def test_a_board_changing_at_every_poll_is_computed_once_per_min_update(
-        service: Service, admin_token: str) -> None:
+    service: Service, admin_token: str
+) -> None:
     """A ladder changes its board at every poll (0.25 s): the poller
     computed and rendered it each time for the streams, 4 boards a second
     that 500 viewers could not use (none may be sent more than once per
@@ -268,7 +278,7 @@ async def read_live(resp: Any, timeout: float = 60) -> str:
                 raw, buf = buf.split(b"\n\n", 1)
                 lines = raw.decode().split("\n")
                 if "event: live" in lines:
-                    return "\n".join(x[len("data: "):] for x in lines if x.startswith("data: "))
+                    return "\n".join(x[len("data: ") :] for x in lines if x.startswith("data: "))
             chunk = await resp.content.readany()
             assert chunk, "the event stream closed"
             buf += chunk
@@ -502,8 +512,9 @@ async def test_200_viewers_of_the_live_part_compute_its_board_once(
                 return r.status, await r.text()
 
         viewers = [asyncio.create_task(fetch()) for _ in range(200)]
-        await until(lambda: boards.joined - joined == 199, timeout=120,
-                    what="200 requests awaiting one computation")
+        await until(
+            lambda: boards.joined - joined == 199, timeout=120, what="200 requests awaiting one computation"
+        )
         release.set()
         answers = await asyncio.wait_for(asyncio.gather(*viewers), 120)
     assert {status for status, _ in answers} == {200}
@@ -526,8 +537,9 @@ async def test_after_its_ttl_a_board_is_computed_again(service: Service, admin_t
     assert boards.computed == computed + 1
 
 
-async def test_a_board_that_fails_is_not_cached(service: Service, admin_token: str,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_board_that_fails_is_not_cached(
+    service: Service, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     client = await service(board_ttl_s=60)
     boards = client.server.app[BOARDS]
     cid = await new_competition(client, admin_token)
@@ -591,8 +603,9 @@ async def test_the_replay_cache_evicts_by_bytes_and_a_pinned_board_is_one_key(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:
     client = await service()
-    cid = await new_competition(client, admin_token, house={"g": bot_urls["greedy"], "r": bot_urls["random"]},
-                                rounds=2)
+    cid = await new_competition(
+        client, admin_token, house={"g": bot_urls["greedy"], "r": bot_urls["random"]}, rounds=2
+    )
     final = await play_run(client, cid, admin_token)
     rid = final["run"]["id"]
     assert final["games"] >= 3
@@ -651,7 +664,12 @@ def test_a_streams_client_is_its_address_and_its_network() -> None:
     assert client_of("2001:DB8:1:2::1%eth0") == a  # the zone and the case say nothing of who
     assert client_of("::ffff:192.0.2.7") == client_of("192.0.2.7") == ("192.0.2.7", "192.0.2.7")
     assert client_of("127.0.0.1") == ("127.0.0.1", THIS_HOST)
-    assert client_of("127.3.4.5").network == client_of("::1").network == client_of("::ffff:127.0.0.9").network == THIS_HOST
+    assert (
+        client_of("127.3.4.5").network
+        == client_of("::1").network
+        == client_of("::ffff:127.0.0.9").network
+        == THIS_HOST
+    )
     assert client_of("unknown") == ("unknown", "unknown")
 
 
@@ -712,19 +730,29 @@ async def test_250_loopback_addresses_cannot_take_every_slot(db_path: Path) -> N
         cid = db.add_competition("class", league_text()).id
     finally:
         db.close()
-    app = make_app(db_path, Settings(poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK,
-                                     trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),)))
+    app = make_app(
+        db_path,
+        Settings(
+            poll_s=3600,
+            heartbeat_s=3600,
+            bot_policy=LOOPBACK,
+            trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),),
+        ),
+    )
     runner, base = await serve(app)
     url = f"{base}/api/competitions/{cid}/events"
     hub = app[HUB]
-    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=(f"127.0.0.{i}", 0), limit=0))
-                for i in range(2, 252)]
+    sessions = [
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=(f"127.0.0.{i}", 0), limit=0))
+        for i in range(2, 252)
+    ]
     newcomer = aiohttp.ClientSession()
     opened: list[Any] = []
     try:
         for batch in range(0, len(sessions), 25):
-            opened += await asyncio.gather(*(_open_from(s, url) for s in sessions[batch:batch + 25]
-                                             for _ in range(4)))
+            opened += await asyncio.gather(
+                *(_open_from(s, url) for s in sessions[batch : batch + 25] for _ in range(4))
+            )
         statuses = Counter(r.status for r in opened)
         r = await _open_from(newcomer, url, {"X-Forwarded-For": "203.0.113.7"})
         assert r.status == 200, (r.status, await r.text(), hub.open, statuses)
@@ -781,8 +809,15 @@ async def test_ipv6_clients_of_one_64_share_its_streams_over_http(db_path: Path)
         cid = db.add_competition("class", league_text()).id
     finally:
         db.close()
-    app = make_app(db_path, Settings(poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK,
-                                     trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),)))
+    app = make_app(
+        db_path,
+        Settings(
+            poll_s=3600,
+            heartbeat_s=3600,
+            bot_policy=LOOPBACK,
+            trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),),
+        ),
+    )
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
     await runner.setup()
     v6 = _has_ipv6_loopback()
@@ -807,7 +842,11 @@ async def test_ipv6_clients_of_one_64_share_its_streams_over_http(db_path: Path)
             opened.append(other)
             if v6:
                 ours = await _open_from(session, f"http://[::1]:{ports['::1']}/api/competitions/{cid}/events")
-                assert ours.status == 200 and hub.clients["::1"] == 1 and hub.networks["this host (loopback)"] == 1
+                assert (
+                    ours.status == 200
+                    and hub.clients["::1"] == 1
+                    and hub.networks["this host (loopback)"] == 1
+                )
                 opened.append(ours)
     finally:
         for r in opened:

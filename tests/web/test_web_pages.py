@@ -41,11 +41,24 @@ def auth(token: str) -> dict[str, str]:
 
 def league(house_url: str, house: str = "house") -> str:
     escaped = house.replace("\\", "\\\\").replace('"', '\\"')
-    return "\n".join([
-        "[tournament]", 'name = "pages"', "seed = 3", "table_size = 2", "rounds = 1", "concurrency = 2", "",
-        "[timeouts]", "move_ms = 2000", "",
-        "[[bots]]", f'name = "{escaped}"', f'url = "{house_url}"', "",
-    ])
+    return "\n".join(
+        [
+            "[tournament]",
+            'name = "pages"',
+            "seed = 3",
+            "table_size = 2",
+            "rounds = 1",
+            "concurrency = 2",
+            "",
+            "[timeouts]",
+            "move_ms = 2000",
+            "",
+            "[[bots]]",
+            f'name = "{escaped}"',
+            f'url = "{house_url}"',
+            "",
+        ]
+    )
 
 
 async def wait_finished(client: Any, cid: int) -> dict[str, Any]:
@@ -62,7 +75,7 @@ def assert_escaped(html: str, where: str, shown: tuple[str, ...]) -> None:
         assert raw not in html, f"{where}: {raw!r} is not escaped"
     for raw in shown:
         assert ESCAPED[raw] in html, f"{where}: {raw!r} is not shown"
-    assert "<script>alert" not in html and "ho\"use" not in html, where
+    assert "<script>alert" not in html and 'ho"use' not in html, where
 
 
 async def test_names_are_escaped_on_every_page(
@@ -71,7 +84,9 @@ async def test_names_are_escaped_on_every_page(
     db = ServiceDB(db_path)
     comp = db.add_competition(COMPETITION, league(bot_urls["greedy"], HOUSE))
     team, _ = db.add_team(comp.id, TEAM)  # (the API refuses '/' in team names: the database does not)
-    db.add_submission(team.id, kind="url", url=bot_urls["random"], image=None, secret=None, note="", status="accepted")
+    db.add_submission(
+        team.id, kind="url", url=bot_urls["random"], image=None, secret=None, note="", status="accepted"
+    )
     db.close()
     client = await service()
     cid = comp.id
@@ -86,13 +101,15 @@ async def test_names_are_escaped_on_every_page(
     final = await wait_finished(client, cid)
     assert final["run"]["status"] == "finished" and final["games"] == 2
     rid = final["run"]["id"]
-    pages.update({
-        f"/c/{cid}?run={rid}": (COMPETITION, TEAM, HOUSE),
-        f"/c/{cid}/bots/{quote(TEAM, safe='')}": (COMPETITION, TEAM, HOUSE),
-        f"/c/{cid}/bots/{quote(HOUSE, safe='')}?run={rid}": (COMPETITION, TEAM, HOUSE),
-        f"/c/{cid}/runs/{rid}/games/0": (COMPETITION, TEAM, HOUSE),
-        f"/c/{cid}/runs/{rid}/games/1": (COMPETITION, TEAM, HOUSE),
-    })
+    pages.update(
+        {
+            f"/c/{cid}?run={rid}": (COMPETITION, TEAM, HOUSE),
+            f"/c/{cid}/bots/{quote(TEAM, safe='')}": (COMPETITION, TEAM, HOUSE),
+            f"/c/{cid}/bots/{quote(HOUSE, safe='')}?run={rid}": (COMPETITION, TEAM, HOUSE),
+            f"/c/{cid}/runs/{rid}/games/0": (COMPETITION, TEAM, HOUSE),
+            f"/c/{cid}/runs/{rid}/games/1": (COMPETITION, TEAM, HOUSE),
+        }
+    )
     for path, shown in pages.items():
         r = await client.get(path)
         assert r.status == 200, path
@@ -171,7 +188,10 @@ class LoopGuard:
 
 
 async def test_no_sqlite_query_runs_on_the_event_loop(
-    service: Service, admin_token: str, db_path: Path, bot_urls: dict[str, str],
+    service: Service,
+    admin_token: str,
+    db_path: Path,
+    bot_urls: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     guard = LoopGuard(monkeypatch)
@@ -202,8 +222,16 @@ async def test_no_sqlite_query_runs_on_the_event_loop(
     assert (await settled(client, cid, tid, token, 2))["submission"]["status"] == "accepted"
     await ok("GET", f"/api/competitions/{cid}/teams/{tid}/submissions/1", headers=auth(token))
     await ok("GET", f"/api/competitions/{cid}/teams", headers=admin)
-    for path in ("/", f"/c/{cid}", f"/c/{cid}/live", f"/c/{cid}/bots/ada", "/api/competitions",
-                 f"/api/competitions/{cid}", f"/api/competitions/{cid}/bots/house", f"/api/competitions/{cid}/runs"):
+    for path in (
+        "/",
+        f"/c/{cid}",
+        f"/c/{cid}/live",
+        f"/c/{cid}/bots/ada",
+        "/api/competitions",
+        f"/api/competitions/{cid}",
+        f"/api/competitions/{cid}/bots/house",
+        f"/api/competitions/{cid}/runs",
+    ):
         await ok("GET", path)
     events = await client.get(f"/api/competitions/{cid}/events")
     assert events.status == 200
@@ -216,14 +244,28 @@ async def test_no_sqlite_query_runs_on_the_event_loop(
     events.close()
     rid = run["id"]
     await ok("POST", f"/api/competitions/{cid}/runs/{rid}/stop", 409, headers=admin)
-    for path in (f"/c/{cid}", f"/c/{cid}?run={rid}", f"/c/{cid}/live?run={rid}", f"/c/{cid}/bots/ada",
-                 f"/c/{cid}/bots/house?run={rid}", f"/c/{cid}/runs/{rid}/games/0",
-                 f"/api/competitions/{cid}", f"/api/competitions/{cid}/bots/ada",
-                 f"/api/competitions/{cid}/runs/{rid}/games", f"/api/competitions/{cid}/runs/{rid}/games?bot=ada",
-                 f"/api/competitions/{cid}/runs/{rid}/games/1", "/", "/api/competitions"):
+    for path in (
+        f"/c/{cid}",
+        f"/c/{cid}?run={rid}",
+        f"/c/{cid}/live?run={rid}",
+        f"/c/{cid}/bots/ada",
+        f"/c/{cid}/bots/house?run={rid}",
+        f"/c/{cid}/runs/{rid}/games/0",
+        f"/api/competitions/{cid}",
+        f"/api/competitions/{cid}/bots/ada",
+        f"/api/competitions/{cid}/runs/{rid}/games",
+        f"/api/competitions/{cid}/runs/{rid}/games?bot=ada",
+        f"/api/competitions/{cid}/runs/{rid}/games/1",
+        "/",
+        "/api/competitions",
+    ):
         await ok("GET", path)
-    for path in (f"/c/{cid}/bots/nobody", f"/c/{cid}/runs/{rid}/games/99", f"/c/{cid + 1}",
-                 f"/api/competitions/{cid}/runs/{rid + 1}/games"):
+    for path in (
+        f"/c/{cid}/bots/nobody",
+        f"/c/{cid}/runs/{rid}/games/99",
+        f"/c/{cid + 1}",
+        f"/api/competitions/{cid}/runs/{rid + 1}/games",
+    ):
         await ok("GET", path, 404)
     await ok("POST", f"/api/competitions/{cid}/runs", 409, json={"resume": True}, headers=admin)
     await client.close()

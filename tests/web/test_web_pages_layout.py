@@ -53,39 +53,65 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         db = ServiceDB(db_path)
         try:
             admin = db.ensure_admin_token()
-            comp = db.add_competition("Class", league_text(name="class", rounds=1, concurrency=2,
-                                                           house={"house-greedy": house}))
+            comp = db.add_competition(
+                "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
+            )
             ada, ada_token = db.add_team(comp.id, "ada")
             bea, bea_token = db.add_team(comp.id, "bea")
             cy, cy_token = db.add_team(comp.id, "cy")
             sids = []
             for team, url in ((ada, other), (bea, other), (bea, house), (ada, house)):
-                sub = db.add_submission(team.id, kind="url", url=url, image=None, secret=None, note="",
-                                        status="accepted")
+                sub = db.add_submission(
+                    team.id, kind="url", url=url, image=None, secret=None, note="", status="accepted"
+                )
                 assert sub is not None
                 sids.append(sub.id)
-            report = AdmissionReport(ok=True, games=2, seconds=1.0, lines=[
-                AdmissionLine(ok=True, what="handshake", detail=f"answered {LONG}"),
-                AdmissionLine(ok=True, what=LONG[:200], detail="a\n" + LONG, fix=LONG),
-            ])
+            report = AdmissionReport(
+                ok=True,
+                games=2,
+                seconds=1.0,
+                lines=[
+                    AdmissionLine(ok=True, what="handshake", detail=f"answered {LONG}"),
+                    AdmissionLine(ok=True, what=LONG[:200], detail="a\n" + LONG, fix=LONG),
+                ],
+            )
             db.update_submission(sids[3], report=msgspec.json.encode(report).decode(), log=LOG)
             for i in range(60):
-                db.add_submission(cy.id, kind="url", url=f"http://127.0.0.1:9/{i}", image=None, secret=None,
-                                  note=f"try {i + 1} " + LONG[:400], status="refused")
+                db.add_submission(
+                    cy.id,
+                    kind="url",
+                    url=f"http://127.0.0.1:9/{i}",
+                    image=None,
+                    secret=None,
+                    note=f"try {i + 1} " + LONG[:400],
+                    status="refused",
+                )
             db.update_submission(sids[3] + 60, reason="start: " + LONG)  # cy's newest: a long reason
         finally:
             db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK,
-                                                           validation_games=2)))
-        yield {"base": base, "admin": admin, "cid": comp.id, "ada": ada_token, "bea": bea_token, "cy": cy_token,
-               "ada_v2": sids[3]}
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, validation_games=2))
+        )
+        yield {
+            "base": base,
+            "admin": admin,
+            "cid": comp.id,
+            "ada": ada_token,
+            "bea": bea_token,
+            "cy": cy_token,
+            "ada_v2": sids[3],
+        }
     finally:
         bg.close()
 
 
 def api(base: str, method: str, path: str, token: str) -> Any:
-    req = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"Bearer {token}"},
-                                 data=b"" if method == "POST" else None)
+    req = urllib.request.Request(
+        f"{base}{path}",
+        method=method,
+        headers={"Authorization": f"Bearer {token}"},
+        data=b"" if method == "POST" else None,
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read() or b"null")
 
@@ -106,7 +132,9 @@ def fits(page: Any, what: str) -> None:
     their own box)."""
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= WIDTH, f"{what}: {width} px wide at a {WIDTH} px window"
-    main = page.evaluate("[document.querySelector('main').scrollWidth, document.querySelector('main').clientWidth]")
+    main = page.evaluate(
+        "[document.querySelector('main').scrollWidth, document.querySelector('main').clientWidth]"
+    )
     assert main[0] <= main[1], f"{what}: its main part is {main[0]} px wide in {main[1]} px"
 
 
@@ -120,7 +148,8 @@ def sign_in(page: Any, base: str, token: str, path: str = "/login") -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_pages_fit_the_window_number_versions_per_team_and_page_long_lists(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any]) -> None:
+    browser_type_launch_args: dict[str, Any], site: dict[str, Any]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     base, cid = site["base"], site["cid"]
@@ -138,7 +167,9 @@ def test_pages_fit_the_window_number_versions_per_team_and_page_long_lists(
         try:
             # the ladder plays: ada's v2 is in it as "ada v2"
             api(base, "POST", f"/api/competitions/{cid}/open", site["admin"])
-            data = until(base, cid, lambda d: sum(s["games"] for s in d["standings"] if s["bot"] == "ada v2") >= 25)
+            data = until(
+                base, cid, lambda d: sum(s["games"] for s in d["standings"] if s["bot"] == "ada v2") >= 25
+            )
 
             # ---- ada's pages: v2 everywhere, the service's id only in the URL
             ada = new_page()

@@ -45,8 +45,11 @@ url = "{house}"
 
 
 async def competition(client: Any, admin: str, house: str, extra: str = "", name: str = "class") -> int:
-    r = await client.post("/api/competitions", json={"name": name, "league": LEAGUE.format(house=house, extra=extra)},
-                          headers=auth(admin))
+    r = await client.post(
+        "/api/competitions",
+        json={"name": name, "league": LEAGUE.format(house=house, extra=extra)},
+        headers=auth(admin),
+    )
     assert r.status == 201, await r.text()
     return int((await r.json())["id"])
 
@@ -55,7 +58,9 @@ def base(cid: int, tid: int) -> str:
     return f"/api/competitions/{cid}/teams/{tid}/practice"
 
 
-async def played(client: Any, cid: int, tid: int, token: str, pid: int, timeout: float = 60) -> dict[str, Any]:
+async def played(
+    client: Any, cid: int, tid: int, token: str, pid: int, timeout: float = 60
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         r = await client.get(f"{base(cid, tid)}/{pid}", headers=auth(token))
@@ -68,15 +73,20 @@ async def played(client: Any, cid: int, tid: int, token: str, pid: int, timeout:
 
 
 async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_privately(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service(submissions_per_window=20, practice_per_hour=2)
     cid = await competition(client, admin_token, bot_urls["greedy"])
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
     bo, bo_token = await new_team(client, admin_token, cid, "bo")
     v1 = await submit(client, cid, ada, ada_token, {"url": bot_urls["greedy"]})
     assert v1["submission"]["status"] == "accepted"
-    assert (await submit(client, cid, ada, ada_token, {"url": bot_urls["random"]}))["submission"]["status"] == "accepted"
-    assert (await submit(client, cid, bo, bo_token, {"url": bot_urls["greedy"]}))["submission"]["status"] == "accepted"
+    assert (await submit(client, cid, ada, ada_token, {"url": bot_urls["random"]}))["submission"][
+        "status"
+    ] == "accepted"
+    assert (await submit(client, cid, bo, bo_token, {"url": bot_urls["greedy"]}))["submission"][
+        "status"
+    ] == "accepted"
 
     r = await client.get(base(cid, ada), headers=auth(ada_token))
     listing = await r.json()
@@ -85,15 +95,21 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     assert [c["value"] for c in listing["choices"]] == ["house:house", v1_pick]  # no other team here
 
     # other teams' versions: refused (the league file does not allow it); the table's size is the competition's
-    why = await error_of(await client.post(base(cid, ada), json={"opponents": [f"team:{bo}"]},
-                                           headers=auth(ada_token)), 422)
+    why = await error_of(
+        await client.post(base(cid, ada), json={"opponents": [f"team:{bo}"]}, headers=auth(ada_token)), 422
+    )
     assert "practice_against_teams" in why["error"]
-    why = await error_of(await client.post(base(cid, ada), json={"opponents": ["house:house", v1_pick]},
-                                           headers=auth(ada_token)), 422)
+    why = await error_of(
+        await client.post(
+            base(cid, ada), json={"opponents": ["house:house", v1_pick]}, headers=auth(ada_token)
+        ),
+        422,
+    )
     assert "pick exactly 1 opponent" in why["error"]
     # another team cannot ask in ada's name
-    assert (await client.post(base(cid, ada), json={"opponents": ["house:house"]},
-                              headers=auth(bo_token))).status == 403
+    assert (
+        await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(bo_token))
+    ).status == 403
 
     r = await client.post(base(cid, ada), json={"opponents": [v1_pick]}, headers=auth(ada_token))
     assert r.status == 202, await r.text()
@@ -121,8 +137,9 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
     assert r.status == 200 and (await r.json())["names"] == results[1]["names"]
     await error_of(await client.get(f"{base(cid, ada)}/{pid}/replay?game=2", headers=auth(ada_token)), 404)
     for res in results:  # from the team's seat, with its bot's output by move (a URL bot's: none kept here)
-        data = await (await client.get(f"{base(cid, ada)}/{pid}/replay?game={res['index']}",
-                                       headers=auth(ada_token))).json()
+        data = await (
+            await client.get(f"{base(cid, ada)}/{pid}/replay?game={res['index']}", headers=auth(ada_token))
+        ).json()
         assert data["output_seat"] == res["seat"], data.keys()
         assert all(("output" in f) == (f["seat"] == res["seat"]) for f in data["frames"][1:])
     assert (await client.get(f"{base(cid, ada)}/{pid}/replay", headers=auth(admin_token))).status == 200
@@ -166,7 +183,8 @@ async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_priv
 
 
 async def test_other_teams_versions_where_the_league_allows_it(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service(submissions_per_window=20)
     cid = await competition(client, admin_token, bot_urls["greedy"], extra="practice_against_teams = true")
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
@@ -187,16 +205,20 @@ async def test_other_teams_versions_where_the_league_allows_it(
     assert (await (await client.get(base(cid, bo), headers=auth(bo_token))).json())["games"] == []
 
 
-async def test_practice_off_and_no_version_yet(service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+async def test_practice_off_and_no_version_yet(
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service(practice_per_hour=0)
     cid = await competition(client, admin_token, bot_urls["greedy"])
     ada, token = await new_team(client, admin_token, cid, "ada")
-    body = await error_of(await client.post(base(cid, ada), json={"opponents": ["house:house"]},
-                                            headers=auth(token)), 409)
+    body = await error_of(
+        await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token)), 409
+    )
     assert "--practice-per-hour" in body["error"]
     client2 = await service()
-    body = await error_of(await client2.post(base(cid, ada), json={"opponents": ["house:house"]},
-                                             headers=auth(token)), 409)
+    body = await error_of(
+        await client2.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token)), 409
+    )
     assert "no accepted version yet" in body["error"]
 
 
@@ -212,12 +234,17 @@ async def ladder_rate(client: Any, cid: int, seconds: float) -> float:
 
 @pytest.mark.slow
 async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service(submissions_per_window=20, practice_per_hour=1000)
     cid = await competition(client, admin_token, bot_urls["greedy"])
     teams = []
-    for name, url in (("ada", bot_urls["greedy"]), ("bo", bot_urls["random"]), ("cy", bot_urls["random"]),
-                      ("di", bot_urls["greedy"])):
+    for name, url in (
+        ("ada", bot_urls["greedy"]),
+        ("bo", bot_urls["random"]),
+        ("cy", bot_urls["random"]),
+        ("di", bot_urls["greedy"]),
+    ):
         tid, token = await new_team(client, admin_token, cid, name)
         await submit(client, cid, tid, token, {"url": url})
         teams.append((tid, token))
@@ -239,6 +266,7 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
             await asyncio.sleep(0.5)  # asking again and again (the test bots share the service's loop)
 
     tasks = [asyncio.create_task(flood(tid, token)) for tid, token in teams]
+
     async def practised() -> int:
         n = 0
         for tid, token in teams:
@@ -258,16 +286,19 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
         stop.set()
         await asyncio.gather(*tasks)
     finished = await practised()
-    print(f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
-          f"{asked[0]} practice games asked, {finished} played")
+    print(
+        f"\nladder: {before:.1f} games/s before, {during:.1f} during practice; "
+        f"{asked[0]} practice games asked, {finished} played"
+    )
     assert finished >= 1, "the practice games must have played meanwhile, for this to measure anything"
     # The pace itself is a figure, not an assertion (benchmarks/practice.py measures it: a timed ratio
     # on a shared machine is noise). What holds whatever the load: the practice games played one at
     # a time, outside the ladder's standings.
     # one practice game at a time in the whole service, whichever team asked
     with sqlite3.connect(db_path) as db:
-        spans = db.execute("SELECT started_at, finished_at FROM practice_games WHERE status = 'finished'"
-                           " ORDER BY started_at").fetchall()
+        spans = db.execute(
+            "SELECT started_at, finished_at FROM practice_games WHERE status = 'finished' ORDER BY started_at"
+        ).fetchall()
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
     # practice games are not the ladder's: none of its games is a practice table
     board = await (await client.get(f"/api/competitions/{cid}")).json()
@@ -275,7 +306,8 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
 
 
 async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_start(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service()
     cid = await competition(client, admin_token, bot_urls["greedy"])
     ada, token = await new_team(client, admin_token, cid, "ada")
@@ -330,7 +362,12 @@ async def child_playing(client: Any, out_dir: Path, timeout: float = 120) -> int
     while True:
         current = client.server.app[PRACTICE].current
         log = out_dir / "practice.log"
-        if current is not None and current.pid is not None and log.exists() and "practice worker" in log.read_text():
+        if (
+            current is not None
+            and current.pid is not None
+            and log.exists()
+            and "practice worker" in log.read_text()
+        ):
             return int(current.pid)
         assert time.monotonic() < deadline, "the practice process never began its game"
         await asyncio.sleep(0.05)
@@ -355,7 +392,8 @@ def gone(pid: int) -> bool:
 
 
 async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_the_queue_plays_on(
-        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
+) -> None:
     import os
     import signal
 
@@ -387,8 +425,13 @@ async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_t
 
 
 async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_start_fails_as_the_services(
-        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path,
-        tmp_path: Path) -> None:
+    service: Service,
+    admin_token: str,
+    bot_urls: dict[str, str],
+    slow_house: Any,
+    db_path: Path,
+    tmp_path: Path,
+) -> None:
     from referee.web.practice import PRACTICE, SERVICE_FAULT
 
     client = await service(practice_timeout_s=2)
@@ -415,7 +458,8 @@ async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_s
 
 
 async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_game(
-        service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
+) -> None:
     client = await service()
     cid = await competition(client, admin_token, await slow_house(0.1))
     ada, token = await new_team(client, admin_token, cid, "ada")

@@ -26,17 +26,23 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A house bot and team "ada" with two accepted versions, on loopback."""
     bg = Background()
     try:
-        urls = {name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-                for name, kind in (("house", "greedy"), ("v1", "random"), ("v2", "greedy"))}
+        urls = {
+            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
+            for name, kind in (("house", "greedy"), ("v1", "random"), ("v2", "greedy"))
+        }
         db_path = tmp_path / "service.sqlite"
         db = ServiceDB(db_path)
         db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class", house={"house-greedy": urls["house"]}))
         team, token = db.add_team(comp.id, "ada")
         for v in ("v1", "v2"):
-            db.add_submission(team.id, kind="url", url=urls[v], image=None, secret=None, note=v, status="accepted")
+            db.add_submission(
+                team.id, kind="url", url=urls[v], image=None, secret=None, note=v, status="accepted"
+            )
         db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK)))
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, min_update_s=0.05, bot_policy=LOOPBACK))
+        )
         yield {"base": base, "token": token}
     finally:
         bg.close()
@@ -44,7 +50,8 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 @pytest.mark.slow
 def test_the_practice_form_plays_a_game_and_opens_its_replay_from_the_teams_seat(
-        page: Any, site: dict[str, Any]) -> None:
+    page: Any, site: dict[str, Any]
+) -> None:
     from playwright.sync_api import expect
 
     base = site["base"]

@@ -40,7 +40,9 @@ def columns(path: Path, table: str) -> set[str]:
         return {str(r[1]) for r in db.execute(f"PRAGMA table_info({table})")}
 
 
-async def test_the_previous_releases_database_is_upgraded_and_serves(tmp_path: Path, aiohttp_client: Any) -> None:
+async def test_the_previous_releases_database_is_upgraded_and_serves(
+    tmp_path: Path, aiohttp_client: Any
+) -> None:
     from referee.web import Settings, make_app
 
     path = previous_release(tmp_path)
@@ -71,13 +73,17 @@ async def test_the_previous_releases_database_is_upgraded_and_serves(tmp_path: P
     admin = {"Authorization": f"Bearer {token}"}
     assert (await client.get("/api/competitions", headers=admin)).status == 200
     # the team's token of the previous release still signs it in; its submission is there
-    r = await client.get(f"/api/competitions/{comp.id}/teams/1/submissions",
-                         headers={"Authorization": f"Bearer {ADA_TOKEN}"})
+    r = await client.get(
+        f"/api/competitions/{comp.id}/teams/1/submissions", headers={"Authorization": f"Bearer {ADA_TOKEN}"}
+    )
     assert r.status == 200, await r.text()
     assert [s["status"] for s in (await r.json())] == ["accepted"]
     # what step 2 added works on it: deadlines set by the admin
-    r = await client.put(f"/api/competitions/{comp.id}/deadlines", json={"freeze_at": "2030-06-01T17:00:00+02:00"},
-                         headers=admin)
+    r = await client.put(
+        f"/api/competitions/{comp.id}/deadlines",
+        json={"freeze_at": "2030-06-01T17:00:00+02:00"},
+        headers=admin,
+    )
     assert r.status == 200 and (await r.json())["freeze_at"] == "2030-06-01T15:00:00Z"
     # opened again: nothing left to do, the version stays
     again = ServiceDB(path)

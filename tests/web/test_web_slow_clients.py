@@ -45,8 +45,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Short timeouts, so that the attack test is over in seconds.
 FAST = ["--header-timeout", "2", "--body-timeout", "2"]
 ATTACKERS = 1100
-LOGIN_HEAD = (b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-              b"Content-Length: 100\r\n\r\n")
+LOGIN_HEAD = (
+    b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    b"Content-Length: 100\r\n\r\n"
+)
 
 
 def _free_port() -> int:
@@ -81,10 +83,22 @@ class Service:
         self.log = tmp / "serve.err"
         self._err = self.log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from referee.cli import main; main()", "serve", "--db", str(tmp / "s.sqlite"),
-             "--port", str(self.port), *args],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=self._err,
-            preexec_fn=_limit_files)
+            [
+                sys.executable,
+                "-c",
+                "from referee.cli import main; main()",
+                "serve",
+                "--db",
+                str(tmp / "s.sqlite"),
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=self._err,
+            preexec_fn=_limit_files,
+        )
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
@@ -124,7 +138,9 @@ async def wait_until_up(port: int, proc: subprocess.Popen[bytes], log: Path) -> 
     raise AssertionError("referee serve did not answer GET / within 60 s")
 
 
-async def slow_login(port: int, source: str, body_first: bool, connected: list[str], ended: list[str]) -> None:
+async def slow_login(
+    port: int, source: str, body_first: bool, connected: list[str], ended: list[str]
+) -> None:
     """One attacker: ``POST /login`` a byte a second, until the server closes the connection."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
@@ -136,7 +152,7 @@ async def slow_login(port: int, source: str, body_first: bool, connected: list[s
     message = LOGIN_HEAD + b"token=" + b"t" * 94
     if body_first:
         writer.write(LOGIN_HEAD)
-        message = message[len(LOGIN_HEAD):]
+        message = message[len(LOGIN_HEAD) :]
     try:
         for byte in message:
             writer.write(bytes([byte]))
@@ -152,19 +168,26 @@ async def slow_login(port: int, source: str, body_first: bool, connected: list[s
         writer.close()
 
 
-@pytest.mark.parametrize("addresses, body_first", [(1, False), (40, False), (40, True)],
-                         ids=["headers-from-one-address", "headers-from-40-addresses", "body-from-40-addresses"])
+@pytest.mark.parametrize(
+    "addresses, body_first",
+    [(1, False), (40, False), (40, True)],
+    ids=["headers-from-one-address", "headers-from-40-addresses", "body-from-40-addresses"],
+)
 async def test_slow_clients_do_not_take_the_service_down(
-        tmp_path: Path, many_files: None, addresses: int, body_first: bool) -> None:
+    tmp_path: Path, many_files: None, addresses: int, body_first: bool
+) -> None:
     service = Service(tmp_path, *FAST)
     attack: list[asyncio.Task[None]] = []
     try:
         await wait_until_up(service.port, service.proc, service.log)
         connected: list[str] = []
         ended: list[str] = []
-        attack = [asyncio.create_task(slow_login(service.port, f"127.0.0.{2 + i % addresses}", body_first,
-                                                 connected, ended))
-                  for i in range(ATTACKERS)]
+        attack = [
+            asyncio.create_task(
+                slow_login(service.port, f"127.0.0.{2 + i % addresses}", body_first, connected, ended)
+            )
+            for i in range(ATTACKERS)
+        ]
         async with asyncio.timeout(30):
             while len(connected) < ATTACKERS:
                 await asyncio.sleep(0.05)
@@ -173,8 +196,10 @@ async def test_slow_clients_do_not_take_the_service_down(
         try:
             line, took = await get_root(service.port, 2.0)
         except (TimeoutError, OSError) as e:
-            raise AssertionError(f"GET / under attack: no answer within 2 s ({e!r}); "
-                                 f"the service has {service.fds()} files open") from None
+            raise AssertionError(
+                f"GET / under attack: no answer within 2 s ({e!r}); "
+                f"the service has {service.fds()} files open"
+            ) from None
         assert line.startswith(b"HTTP/1.1 200"), line
         assert took < 2.0
         assert fds_under_attack < 1024 - 64, f"{fds_under_attack} files open under attack"
@@ -183,8 +208,9 @@ async def test_slow_clients_do_not_take_the_service_down(
             await asyncio.gather(*attack)
         assert len(ended) == ATTACKERS
         assert "sent it all" not in ended
-        assert all(e.startswith(("HTTP/1.1 408", "HTTP/1.1 429", "HTTP/1.1 503", "closed", "reset")) for e in ended), \
-            sorted(set(ended))
+        assert all(
+            e.startswith(("HTTP/1.1 408", "HTTP/1.1 429", "HTTP/1.1 503", "closed", "reset")) for e in ended
+        ), sorted(set(ended))
         line, took = await get_root(service.port, 2.0)
         assert line.startswith(b"HTTP/1.1 200") and took < 2.0
         assert service.fds() < 64
@@ -241,7 +267,9 @@ class Box:
 
 
 @contextlib.asynccontextmanager
-async def guarded(box: Box, limits: Limits, max_connections: int = 100) -> AsyncIterator[tuple[int, web_server.Guard]]:
+async def guarded(
+    box: Box, limits: Limits, max_connections: int = 100
+) -> AsyncIterator[tuple[int, web_server.Guard]]:
     runner = make_runner(box.app(), limits, max_connections=max_connections, shutdown_timeout=1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -301,7 +329,9 @@ def test_client_key_groups_ipv6_by_64_and_ipv4_by_address() -> None:
     assert client_key("") == "unknown"
 
 
-async def test_a_client_at_its_cap_is_refused_429_when_busy_and_its_oldest_waiting_connection_makes_room() -> None:
+async def test_a_client_at_its_cap_is_refused_429_when_busy_and_its_oldest_waiting_connection_makes_room() -> (
+    None
+):
     box = Box()
     async with guarded(box, Limits(max_per_client=3)) as (port, guard):
         held = [await busy(port, "127.0.0.2") for _ in range(3)]
@@ -334,7 +364,10 @@ async def test_a_client_at_its_cap_is_refused_429_when_busy_and_its_oldest_waiti
 async def test_the_cap_in_all_answers_503_and_a_trusted_proxy_is_exempt_from_the_cap_per_client() -> None:
     box = Box()
     proxy = (ipaddress.ip_network("127.0.0.5/32"),)
-    async with guarded(box, Limits(max_per_client=2, trusted_proxies=proxy), max_connections=6) as (port, guard):
+    async with guarded(box, Limits(max_per_client=2, trusted_proxies=proxy), max_connections=6) as (
+        port,
+        guard,
+    ):
         # Every client behind the proxy comes from its address: the proxy holds more than 2.
         held = [await busy(port, "127.0.0.5") for _ in range(5)]
         await until(lambda: box.waiting == 5)
@@ -440,7 +473,10 @@ def test_repeated_log_lines_are_suppressed_and_counted() -> None:
     now[0] += 11
     first = record("Error handling request from %s", "10.0.0.99")
     assert repeat.filter(first)
-    assert first.getMessage() == "Error handling request from 10.0.0.99 [and 7 similar messages suppressed before this one]"
+    assert (
+        first.getMessage()
+        == "Error handling request from 10.0.0.99 [and 7 similar messages suppressed before this one]"
+    )
     # The total: at most 50 records of all kinds per interval.
     now[0] += 11
     assert sum(repeat.filter(record(f"distinct {i}")) for i in range(100)) == 50
@@ -462,35 +498,69 @@ def test_repeated_log_lines_are_suppressed_and_counted() -> None:
     finally:
         logging.getLogger("aiohttp.server").removeHandler(keep)
     assert ("aiohttp.server", logging.ERROR, "flood", 2) in counts
-    assert any("2 similar messages suppressed in 10 s: flood" == r.getMessage() for r in said)
+    assert any(r.getMessage() == "2 similar messages suppressed in 10 s: flood" for r in said)
     assert repeat.filter(said[0])  # a summary is never suppressed itself
     del log
 
 
 def test_serve_raises_its_soft_file_limit_to_the_hard_one() -> None:
-    code = ("import resource; from referee.web.server import raise_file_limit; "
-            "print(*raise_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
+    code = (
+        "import resource; from referee.web.server import raise_file_limit; "
+        "print(*raise_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    )
 
     def low() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 1024))
 
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,
-                         capture_output=True, text=True, preexec_fn=low, timeout=60).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+        capture_output=True,
+        text=True,
+        preexec_fn=low,
+        timeout=60,
+    ).stdout.split()
     assert out == ["256", "1024", "1024"]
 
 
 def test_serve_passes_its_connection_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[dict[str, Any]] = []
     monkeypatch.setattr(web_server, "run", lambda app, **kw: started.append(kw))
-    r = CliRunner().invoke(commands.serve, [
-        "--db", str(tmp_path / "s.sqlite"), "--port", "0", "--header-timeout", "3", "--body-timeout", "4",
-        "--min-body-rate", "2k", "--idle-timeout", "5", "--max-conns-per-client", "7", "--max-connections", "99",
-        "--trusted-proxies", "10.1.0.0/16"])
+    r = CliRunner().invoke(
+        commands.serve,
+        [
+            "--db",
+            str(tmp_path / "s.sqlite"),
+            "--port",
+            "0",
+            "--header-timeout",
+            "3",
+            "--body-timeout",
+            "4",
+            "--min-body-rate",
+            "2k",
+            "--idle-timeout",
+            "5",
+            "--max-conns-per-client",
+            "7",
+            "--max-connections",
+            "99",
+            "--trusted-proxies",
+            "10.1.0.0/16",
+        ],
+    )
     assert r.exit_code == 0, r.output
     limits = started[0]["limits"]
-    assert limits == Limits(header_timeout_s=3, body_timeout_s=4, min_body_rate=2048, idle_timeout_s=5,
-                            max_per_client=7, max_connections=99,
-                            trusted_proxies=(ipaddress.ip_network("10.1.0.0/16"),))
+    assert limits == Limits(
+        header_timeout_s=3,
+        body_timeout_s=4,
+        min_body_rate=2048,
+        idle_timeout_s=5,
+        max_per_client=7,
+        max_connections=99,
+        trusted_proxies=(ipaddress.ip_network("10.1.0.0/16"),),
+    )
     assert "connections: at most 99 in all, 7 per client" in r.output
     r = CliRunner().invoke(commands.serve, ["--db", str(tmp_path / "s.sqlite"), "--min-body-rate", "fast"])
     assert r.exit_code == 2 and "--min-body-rate" in r.output

@@ -18,9 +18,11 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 async def test_the_files_are_served_byte_for_byte(service: Callable[..., Awaitable[Any]]) -> None:
     client = await service()
-    for url, name, kind in (("/static/style.css", "style.css", "text/css"),
-                            ("/static/app.js", "app.js", "application/javascript"),
-                            ("/favicon.svg", "favicon.svg", "image/svg+xml")):
+    for url, name, kind in (
+        ("/static/style.css", "style.css", "text/css"),
+        ("/static/app.js", "app.js", "application/javascript"),
+        ("/favicon.svg", "favicon.svg", "image/svg+xml"),
+    ):
         resp = await client.get(url)
         assert resp.status == 200, url
         assert resp.content_type == kind, url

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import sqlite3
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ from test_web_api import auth, error_of, new_competition, new_team, play_run, se
 
 from referee.bots.netpolicy import AddressPolicy, host_addresses, parse_networks
 from referee.web import ServiceDB
-from referee.web.sessions import COOKIE
 from referee.web.app_state import SETTINGS
+from referee.web.sessions import COOKIE
 
 Service = Any
 Client = TestClient[web.Request, web.Application]
@@ -30,13 +30,19 @@ Client = TestClient[web.Request, web.Application]
 
 
 async def test_a_loopback_bot_is_refused_unless_the_admin_allows_it(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """Issue 14: a team's URL at 127.0.0.1 reaches the server itself."""
     client = await service(bot_policy=AddressPolicy.for_service(), submissions_per_window=20)
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
-    for url in (bot_urls["greedy"], bot_urls["greedy"].replace("127.0.0.1", "localhost"),
-                "http://[::ffff:127.0.0.1]:80", "http://169.254.169.254", "http://0.0.0.0:80"):
+    for url in (
+        bot_urls["greedy"],
+        bot_urls["greedy"].replace("127.0.0.1", "localhost"),
+        "http://[::ffff:127.0.0.1]:80",
+        "http://169.254.169.254",
+        "http://0.0.0.0:80",
+    ):
         refused = await submit(client, cid, tid, token, {"url": url})
         sub = refused["submission"]
         assert sub["status"] == "refused" and "is refused" in sub["reason"], (url, sub)
@@ -48,13 +54,15 @@ async def test_a_loopback_bot_is_refused_unless_the_admin_allows_it(
 
 
 async def test_the_service_itself_is_refused_even_inside_allowed_networks(
-        service: Service, admin_token: str) -> None:
+    service: Service, admin_token: str
+) -> None:
     client = await service()
     port = client.port
     assert port is not None
     # the policy referee serve makes, listening where this test server listens
-    client.app[SETTINGS].bot_policy = AddressPolicy.for_service(parse_networks("127.0.0.0/8"),
-                                                                listen=[("127.0.0.1", port)])
+    client.app[SETTINGS].bot_policy = AddressPolicy.for_service(
+        parse_networks("127.0.0.0/8"), listen=[("127.0.0.1", port)]
+    )
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
     refused = await submit(client, cid, tid, token, {"url": f"http://127.0.0.1:{port}"})
@@ -73,15 +81,19 @@ async def test_an_address_of_this_server_is_refused(service: Service, admin_toke
     assert "an address of this server" in refused["submission"]["reason"]
 
 
-@pytest.mark.parametrize(("url", "words"), [
-    ("http://user:pw@bot.example.org:8001", "user"),
-    ("http://bot.example.org:8001/?next=1", "query"),
-    ("http://bot.example.org:8001/#x", "fragment"),
-    ("ftp://bot.example.org", "http"),
-    ("http://2130706433:80", ""),
-])
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("http://user:pw@bot.example.org:8001", "user"),
+        ("http://bot.example.org:8001/?next=1", "query"),
+        ("http://bot.example.org:8001/#x", "fragment"),
+        ("ftp://bot.example.org", "http"),
+        ("http://2130706433:80", ""),
+    ],
+)
 async def test_a_team_url_with_userinfo_query_or_fragment_is_refused_at_once(
-        service: Service, admin_token: str, db_path: Path, url: str, words: str) -> None:
+    service: Service, admin_token: str, db_path: Path, url: str, words: str
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -93,7 +105,8 @@ async def test_a_team_url_with_userinfo_query_or_fragment_is_refused_at_once(
 
 
 async def test_a_refused_version_leaves_the_previous_one_in_play(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -106,16 +119,17 @@ async def test_a_refused_version_leaves_the_previous_one_in_play(
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()
     assert own["playing"]["id"] == first["submission"]["id"]
     assert own["bot"]["id"] == second["submission"]["id"] and own["bot"]["status"] == "refused"
-    listing = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/submissions",
-                                      headers=auth(token))).json()
+    listing = await (
+        await client.get(f"/api/competitions/{cid}/teams/{tid}/submissions", headers=auth(token))
+    ).json()
     assert [s["status"] for s in listing] == ["refused", "accepted"]
 
 
 async def test_a_bot_that_plays_illegal_moves_is_refused_with_the_turn(
-        service: Service, admin_token: str) -> None:
+    service: Service, admin_token: str
+) -> None:
     """The scripted positions catch a bot that always answers index 99."""
     from aiohttp import web
-
     from helpers_web import serve
 
     async def info(request: web.Request) -> web.Response:
@@ -149,7 +163,9 @@ async def test_a_bot_that_plays_illegal_moves_is_refused_with_the_turn(
 # ------------------------------------------------------------ private diagnostics
 
 
-async def test_a_teams_report_is_its_own(service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+async def test_a_teams_report_is_its_own(
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -164,8 +180,13 @@ async def test_a_teams_report_is_its_own(service: Service, admin_token: str, bot
     other = f"/api/competitions/{cid}/teams/{bid}/submissions/{sid}"
     assert (await client.get(other, headers=auth(btoken))).status == 404
     reason = refused["submission"]["reason"]
-    for page in ("/", f"/c/{cid}", f"/c/{cid}/live", f"/api/competitions/{cid}",
-                 f"/api/competitions/{cid}/teams/{tid}/bot"):
+    for page in (
+        "/",
+        f"/c/{cid}",
+        f"/c/{cid}/live",
+        f"/api/competitions/{cid}",
+        f"/api/competitions/{cid}/teams/{tid}/bot",
+    ):
         r = await client.get(page, headers=auth(btoken) if "teams" in page else {})
         assert reason not in await r.text(), page
 
@@ -185,11 +206,12 @@ async def _login(client: Client, token: str) -> str:
 def _csrf(page: str) -> str:
     marker = 'name="csrf" value="'
     start = page.index(marker) + len(marker)
-    return page[start:page.index('"', start)]
+    return page[start : page.index('"', start)]
 
 
 async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     client = await service()
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -204,9 +226,11 @@ async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
     csrf = _csrf(page)
     form = {"csrf": csrf, "kind": "url", "url": bot_urls["greedy"], "note": "first"}
     # a post without the CSRF token, or from another site's page, is refused
-    for data, headers in (({k: v for k, v in form.items() if k != "csrf"}, {}),
-                          ({**form, "csrf": "x" * 43}, {}),
-                          (form, {"Origin": "https://evil.example"})):
+    for data, headers in (
+        ({k: v for k, v in form.items() if k != "csrf"}, {}),
+        ({**form, "csrf": "x" * 43}, {}),
+        (form, {"Origin": "https://evil.example"}),
+    ):
         from aiohttp import FormData
 
         body = FormData()
@@ -240,7 +264,8 @@ async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
 
 
 async def test_an_upload_over_the_cap_is_refused_before_it_fills_the_disk(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     client = await service(max_upload=64 * 1024)
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -268,9 +293,13 @@ async def test_an_upload_over_the_cap_is_refused_before_it_fills_the_disk(
 
 async def test_ids_out_of_range_are_404(service: Service, admin_token: str) -> None:
     client = await service()
-    for path in ("/api/competitions/99999999999999999999", "/api/competitions/-1",
-                 "/api/competitions/9223372036854775808/runs", "/c/99999999999999999999999",
-                 "/api/competitions/1/teams/99999999999999999999/bot"):
+    for path in (
+        "/api/competitions/99999999999999999999",
+        "/api/competitions/-1",
+        "/api/competitions/9223372036854775808/runs",
+        "/c/99999999999999999999999",
+        "/api/competitions/1/teams/99999999999999999999/bot",
+    ):
         r = await client.get(path, headers=auth(admin_token))
         assert r.status == 404, (path, r.status)
 
@@ -278,24 +307,36 @@ async def test_ids_out_of_range_are_404(service: Service, admin_token: str) -> N
 async def test_a_deeply_nested_body_is_422(service: Service, admin_token: str) -> None:
     client = await service()
     body = b'{"name": "x", "league": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    r = await client.post("/api/competitions", data=body,
-                          headers={**auth(admin_token), "Content-Type": "application/json"})
+    r = await client.post(
+        "/api/competitions", data=body, headers={**auth(admin_token), "Content-Type": "application/json"}
+    )
     assert r.status in (413, 422)
     client2 = await service(max_body=1 << 20)
-    r = await client2.post("/api/competitions", data=body,
-                           headers={**auth(admin_token), "Content-Type": "application/json"})
+    r = await client2.post(
+        "/api/competitions", data=body, headers={**auth(admin_token), "Content-Type": "application/json"}
+    )
     await error_of(r, 422)  # refused by type at the first array: never a 500
 
 
-async def test_a_league_sent_through_the_web_cannot_start_commands(service: Service, admin_token: str) -> None:
+async def test_a_league_sent_through_the_web_cannot_start_commands(
+    service: Service, admin_token: str
+) -> None:
     client = await service()
-    for bot in ('command = ["python", "-c", "import os; os.system(\'id\')", "{port}"]', 'url = "unix:/run/docker.sock"'):
+    for bot in (
+        'command = ["python", "-c", "import os; os.system(\'id\')", "{port}"]',
+        'url = "unix:/run/docker.sock"',
+    ):
         text = league_text() + f'[[bots]]\nname = "house"\n{bot}\n'
-        r = await client.post("/api/competitions", json={"name": "c", "league": text}, headers=auth(admin_token))
+        r = await client.post(
+            "/api/competitions", json={"name": "c", "league": text}, headers=auth(admin_token)
+        )
         err = await error_of(r, 422)
         assert "--allow-house-commands" in err["error"]
     client2 = await service(allow_house_commands=True)
-    text = league_text() + '[[bots]]\nname = "house"\ncommand = ["python", "-m", "sample_bots.greedy", "--port", "{port}"]\n'
+    text = (
+        league_text()
+        + '[[bots]]\nname = "house"\ncommand = ["python", "-m", "sample_bots.greedy", "--port", "{port}"]\n'
+    )
     r = await client2.post("/api/competitions", json={"name": "c", "league": text}, headers=auth(admin_token))
     assert r.status == 201
 
@@ -307,8 +348,9 @@ async def test_the_database_and_data_are_the_services_own(service: Service, db_p
 
 
 @pytest.mark.slow
-async def test_a_secret_is_stored_once(service: Service, admin_token: str, bot_urls: dict[str, str],
-                                       db_path: Path) -> None:
+async def test_a_secret_is_stored_once(
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     """Not in the run's league record, not in the tournament database."""
     client = await service()
     cid = await new_competition(client, admin_token, house={"house": bot_urls["greedy"]})
@@ -328,7 +370,8 @@ async def test_a_secret_is_stored_once(service: Service, admin_token: str, bot_u
 
 
 async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
     from zoo import serve as serve_zoo
     from zoo import zoo_app
@@ -341,8 +384,9 @@ async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
         db = ServiceDB(db_path)
         try:  # admitted earlier; it went wrong since
             db.add_submission(tid, kind="url", url=bad, image=None, secret=None, note="", status="accepted")
-            db.add_submission(bid, kind="url", url=bot_urls["random"], image=None, secret=None, note="",
-                              status="accepted")
+            db.add_submission(
+                bid, kind="url", url=bot_urls["random"], image=None, secret=None, note="", status="accepted"
+            )
         finally:
             db.close()
         await play_run(client, cid, admin_token)
@@ -362,7 +406,9 @@ async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
     # the page, signed in
     await _login(client, token)
     page = await (await client.get("/team/diagnostics")).text()
-    assert "illegal" in page and "the request that caused it" in page.lower() and "replay from your seat" in page
+    assert (
+        "illegal" in page and "the request that caused it" in page.lower() and "replay from your seat" in page
+    )
     # public pages show none of it
     for public in (f"/c/{cid}", f"/api/competitions/{cid}", f"/c/{cid}/bots/ada"):
         assert fault["detail"] not in await (await client.get(public)).text(), public
@@ -372,7 +418,8 @@ async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
 
 
 async def test_a_deal_is_public_only_once_all_its_rotations_are_played(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     """A URL bot could fetch the finished rotation of a deal it is about to
     be dealt, every hidden card in it."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
@@ -382,8 +429,9 @@ async def test_a_deal_is_public_only_once_all_its_rotations_are_played(
     client = await service()
     hidden = public = 0
     async with serve_zoo(zoo_app("late", late_s=0.03, name="slow")) as slow:  # games of a second or more
-        cid = await new_competition(client, admin_token, rounds=6, concurrency=1,
-                                    house={"g": bot_urls["greedy"], "slow": slow})
+        cid = await new_competition(
+            client, admin_token, rounds=6, concurrency=1, house={"g": bot_urls["greedy"], "slow": slow}
+        )
         r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token))
         rid = (await r.json())["id"]
         for _ in range(1000):
@@ -412,7 +460,8 @@ async def test_a_deal_is_public_only_once_all_its_rotations_are_played(
 
 
 async def test_a_pinned_address_is_checked_again_when_a_run_starts(
-        service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
+) -> None:
     """The admin narrowed --bot-networks after the bot was admitted: it does not play."""
     client = await service()
     cid = await new_competition(client, admin_token, house={"g": bot_urls["greedy"], "r": bot_urls["random"]})

@@ -82,18 +82,35 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         db = ServiceDB(db_path)
         try:
             admin = db.ensure_admin_token()
-            comp = db.add_competition("Class", league_text(name="class", rounds=1, concurrency=2,
-                                                           house={"house-greedy": house}))
+            comp = db.add_competition(
+                "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
+            )
             ada, ada_token = db.add_team(comp.id, "ada")
             bea, bea_token = db.add_team(comp.id, "bea")
-            db.add_submission(bea.id, kind="url", url=bad, image=None, secret=None, note="admitted earlier",
-                              status="accepted")
+            db.add_submission(
+                bea.id,
+                kind="url",
+                url=bad,
+                image=None,
+                secret=None,
+                note="admitted earlier",
+                status="accepted",
+            )
         finally:
             db.close()
-        base = bg.serve(lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK,
-                                                           validation_games=2)))
-        yield {"base": base, "admin": admin, "cid": comp.id, "ada": ada_token, "bea": bea_token,
-               "illegal_url": illegal, "docker": docker, "tmp": tmp_path}
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, validation_games=2))
+        )
+        yield {
+            "base": base,
+            "admin": admin,
+            "cid": comp.id,
+            "ada": ada_token,
+            "bea": bea_token,
+            "illegal_url": illegal,
+            "docker": docker,
+            "tmp": tmp_path,
+        }
     finally:
         bg.close()
         from test_web_ladder_browser import remove_team_images
@@ -192,8 +209,12 @@ def back_to_team(page: Any, base: str) -> None:
 
 
 def api(base: str, method: str, path: str, token: str) -> Any:
-    req = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"Bearer {token}"},
-                                 data=b"" if method == "POST" else None)
+    req = urllib.request.Request(
+        f"{base}{path}",
+        method=method,
+        headers={"Authorization": f"Bearer {token}"},
+        data=b"" if method == "POST" else None,
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return r.status, json.loads(r.read() or b"null")
 
@@ -233,7 +254,8 @@ def node_archive(docker: Any, folder: Path) -> Path | str:
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
-        browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None) -> None:
+    browser_type_launch_args: dict[str, Any], site: dict[str, Any], patient_expect: None
+) -> None:
     """`browser_type_launch_args` (tests/web/conftest.py) skips without Debian's
     Chromium (fails with CI=true) and points Playwright at it."""
     from playwright.sync_api import expect, sync_playwright
@@ -327,14 +349,21 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             else:
                 fourth = submit_form(page, kind="archive", file=archive, note="v4 node image")
                 seen = settle(page, fourth)
-                assert seen[-1] == "accepted", (seen, page.locator(
-                    f"#submissions tr:has(td a[href='/team/submissions/{fourth}'])").inner_text())
+                assert seen[-1] == "accepted", (
+                    seen,
+                    page.locator(
+                        f"#submissions tr:has(td a[href='/team/submissions/{fourth}'])"
+                    ).inner_text(),
+                )
                 expect(page.locator("#playing")).to_contain_text("Version v4 (archive)")
                 in_play, in_play_v = fourth, 4
                 timings["node archive accepted"] = time.monotonic() - t0
             statuses = page.locator("#submissions tr[class^='status-'] .status").all_inner_texts()
-            assert statuses == (["refused", "refused", "accepted"] if in_play == first
-                                else ["accepted", "refused", "refused", "accepted"]), statuses
+            assert statuses == (
+                ["refused", "refused", "accepted"]
+                if in_play == first
+                else ["accepted", "refused", "refused", "accepted"]
+            ), statuses
             page.screenshot(path=str(SCREENS / "team-submissions.png"), full_page=True)
 
             # 6. A run, in which bea's bot (admitted earlier) plays illegal moves.
@@ -357,13 +386,15 @@ def test_a_team_submits_from_its_page_and_sees_only_its_own_faults(
             expect(request_pre).to_be_hidden()  # folded until the team opens it
             summary.click()
             expect(fault.locator("p.muted").first).to_contain_text(
-                re.compile("the request that caused it", re.IGNORECASE))
+                re.compile("the request that caused it", re.IGNORECASE)
+            )
             expect(request_pre).to_be_visible()
             request = json.loads(request_pre.inner_text())
             assert request["legal"] and request["request_id"], request
             assert "hand" in request["state"]["you"], request
             expect(fault.locator("a", has_text="replay from your seat")).to_have_attribute(
-                "href", re.compile(rf"^/team/runs/{rid}/games/\d+\?seat=\d$"))  # its own replay (issue 26)
+                "href", re.compile(rf"^/team/runs/{rid}/games/\d+\?seat=\d$")
+            )  # its own replay (issue 26)
             detail = summary.inner_text().split(" — ", 1)[1].strip()
             assert detail, summary.inner_text()
             bea.screenshot(path=str(SCREENS / "diagnostics-bea.png"), full_page=True)

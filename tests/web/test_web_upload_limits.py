@@ -61,7 +61,8 @@ def submissions_of(db_path: Path, tid: int) -> int:
 
 
 async def test_twelve_parallel_uploads_hold_one_upload_of_disk(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """Issue 24: the 5-a-minute limit was checked once a file was on disk:
     12 uploads at once all streamed to disk (12 x the cap held). Now the
     team's slot is taken first: one upload in flight, the others refused
@@ -89,8 +90,10 @@ async def test_twelve_parallel_uploads_hold_one_upload_of_disk(
     stop.set()
     await watcher
     statuses = sorted(s for s, _, _ in results)
-    print(f"\n12 parallel uploads of {(cap - CHUNK) / MIB:.2f} MiB: peak {peak / MIB:.2f} MiB held; "
-          f"statuses {statuses}")
+    print(
+        f"\n12 parallel uploads of {(cap - CHUNK) / MIB:.2f} MiB: peak {peak / MIB:.2f} MiB held; "
+        f"statuses {statuses}"
+    )
     assert peak <= cap, f"{peak / MIB:.1f} MiB held at once in the team's upload folder"
     assert statuses.count(201) == 1, results
     refused = [(text, retry) for s, text, retry in results if s == 429]
@@ -100,14 +103,16 @@ async def test_twelve_parallel_uploads_hold_one_upload_of_disk(
 
 
 async def test_a_second_upload_is_answered_before_its_body_is_sent(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """The refusal comes before a byte of the body is read: a client that
     sends only the headers (Content-Length 3 MiB) is answered at once."""
     client = await service(max_upload=4 * MIB)
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
-    first = asyncio.create_task(client.post(url_of(cid, tid), data=slow_body(2 * MIB, pause=0.05),
-                                            headers=auth(token)))
+    first = asyncio.create_task(
+        client.post(url_of(cid, tid), data=slow_body(2 * MIB, pause=0.05), headers=auth(token))
+    )
     folder = uploads_dir(db_path, tid)
     for _ in range(200):
         if held(folder) > 0:
@@ -116,8 +121,12 @@ async def test_a_second_upload_is_answered_before_its_body_is_sent(
     assert held(folder) > 0, "the first upload did not start"
     reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
     try:
-        writer.write((f"POST {url_of(cid, tid)} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
-                      f"Content-Type: application/octet-stream\r\nContent-Length: {3 * MIB}\r\n\r\n").encode())
+        writer.write(
+            (
+                f"POST {url_of(cid, tid)} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                f"Content-Type: application/octet-stream\r\nContent-Length: {3 * MIB}\r\n\r\n"
+            ).encode()
+        )
         await writer.drain()
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
@@ -131,7 +140,9 @@ async def test_a_second_upload_is_answered_before_its_body_is_sent(
     assert r.status == 201, await r.text()
 
 
-async def test_the_rate_limit_holds_under_concurrency(service: Service, admin_token: str, db_path: Path) -> None:
+async def test_the_rate_limit_holds_under_concurrency(
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """Rounds of 12 parallel uploads never record more than the window allows."""
     client = await service(max_upload=MIB, submissions_per_window=3)
     cid = await new_competition(client, admin_token)
@@ -163,8 +174,13 @@ async def test_a_failed_upload_gives_its_slot_back(service: Service, admin_token
     assert "empty" in (await error_of(r, 422))["error"]
     # a client that goes away halfway
     reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
-    writer.write((f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
-                  f"Content-Length: {MIB // 2}\r\n\r\n").encode() + b"z" * 100_000)
+    writer.write(
+        (
+            f"POST {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Length: {MIB // 2}\r\n\r\n"
+        ).encode()
+        + b"z" * 100_000
+    )
     await writer.drain()
     folder = uploads_dir(db_path, tid)
     for _ in range(200):
@@ -185,7 +201,8 @@ async def test_a_failed_upload_gives_its_slot_back(service: Service, admin_token
 
 
 async def test_an_upload_is_refused_507_when_the_disk_is_below_its_floor(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """Issue 24: nothing kept a floor of free disk for the database and the
     games. Below it: 507, before the body is read, saying it is the server's
     disk; and again while an upload streams."""
@@ -214,7 +231,8 @@ async def test_an_upload_is_refused_507_when_the_disk_is_below_its_floor(
 
 
 async def test_an_upload_over_the_teams_quota_is_refused(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """Issue 24: a team could keep any amount of the disk. Its images, its
     uploads waiting and the upload in flight count against its quota."""
     client = await service(max_upload=16 * MIB, team_image_quota=2 * MIB)
@@ -231,7 +249,8 @@ async def test_an_upload_over_the_teams_quota_is_refused(
 
 
 async def test_the_team_pages_form_shares_the_one_upload_in_flight(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """The team page's upload form takes the same slot: while an upload of
     the team streams, the form's file is refused before it is written."""
     from aiohttp import FormData
@@ -250,8 +269,9 @@ async def test_the_team_pages_form_shares_the_one_upload_in_flight(
         body.add_field("file", os.urandom(MIB), filename="bot.zip", content_type="application/zip")
         return body
 
-    first = asyncio.create_task(client.post(url_of(cid, tid), data=slow_body(2 * MIB, pause=0.05),
-                                            headers=auth(token)))
+    first = asyncio.create_task(
+        client.post(url_of(cid, tid), data=slow_body(2 * MIB, pause=0.05), headers=auth(token))
+    )
     folder = uploads_dir(db_path, tid)
     for _ in range(200):
         if held(folder) > 0:
@@ -268,7 +288,8 @@ async def test_the_team_pages_form_shares_the_one_upload_in_flight(
 
 
 async def test_a_slot_left_by_a_crash_is_free_again_at_the_next_start(
-        service: Service, admin_token: str, db_path: Path) -> None:
+    service: Service, admin_token: str, db_path: Path
+) -> None:
     """A service that died mid-upload left the team's slot taken: the next
     start gives it back (else the team could never upload again)."""
     from referee.web import ServiceDB

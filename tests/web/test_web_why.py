@@ -42,7 +42,8 @@ def turncoat_app(state: dict[str, bool]) -> web.Application:
 
 
 async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_selector(
-        service: Service, admin_token: str, bot_urls: dict[str, str]) -> None:
+    service: Service, admin_token: str, bot_urls: dict[str, str]
+) -> None:
     client = await service()
     cid = await competition(client, admin_token, bot_urls["greedy"])
     tid, token = await new_team(client, admin_token, cid, "ada")
@@ -52,7 +53,9 @@ async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_
         v1 = await submit(client, cid, tid, token, {"url": url, "note": "v1"})
         assert v1["submission"]["status"] == "accepted", v1
         state["bad"] = True  # it goes wrong in the ladder's games
-        r = await client.post(f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(admin_token))
+        r = await client.post(
+            f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(admin_token)
+        )
         assert r.status == 202, await r.text()
         diag_url = f"/api/competitions/{cid}/teams/{tid}/diagnostics"
         deadline = 120
@@ -64,18 +67,22 @@ async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_
         assert diag["fault_count"] >= 1, diag
         v2 = await submit(client, cid, tid, token, {"url": bot_urls["random"], "note": "v2"})
         assert v2["submission"]["status"] == "accepted", v2
-        await until(client, cid, lambda d: any(s["bot"] == "ada v2" and s["games"] >= 2 for s in d["standings"]))
+        await until(
+            client, cid, lambda d: any(s["bot"] == "ada v2" and s["games"] >= 2 for s in d["standings"])
+        )
     finally:
         await runner.cleanup()
     await _login(client, token)
     page = await (await client.get("/team/diagnostics")).text()
-    assert "ada v2" in page and "<b class=\"version current\">ada v2</b>" in page
+    assert "ada v2" in page and '<b class="version current">ada v2</b>' in page
     assert "illegal" not in page  # v2 plays well: the newest version is shown first
-    links = dict((html.unescape(text), html.unescape(href)) for href, text in
-                 re.findall(r'<a class="version" href="([^"]+)">([^<]+)</a>', page))
+    links = dict(
+        (html.unescape(text), html.unescape(href))
+        for href, text in re.findall(r'<a class="version" href="([^"]+)">([^<]+)</a>', page)
+    )
     assert "ada v1" in links, page
     old = await client.get(links["ada v1"])
     assert old.status == 200
     text = await old.text()
-    assert "<b class=\"version current\">ada v1</b>" in text
+    assert '<b class="version current">ada v1</b>' in text
     assert "illegal" in text and "the request that caused it" in text.lower()

@@ -51,8 +51,9 @@ def test_the_replay_from_the_teams_seat_shows_its_bots_lines_at_their_turn(
             page = ctx.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
             sign_in(page, base, site["ada"], "ada")
-            sid = submit_form(page, kind="source", note="talker",
-                              file=make_zip(tmp / "talker.zip", {"bot.py": TALKER}))
+            sid = submit_form(
+                page, kind="source", note="talker", file=make_zip(tmp / "talker.zip", {"bot.py": TALKER})
+            )
             assert settle(page, sid)[-1] == "accepted"
             open_submission(page, base, sid)
             rows = page.locator("#validation-games tr[data-game]")
@@ -82,4 +83,3 @@ def test_the_replay_from_the_teams_seat_shows_its_bots_lines_at_their_turn(
         finally:
             browser.close()
     assert not errors, errors
-

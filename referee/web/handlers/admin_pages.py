@@ -12,15 +12,17 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from .. import pages
 from ...tournament.ladder import ladder_entries
+from .. import pages
+from ..app_state import DB
 from ..boardcache import forget
-from ..data import numbered, submission_detail, submission_info, team_standings
+from ..data import numbered, submission_detail, team_standings
 from ..db import Competition, Run, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail, message_of
-from ..paging import query_page
 from ..ladder_service import ladder_waiting
+from ..paging import query_page
+from ..schemas import LeagueVersionInfo
 from ..sessions import (
     ADMIN_COOKIE,
     AdminSignedIn,
@@ -29,8 +31,6 @@ from ..sessions import (
     same_origin,
     set_admin_cookie,
 )
-from ..app_state import DB
-from ..schemas import LeagueVersionInfo
 from .common import competition_of, team_of
 from .competitions import EDIT_RULE, create_competition, edit_league, league_history
 from .teams import check_team_name, own_submission, rename_team, renew_token, withdraw_team
@@ -83,10 +83,20 @@ async def logout(request: web.Request) -> web.StreamResponse:
     raise response
 
 
-def _home(request: web.Request, who: AdminSignedIn, comps: list[Competition], *, error: str | None = None,
-          name: str = "", league: str = "") -> web.Response:
-    response = pages.render(request, "admin.html", {"csrf": who.csrf, "competitions": comps, "error": error,
-                                                    "name": name, "league": league})
+def _home(
+    request: web.Request,
+    who: AdminSignedIn,
+    comps: list[Competition],
+    *,
+    error: str | None = None,
+    name: str = "",
+    league: str = "",
+) -> web.Response:
+    response = pages.render(
+        request,
+        "admin.html",
+        {"csrf": who.csrf, "competitions": comps, "error": error, "name": name, "league": league},
+    )
     if error:
         response.set_status(422)
     return response
@@ -126,16 +136,32 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
     for t in db.teams(cid):
         latest = db.latest_submission(t.id)
         playing = db.playing_submission(t.id)
-        out.append({"team": t, "latest": numbered(db, latest), "playing": numbered(db, playing),
-                    "count": db.count_submissions(t.id), "entry": entries.get(t.name)})
+        out.append(
+            {
+                "team": t,
+                "latest": numbered(db, latest),
+                "playing": numbered(db, playing),
+                "count": db.count_submissions(t.id),
+                "entry": entries.get(t.name),
+            }
+        )
     return out
 
 
-def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competition,
-                      teams: list[dict[str, object]], *, error: str | None = None, names: str = "",
-                      created: list[tuple[int, str, str]] | None = None, final: Run | None = None,
-                      league_error: str | None = None, league_text: str | None = None,
-                      versions: list[LeagueVersionInfo] | None = None) -> web.Response:
+def _competition_page(
+    request: web.Request,
+    who: AdminSignedIn,
+    comp: Competition,
+    teams: list[dict[str, object]],
+    *,
+    error: str | None = None,
+    names: str = "",
+    created: list[tuple[int, str, str]] | None = None,
+    final: Run | None = None,
+    league_error: str | None = None,
+    league_text: str | None = None,
+    versions: list[LeagueVersionInfo] | None = None,
+) -> web.Response:
     csv_href = None
     if created:
         buf = io.StringIO()
@@ -143,12 +169,25 @@ def _competition_page(request: web.Request, who: AdminSignedIn, comp: Competitio
         writer.writerow(["team_id", "team", "token"])
         writer.writerows(created)
         csv_href = "data:text/csv;charset=utf-8," + quote(buf.getvalue())
-    response = pages.render(request, "admin_competition.html", {
-        "csrf": who.csrf, "comp": comp, "teams": teams, "error": error, "names": names,
-        "created": created or [], "csv_href": csv_href, "final": final,
-        "waiting": ladder_waiting(request.app, comp.id),
-        "league_error": league_error, "league_text": comp.league_toml if league_text is None else league_text,
-        "versions": versions or [], "edit_rule": EDIT_RULE})
+    response = pages.render(
+        request,
+        "admin_competition.html",
+        {
+            "csrf": who.csrf,
+            "comp": comp,
+            "teams": teams,
+            "error": error,
+            "names": names,
+            "created": created or [],
+            "csv_href": csv_href,
+            "final": final,
+            "waiting": ladder_waiting(request.app, comp.id),
+            "league_error": league_error,
+            "league_text": comp.league_toml if league_text is None else league_text,
+            "versions": versions or [],
+            "edit_rule": EDIT_RULE,
+        },
+    )
     response.headers["Cache-Control"] = "no-store"  # tokens may be on it
     if error or league_error:
         response.set_status(422)
@@ -161,8 +200,14 @@ async def competition_page(request: web.Request) -> web.Response:
     db = request.app[DB]
     final = await db.call(ServiceDB.latest_run_of, comp.id, "final")
     await page_context(request, comp)  # the deadlines form
-    return _competition_page(request, who, comp, await db.call(_teams_view, comp.id), final=final,
-                             versions=await db.call(league_history, comp.id))
+    return _competition_page(
+        request,
+        who,
+        comp,
+        await db.call(_teams_view, comp.id),
+        final=final,
+        versions=await db.call(league_history, comp.id),
+    )
 
 
 async def add_teams(request: web.Request) -> web.Response:
@@ -195,14 +240,26 @@ async def add_teams(request: web.Request) -> web.Response:
     db = request.app[DB]
     if problems:
         teams = await db.call(_teams_view, comp.id)
-        return _competition_page(request, who, comp, teams, error="; ".join(problems[:20]), names=text,
-                                 versions=await db.call(league_history, comp.id))
+        return _competition_page(
+            request,
+            who,
+            comp,
+            teams,
+            error="; ".join(problems[:20]),
+            names=text,
+            versions=await db.call(league_history, comp.id),
+        )
     made = await db.call(ServiceDB.add_teams, comp.id, names)
     forget(request.app, comp.id)
     teams = await db.call(_teams_view, comp.id)
-    return _competition_page(request, who, comp, teams,
-                             created=[(t.id, t.name, token) for t, token in made],
-                             versions=await db.call(league_history, comp.id))
+    return _competition_page(
+        request,
+        who,
+        comp,
+        teams,
+        created=[(t.id, t.name, token) for t, token in made],
+        versions=await db.call(league_history, comp.id),
+    )
 
 
 # ------------------------------------------------- editing the league (issue 25)
@@ -223,10 +280,16 @@ async def edit_league_form(request: web.Request) -> web.StreamResponse:
     except web.HTTPException as e:
         if e.status != 422:
             raise
-        return _competition_page(request, who, comp, await db.call(_teams_view, comp.id),
-                                 league_error=message_of(e), league_text=text,
-                                 final=await db.call(ServiceDB.latest_run_of, comp.id, "final"),
-                                 versions=await db.call(league_history, comp.id))
+        return _competition_page(
+            request,
+            who,
+            comp,
+            await db.call(_teams_view, comp.id),
+            league_error=message_of(e),
+            league_text=text,
+            final=await db.call(ServiceDB.latest_run_of, comp.id, "final"),
+            versions=await db.call(league_history, comp.id),
+        )
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}#league")
 
 
@@ -239,13 +302,32 @@ def _admin_team_view(db: ServiceDB, team: Team, number: int) -> dict[str, object
     return {**_team_view(db, team, number), "count": db.count_submissions(team.id)}
 
 
-async def _team_page(request: web.Request, who: AdminSignedIn, comp: Competition, team: Team, *,
-                     error: str | None = None, token: str | None = None, status: int = 200) -> web.Response:
+async def _team_page(
+    request: web.Request,
+    who: AdminSignedIn,
+    comp: Competition,
+    team: Team,
+    *,
+    error: str | None = None,
+    token: str | None = None,
+    status: int = 200,
+) -> web.Response:
     view = await request.app[DB].call(_admin_team_view, team, query_page(request))
     run, versions = await team_standings(request.app, comp, team)
-    response = pages.render(request, "admin_team.html", {
-        "csrf": who.csrf, "comp": comp, "team": team, "error": error, "token": token, "run": run,
-        "versions": versions, **view})
+    response = pages.render(
+        request,
+        "admin_team.html",
+        {
+            "csrf": who.csrf,
+            "comp": comp,
+            "team": team,
+            "error": error,
+            "token": token,
+            "run": run,
+            "versions": versions,
+            **view,
+        },
+    )
     response.headers["Cache-Control"] = "no-store"  # a new token may be on it
     response.set_status(status)
     return response
@@ -270,10 +352,17 @@ async def team_submission_page(request: web.Request) -> web.Response:
     _, comp, team = await _admin_team(request)
     sub = await own_submission(request, team)
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
-    return pages.render(request, "submission.html", {"team": team, "detail": submission_detail(sub, version),
-                                                     "pending": sub.pending,
-                                                     "outputs": await check_games_output(request, team, sub),
-                                                     "back": f"/admin/c/{comp.id}/teams/{team.id}"})
+    return pages.render(
+        request,
+        "submission.html",
+        {
+            "team": team,
+            "detail": submission_detail(sub, version),
+            "pending": sub.pending,
+            "outputs": await check_games_output(request, team, sub),
+            "back": f"/admin/c/{comp.id}/teams/{team.id}",
+        },
+    )
 
 
 async def team_diagnostics_page(request: web.Request) -> web.Response:

@@ -17,10 +17,20 @@ async def bot_page(request: web.Request) -> web.Response:
     bot = await data.bot(request.app, comp, run, request.match_info["bot"])
     page = page_of(number, len(bot.games))  # its games a page at a time, newest first
     end = len(bot.games) - page.offset
-    games = bot.games[max(0, end - page.size):end]
+    games = bot.games[max(0, end - page.size) : end]
     query = {"run": request.query["run"]} if "run" in request.query else {}
-    return pages.render(request, "bot.html", {"comp": comp, "run": run_info(run) if run else None, "bot": bot,
-                                              "games": games, "page": page, "query": query})
+    return pages.render(
+        request,
+        "bot.html",
+        {
+            "comp": comp,
+            "run": run_info(run) if run else None,
+            "bot": bot,
+            "games": games,
+            "page": page,
+            "query": query,
+        },
+    )
 
 
 async def get_bot(request: web.Request) -> web.Response:

@@ -9,9 +9,9 @@ import msgspec
 from aiohttp import web
 
 from ...bots.netpolicy import within
+from ..app_state import DB, SETTINGS
 from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
-from ..app_state import DB, SETTINGS
 from ..validation import path_int, query_id
 
 

@@ -6,7 +6,9 @@ import asyncio
 
 from aiohttp import web
 
+from ...tournament.league import League, LeagueError
 from .. import data, pages
+from ..app_state import DB, SETTINGS
 from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, forget, latest_board, rendered
 from ..db import Competition, LeagueVersion, ServiceDB
@@ -14,9 +16,14 @@ from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page
 from ..run_start import StartError, check_league_text, pin_house_urls
-from ..schemas import CompetitionCreated, Leaderboard, LeagueEdit, LeagueVersionInfo, NewCompetition, VersionRun
-from ..app_state import DB, SETTINGS
-from ...tournament.league import League, LeagueError
+from ..schemas import (
+    CompetitionCreated,
+    Leaderboard,
+    LeagueEdit,
+    LeagueVersionInfo,
+    NewCompetition,
+    VersionRun,
+)
 from ..validation import check_name, read_body
 from .common import competition_of, json_response, shown_run
 
@@ -37,8 +44,9 @@ async def shown_board(request: web.Request, comp: Competition) -> Leaderboard:
         return await latest_board(app, comp)
     run, pinned = await shown_run(request, comp)  # 404 unless the run is comp's
     assert run is not None
-    return await app[BOARDS].get(BoardKey(comp.id, run.id, pinned),
-                                 lambda: data.leaderboard(app, comp, run, pinned))
+    return await app[BOARDS].get(
+        BoardKey(comp.id, run.id, pinned), lambda: data.leaderboard(app, comp, run, pinned)
+    )
 
 
 async def leaderboard_page(request: web.Request) -> web.Response:
@@ -64,8 +72,12 @@ async def live_fragment(request: web.Request) -> web.Response:
 
 def live_html(request: web.Request, board: Leaderboard) -> bytes:
     """``live.html`` of ``board``, rendered once for all its viewers."""
-    return rendered(request.app, board, "live.html",
-                    lambda: pages.render_string(request, "live.html", {"board": board}).encode())
+    return rendered(
+        request.app,
+        board,
+        "live.html",
+        lambda: pages.render_string(request, "live.html", {"board": board}).encode(),
+    )
 
 
 async def get_competition(request: web.Request) -> web.Response:
@@ -96,19 +108,27 @@ async def check_league_input(request: web.Request, league_text: str) -> League:
         from ...bots.docker_daemon import check_runtimes
 
         try:
-            await asyncio.to_thread(check_runtimes, [league.containers, *(league.limits_for(b) for b in league.bots)])
+            await asyncio.to_thread(
+                check_runtimes, [league.containers, *(league.limits_for(b) for b in league.bots)]
+            )
         except BotError as e:
             fail(422, f"'league': {e}", "league")
     if not request.app[SETTINGS].allow_house_commands:
         for bot in league.bots:
             if bot.command is not None and bot.image is None:
-                fail(422, f"'league': house bot {bot.name!r} is a command: a league sent through the web may "
-                          "not start programs on the server (referee serve --allow-house-commands allows it)",
-                     "league")
+                fail(
+                    422,
+                    f"'league': house bot {bot.name!r} is a command: a league sent through the web may "
+                    "not start programs on the server (referee serve --allow-house-commands allows it)",
+                    "league",
+                )
             if bot.url is not None and bot.url.startswith("unix:"):
-                fail(422, f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
-                          "may not open sockets on the server (referee serve --allow-house-commands allows it)",
-                     "league")
+                fail(
+                    422,
+                    f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
+                    "may not open sockets on the server (referee serve --allow-house-commands allows it)",
+                    "league",
+                )
     settings = request.app[SETTINGS]
     try:  # a house URL bot is where a team's URL may be: refused now, not at the first run
         await pin_house_urls(league, settings.bot_policy, anywhere=settings.house_urls_anywhere)
@@ -127,10 +147,12 @@ async def new_competition(request: web.Request) -> web.Response:
 # ------------------------------------------------- editing the league (issue 25)
 
 #: What an edit means for what plays: the rule the page and the API state.
-EDIT_RULE = ("A new version is for what starts after it: every run and final started from now on plays it, and "
-             "so does a ladder opened for the first time. A ladder already made (open, or frozen and reopened) "
-             "keeps the version it was opened with, house bots and timeouts included, so its games stay "
-             "comparable; runs already played keep theirs.")
+EDIT_RULE = (
+    "A new version is for what starts after it: every run and final started from now on plays it, and "
+    "so does a ladder opened for the first time. A ladder already made (open, or frozen and reopened) "
+    "keeps the version it was opened with, house bots and timeouts included, so its games stay "
+    "comparable; runs already played keep theirs."
+)
 
 
 async def edit_league(request: web.Request, league_text: str, who: str) -> LeagueVersion:
@@ -142,8 +164,12 @@ async def edit_league(request: web.Request, league_text: str, who: str) -> Leagu
     teams = {t.name for t in await db.call(ServiceDB.teams, comp.id)}
     for bot in league.bots:
         if bot.name in teams:
-            fail(422, f"'league': house bot {bot.name!r} has the name of a team of this competition: "
-                      "rename the house bot", "league")
+            fail(
+                422,
+                f"'league': house bot {bot.name!r} has the name of a team of this competition: "
+                "rename the house bot",
+                "league",
+            )
     version = await db.call(ServiceDB.set_league, comp.id, league_text, who)
     forget(request.app, comp.id)
     return version
@@ -154,12 +180,26 @@ def league_history(db: ServiceDB, cid: int) -> list[LeagueVersionInfo]:
     runs = db.runs(cid)
     out = []
     for v in db.league_versions(cid):
-        played = [VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
-                  for r in runs if r.league_version == v.id]
-        out.append(LeagueVersionInfo(id=v.id, version=v.version, league=v.league_toml, created_at=v.created_at,
-                                     who=v.who, runs=played))
-    unversioned = [VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
-                   for r in runs if r.league_version is None]
+        played = [
+            VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
+            for r in runs
+            if r.league_version == v.id
+        ]
+        out.append(
+            LeagueVersionInfo(
+                id=v.id,
+                version=v.version,
+                league=v.league_toml,
+                created_at=v.created_at,
+                who=v.who,
+                runs=played,
+            )
+        )
+    unversioned = [
+        VersionRun(id=r.id, kind=r.kind, status=r.status, started_at=r.started_at)
+        for r in runs
+        if r.league_version is None
+    ]
     if unversioned and out:  # runs played before versions were kept: with the oldest
         out[-1].runs = unversioned + out[-1].runs
     return out

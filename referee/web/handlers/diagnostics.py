@@ -24,14 +24,14 @@ from ...diagnostics import (
 from ...record import LatencyStats
 from ...replay import ReplayError, frames
 from ...replay import read as read_replay
-from ...tournament.runner import DB_NAME
 from ...tournament.ladder import ladder_entries
+from ...tournament.runner import DB_NAME
 from .. import pages
+from ..app_state import DB
 from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
 from ..sessions import SignedIn, signed_in
-from ..app_state import DB
 from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
 
@@ -76,12 +76,19 @@ class Viewed(msgspec.Struct, kw_only=True):
     versions: list[str]
 
 
-async def diagnostics_of(request: web.Request, comp: Competition, team: Team) -> tuple[Viewed, BotDiagnostics]:
+async def diagnostics_of(
+    request: web.Request, comp: Competition, team: Team
+) -> tuple[Viewed, BotDiagnostics]:
     run = await _run_for(request, comp)
     if run is None or not run.out_dir:
         return Viewed(run=run, version=team.name, versions=[]), BotDiagnostics(
-            bot=team.name, games=[], fault_count=0, faults=[], latency=LatencyStats(),
-            histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1))
+            bot=team.name,
+            games=[],
+            fault_count=0,
+            faults=[],
+            latency=LatencyStats(),
+            histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1),
+        )
     out = Path(run.out_dir)
     name = team.name
     versions: list[str] = []
@@ -117,17 +124,30 @@ async def diagnostics_page(request: web.Request) -> web.Response:
     return await render_diagnostics(request, comp, who.team)
 
 
-async def render_diagnostics(request: web.Request, comp: Competition, team: Team, *,
-                             back: str | None = None) -> web.Response:
+async def render_diagnostics(
+    request: web.Request, comp: Competition, team: Team, *, back: str | None = None
+) -> web.Response:
     """The diagnostics page of `team` (its own, or the admin's view with a
     `back` link): the run selector, its versions, faults, latency, output."""
     viewed, diag = await diagnostics_of(request, comp, team)
     runs = [r for r in await request.app[DB].call(ServiceDB.runs, comp.id) if r.out_dir]
     bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
-    return pages.render(request, "diagnostics.html", {
-        "team": team, "comp": comp, "run": viewed.run, "diag": diag, "viewed": viewed,
-        "runs": list(reversed(runs)), "here": request.path, **({"back": back} if back else {}),
-        "buckets": list(zip(bounds, diag.histogram)), "most": max(diag.histogram or [0]) or 1})
+    return pages.render(
+        request,
+        "diagnostics.html",
+        {
+            "team": team,
+            "comp": comp,
+            "run": viewed.run,
+            "diag": diag,
+            "viewed": viewed,
+            "runs": list(reversed(runs)),
+            "here": request.path,
+            **({"back": back} if back else {}),
+            "buckets": list(zip(bounds, diag.histogram)),
+            "most": max(diag.histogram or [0]) or 1,
+        },
+    )
 
 
 # ------------------------------------------------- the team's own replays (issue 26)
@@ -136,8 +156,8 @@ async def render_diagnostics(request: web.Request, comp: Competition, team: Team
 def _seat_and_output(out_dir: Path, idx: int, names: set[str]) -> tuple[Path, int, str] | None:
     """Game `idx` of the run in `out_dir`: its replay, the seat of the
     team's bot (one of `names`) and that bot's name; None if not there."""
-    from ...tournament.store import Store
     from ...tournament.results import replay_path
+    from ...tournament.store import Store
 
     db = out_dir / DB_NAME
     if not db.exists():
@@ -207,13 +227,22 @@ async def team_game_page(request: web.Request) -> web.Response:
     assert comp is not None
     frames_ = await own_run_game(request, comp, who.team)
     idx = path_int(request, "idx")
-    return pages.render(request, "replay.html", {
-        "data": frames_, "title": f"game {idx} from your seat — {comp.name}", "standalone": False,
-        "back": ("/team/diagnostics?run=%d" % path_int(request, "rid"), "your diagnostics"),
-        "json": None})
+    return pages.render(
+        request,
+        "replay.html",
+        {
+            "data": frames_,
+            "title": f"game {idx} from your seat — {comp.name}",
+            "standalone": False,
+            "back": ("/team/diagnostics?run=%d" % path_int(request, "rid"), "your diagnostics"),
+            "json": None,
+        },
+    )
 
 
-def _check_game(folder: Path, report: AdmissionReport, number: int) -> tuple[ValidationGame, dict[str, Any]] | None:
+def _check_game(
+    folder: Path, report: AdmissionReport, number: int
+) -> tuple[ValidationGame, dict[str, Any]] | None:
     game = next((g for g in report.validation if g.number == number), None)
     if game is None:
         return None
@@ -241,9 +270,17 @@ async def check_game_page(request: web.Request) -> web.Response:
     if found is None:
         fail(404, f"no validation game {number} kept for submission {sub.id}")
     game, frames_ = found
-    return pages.render(request, "replay.html", {
-        "data": frames_, "title": f"validation game {number} of submission #{sub.id}", "standalone": False,
-        "back": (f"/team/submissions/{sub.id}", f"submission #{sub.id}"), "json": None})
+    return pages.render(
+        request,
+        "replay.html",
+        {
+            "data": frames_,
+            "title": f"validation game {number} of submission #{sub.id}",
+            "standalone": False,
+            "back": (f"/team/submissions/{sub.id}", f"submission #{sub.id}"),
+            "json": None,
+        },
+    )
 
 
 def check_outputs(folder: Path, report: AdmissionReport) -> dict[int, str]:

@@ -34,10 +34,10 @@ from protocol.messages import DECK_PRESETS
 
 from ...tournament.league import League, LeagueError
 from .. import pages
+from ..app_state import DB
 from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..run_start import check_league_text
-from ..app_state import DB
 from .common import competition_of
 
 ROOT: Final = Path(__file__).resolve().parents[3]
@@ -69,8 +69,10 @@ def competition_settings(league: League) -> list[Setting]:
     r, t, f = league.rules, league.timeouts, league.faults
     try:
         deck = r.resolved_deck()
-        deck_text = (f"{r.deck if isinstance(r.deck, str) else 'its own'}: {len(deck.colours)} colours "
-                     f"({deck.colours}), {deck.size()} cards")
+        deck_text = (
+            f"{r.deck if isinstance(r.deck, str) else 'its own'}: {len(deck.colours)} colours "
+            f"({deck.colours}), {deck.size()} cards"
+        )
         smaller = len(deck.colours) < len(DECK_PRESETS["standard"].colours)
     except ValueError as e:  # cannot happen for a checked league; said rather than hidden
         deck_text, smaller = str(e), False
@@ -88,12 +90,20 @@ def competition_settings(league: League) -> list[Setting]:
         Setting("[D12]", "turn limit (then the game is adjudicated)", f"{r.turn_limit} turns"),
         Setting("players", "players per game", str(league.tournament.table_size)),
         Setting("move_ms", "time for each /act reply, round trip included", f"{t.move_ms} ms"),
-        Setting("bank_ms", "time bank (what is left is sent as bank_ms)", f"{t.bank_ms} ms" if t.bank_ms else "none"),
+        Setting(
+            "bank_ms",
+            "time bank (what is left is sent as bank_ms)",
+            f"{t.bank_ms} ms" if t.bank_ms else "none",
+        ),
         Setting("start_ms", "time for the /start reply", f"{t.start_ms} ms"),
         Setting("end_ms", "time for the /end reply", f"{t.end_ms} ms"),
-        Setting("faults", "what faults cost (each is a strike; the referee plays a safe action instead)",
-                "out at the first fault" if f.forfeit_on_first
-                else (f"out at strike {f.strikes} of a game" if f.strikes > 0 else "never out")),
+        Setting(
+            "faults",
+            "what faults cost (each is a strike; the referee plays a safe action instead)",
+            "out at the first fault"
+            if f.forfeit_on_first
+            else (f"out at strike {f.strikes} of a game" if f.strikes > 0 else "never out"),
+        ),
     ]
 
 
@@ -113,8 +123,11 @@ async def _doc(name: str) -> Markup:
     try:
         return await asyncio.to_thread(doc_html, name)
     except FileNotFoundError:  # an install without the repository's docs/ (pip install of a wheel)
-        fail(404, f"docs/{DOCS[name][0]} is not installed with this copy of the referee: it is in the "
-                  "repository's docs/ folder (run the service from a checkout, or pip install -e)")
+        fail(
+            404,
+            f"docs/{DOCS[name][0]} is not installed with this copy of the referee: it is in the "
+            "repository's docs/ folder (run the service from a checkout, or pip install -e)",
+        )
 
 
 async def _league_of(comp: Competition) -> League | None:
@@ -137,17 +150,28 @@ async def competition_rules_page(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     league = await _league_of(comp)
     body = await _doc("rules")
-    return pages.render(request, "docs.html", {
-        "title": f"{comp.name}: rules", "body": body, "comp": comp,
-        "settings": competition_settings(league) if league is not None else []})
+    return pages.render(
+        request,
+        "docs.html",
+        {
+            "title": f"{comp.name}: rules",
+            "body": body,
+            "comp": comp,
+            "settings": competition_settings(league) if league is not None else [],
+        },
+    )
 
 
 def settings_markdown(comp: Competition, league: League | None) -> str:
     """The ``SETTINGS.md`` of a kit: the competition's settings as a table."""
-    lines = [f"# {comp.name}: the competition's settings", "",
-             "What your bot plays under in this competition (from its league file). The full rules",
-             "are at /rules on the service (this competition's: /c/%d/rules), the protocol at" % comp.id,
-             "/protocol. `referee check` checks a bot against the default settings.", ""]
+    lines = [
+        f"# {comp.name}: the competition's settings",
+        "",
+        "What your bot plays under in this competition (from its league file). The full rules",
+        "are at /rules on the service (this competition's: /c/%d/rules), the protocol at" % comp.id,
+        "/protocol. `referee check` checks a bot against the default settings.",
+        "",
+    ]
     if league is None:
         return "\n".join([*lines, "(The competition's league file could not be read: ask the teacher.)", ""])
     lines += ["| | setting | value |", "|---|---|---|"]
@@ -176,14 +200,32 @@ async def kit_download(request: web.Request) -> web.Response:
     if kit not in KITS:
         fail(404, f"no starter kit {kit[:40]!r}: there are {', '.join(KITS)}")
     if not (KITS_DIR / kit).is_dir():
-        fail(404, f"the starter kits are not installed with this copy of the referee: they are in the "
-                  "repository's starter_kits/ folder (run the service from a checkout, or pip install -e)")
+        fail(
+            404,
+            "the starter kits are not installed with this copy of the referee: they are in the "
+            "repository's starter_kits/ folder (run the service from a checkout, or pip install -e)",
+        )
     comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     data = await asyncio.to_thread(kit_zip, kit, settings_markdown(comp, await _league_of(comp)))
-    return web.Response(body=data, content_type="application/zip", headers={
-        "Content-Disposition": f'attachment; filename="{KITS[kit]}.zip"', "Cache-Control": "no-store"})
+    return web.Response(
+        body=data,
+        content_type="application/zip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{KITS[kit]}.zip"',
+            "Cache-Control": "no-store",
+        },
+    )
 
 
-__all__ = ["KITS", "Setting", "competition_rules_page", "competition_settings", "doc_page", "kit_download",
-           "kit_zip", "render_markdown", "settings_markdown"]
+__all__ = [
+    "KITS",
+    "Setting",
+    "competition_rules_page",
+    "competition_settings",
+    "doc_page",
+    "kit_download",
+    "kit_zip",
+    "render_markdown",
+    "settings_markdown",
+]

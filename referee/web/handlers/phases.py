@@ -8,6 +8,7 @@ import msgspec
 from aiohttp import web
 
 from .. import deadlines, grading, ladder_service
+from ..app_state import DB
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
@@ -15,7 +16,6 @@ from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
-from ..app_state import DB
 from ..validation import has_body, read_body
 from .admin_pages import require_signed_in
 from .common import competition_of, json_response, run_of
@@ -30,8 +30,13 @@ def _check_concurrency(concurrency: int | None) -> int | None:
     return concurrency
 
 
-async def _change(request: web.Request, comp: Competition, action: str, concurrency: int | None = None,
-                  seed: int | None = None) -> int:
+async def _change(
+    request: web.Request,
+    comp: Competition,
+    action: str,
+    concurrency: int | None = None,
+    seed: int | None = None,
+) -> int:
     """Do `action` ("open", "freeze" or "final"): the run it started or stopped."""
     try:
         if action == "open":
@@ -56,8 +61,14 @@ async def _answer(request: web.Request, cid: int, rid: int, status: int) -> web.
     comp = await db.call(ServiceDB.competition, cid)
     run = await db.call(ServiceDB.run, rid) if rid else None
     assert comp is not None
-    return json_response({"competition": comp.id, "phase": comp.phase,
-                          "run": run_info(run, private=True) if run is not None else None}, status)
+    return json_response(
+        {
+            "competition": comp.id,
+            "phase": comp.phase,
+            "run": run_info(run, private=True) if run is not None else None,
+        },
+        status,
+    )
 
 
 async def open_competition(request: web.Request) -> web.Response:
@@ -102,8 +113,12 @@ async def standings_csv(request: web.Request) -> web.Response:
     if text is None:
         fail(404, f"run {run.id} wrote no standings")
     name = f"{comp.name}-{run.kind}-{run.id}.csv".replace("/", "-").replace('"', "")
-    return web.Response(text=text, content_type="text/csv", charset="utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return web.Response(
+        text=text,
+        content_type="text/csv",
+        charset="utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 async def admin_action(request: web.Request) -> web.Response:
@@ -137,11 +152,16 @@ class SetDeadlines(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def _deadlines_json(d: deadlines.Deadlines) -> dict[str, object]:
-    return {"freeze_at": deadlines.iso_z(d.freeze_at), "final_at": deadlines.iso_z(d.final_at), "source": d.source}
+    return {
+        "freeze_at": deadlines.iso_z(d.freeze_at),
+        "final_at": deadlines.iso_z(d.final_at),
+        "source": d.source,
+    }
 
 
-async def _set_deadlines(request: web.Request, comp: Competition, freeze_at: str | None, final_at: str | None,
-                         reset: bool = False) -> deadlines.Deadlines:
+async def _set_deadlines(
+    request: web.Request, comp: Competition, freeze_at: str | None, final_at: str | None, reset: bool = False
+) -> deadlines.Deadlines:
     db = request.app[DB]
     if reset:
         await db.call(ServiceDB.set_deadlines, comp.id, None)
@@ -154,8 +174,11 @@ async def _set_deadlines(request: web.Request, comp: Competition, freeze_at: str
                 fail(422, str(e), field)
         freeze, final = times
         if freeze is not None and final is not None and final < freeze:
-            fail(422, f"'final_at': {final_at} is before freeze_at ({freeze_at}): the final starts once frozen",
-                 "final_at")
+            fail(
+                422,
+                f"'final_at': {final_at} is before freeze_at ({freeze_at}): the final starts once frozen",
+                "final_at",
+            )
         await db.call(ServiceDB.set_deadlines, comp.id, (freeze, final))
     forget(request.app, comp.id)
     return await db.call(deadlines.deadlines_of, comp)
@@ -185,6 +208,7 @@ async def admin_deadlines(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     form = await request.post()
     check_csrf(who.csrf, str(form.get("csrf", "")))
-    await _set_deadlines(request, comp, str(form.get("freeze_at", "")), str(form.get("final_at", "")),
-                         reset="reset" in form)
+    await _set_deadlines(
+        request, comp, str(form.get("freeze_at", "")), str(form.get("final_at", "")), reset="reset" in form
+    )
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}")

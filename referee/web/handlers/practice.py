@@ -16,7 +16,9 @@ from typing import Any
 from aiohttp import web
 
 from ...replay import ReplayError
+from ...tournament.results import replay_path
 from .. import pages
+from ..app_state import DB, SETTINGS
 from ..auth import bearer, identify, require_team
 from ..db import ServiceDB, Team
 from ..errors import fail
@@ -35,9 +37,7 @@ from ..practice import (
 )
 from ..practice import add_game as _add_game
 from ..practice import seats_for as _seats_for
-from ...tournament.results import replay_path
 from ..sessions import check_csrf, same_origin
-from ..app_state import DB, SETTINGS
 from ..validation import path_int, read_body
 from .common import competition_of, json_response, team_of
 from .diagnostics import _own_frames, bot_logs
@@ -46,16 +46,25 @@ from .team_pages import signed_in_or_login
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 
 
-def _new_game(db: ServiceDB, team: Team, picks: list[str], per_hour: int) -> PracticeGame | tuple[int, str, int]:
+def _new_game(
+    db: ServiceDB, team: Team, picks: list[str], per_hour: int
+) -> PracticeGame | tuple[int, str, int]:
     """The game asked for, or (status, why, retry after) when the limits say no (in one go, in the db's thread)."""
     now = time.time()
     flying, times = limits_of(db, team.id, now - 3600)
     if flying:
-        return 429, ("your practice game is still being played: one at a time per team, ask again once it "
-                     "is over"), IN_FLIGHT_RETRY_S
+        return (
+            429,
+            ("your practice game is still being played: one at a time per team, ask again once it is over"),
+            IN_FLIGHT_RETRY_S,
+        )
     if len(times) >= per_hour:
         wait = int(times[0] + 3600 - now + 0.999)
-        return 429, (f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s"), wait
+        return (
+            429,
+            (f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s"),
+            wait,
+        )
     return _add_game(db, team, _seats_for(db, team, picks), now)
 
 
@@ -96,8 +105,12 @@ async def _listing(app: web.Application, team: Team) -> PracticeList:
             allowed, wanted = choices(db, team)
         except Exception:  # noqa: BLE001 - a broken league file: nothing to pick (asking says why)
             allowed, wanted = [], 0
-        return PracticeList(games=[info(g) for g in team_games(db, team.id)], choices=allowed, opponents=wanted,
-                            per_hour=app[SETTINGS].practice_per_hour)
+        return PracticeList(
+            games=[info(g) for g in team_games(db, team.id)],
+            choices=allowed,
+            opponents=wanted,
+            per_hour=app[SETTINGS].practice_per_hour,
+        )
 
     return await app[DB].call(read)
 
@@ -113,8 +126,11 @@ async def _frames(game: PracticeGame, index: int) -> dict[str, Any]:
     if game.status != "finished":
         fail(409, f"practice game {game.id} is {game.status}: its replay comes once it is played")
     if index not in {r.index for r in game.results}:
-        fail(404, f"practice game {game.id} has no game {index} (its games: "
-                  f"{', '.join(str(r.index) for r in game.results)})")
+        fail(
+            404,
+            f"practice game {game.id} has no game {index} (its games: "
+            f"{', '.join(str(r.index) for r in game.results)})",
+        )
     path = await asyncio.to_thread(replay_path, game.out_dir, index)
     if path is None or not path.exists():
         fail(404, f"practice game {game.id} has no replay")
@@ -173,8 +189,11 @@ async def api_replay(request: web.Request) -> web.Response:
 async def practice_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
     listing = await _listing(request.app, who.team)
-    return pages.render(request, "practice.html", {"team": who.team, "csrf": who.session.csrf,
-                                                   "listing": listing, "retry": IN_FLIGHT_RETRY_S})
+    return pages.render(
+        request,
+        "practice.html",
+        {"team": who.team, "csrf": who.session.csrf, "listing": listing, "retry": IN_FLIGHT_RETRY_S},
+    )
 
 
 async def practice_submit(request: web.Request) -> web.StreamResponse:
@@ -200,9 +219,20 @@ async def practice_replay(request: web.Request) -> web.StreamResponse:
         raise web.HTTPSeeOther(f"/team/practice/{game.id}?game={index}&seat={result.seat}")
     data = await _frames(game, index)
     comp = await request.app[DB].call(ServiceDB.competition, game.competition_id)
-    return pages.render(request, "replay.html", {
-        "data": data, "title": f"practice game {game.id} — {who.team.name}", "standalone": False,
-        "comp": comp, "run": None, "idx": index,
-        "practice": {"id": game.id, "json": f"/api/competitions/{game.competition_id}/teams/{game.team_id}"
-                                            f"/practice/{game.id}/replay?game={index}"},
-    })
+    return pages.render(
+        request,
+        "replay.html",
+        {
+            "data": data,
+            "title": f"practice game {game.id} — {who.team.name}",
+            "standalone": False,
+            "comp": comp,
+            "run": None,
+            "idx": index,
+            "practice": {
+                "id": game.id,
+                "json": f"/api/competitions/{game.competition_id}/teams/{game.team_id}"
+                f"/practice/{game.id}/replay?game={index}",
+            },
+        },
+    )

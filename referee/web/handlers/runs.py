@@ -6,17 +6,17 @@ import asyncio
 
 from aiohttp import web
 
+from ...tournament.results import games_list
 from .. import data, pages
+from ..app_state import DB, RUNS, SETTINGS
 from ..auth import is_admin, require_admin
 from ..boardcache import forget
 from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
 from ..ladder_service import executor_of
-from ...tournament.results import games_list
 from ..run_start import RunThread, StartError, pin_house_text, prepare_run
 from ..schemas import StartRun
-from ..app_state import DB, RUNS, SETTINGS
 from ..validation import has_body, path_int, read_body
 from .common import competition_of, json_response, run_of
 
@@ -25,7 +25,9 @@ async def list_runs(request: web.Request) -> web.Response:
     """The runs; a failed run's error in full for the admin only."""
     comp = await competition_of(request)
     admin = await is_admin(request)
-    return json_response([run_info(r, private=admin) for r in await request.app[DB].call(ServiceDB.runs, comp.id)])
+    return json_response(
+        [run_info(r, private=admin) for r in await request.app[DB].call(ServiceDB.runs, comp.id)]
+    )
 
 
 async def start_run(request: web.Request) -> web.Response:
@@ -34,19 +36,28 @@ async def start_run(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     body = await read_body(request, StartRun) if await has_body(request) else StartRun()
     if comp.phase != "setup":
-        fail(409, f"competition {comp.id} is {comp.phase}: its ladder and final play by themselves "
-                  "(a run by hand is for a competition in setup)")
+        fail(
+            409,
+            f"competition {comp.id} is {comp.phase}: its ladder and final play by themselves "
+            "(a run by hand is for a competition in setup)",
+        )
     app = request.app
     db = app[DB]
     settings = app[SETTINGS]
     try:  # its house URL bots admitted and pinned as teams' URLs are (a resume plays the pins it had)
-        house = {} if body.resume else await pin_house_text(comp.league_toml, settings.bot_policy,
-                                                             anywhere=settings.house_urls_anywhere)
+        house = (
+            {}
+            if body.resume
+            else await pin_house_text(
+                comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+            )
+        )
     except StartError as e:
         fail(e.status, f"cannot start: {e.message}")
     try:
-        run, league = await db.call(prepare_run, comp.id, resume=body.resume, policy=settings.bot_policy,
-                                    house=house)
+        run, league = await db.call(
+            prepare_run, comp.id, resume=body.resume, policy=settings.bot_policy, house=house
+        )
     except StartError as e:
         fail(e.status, e.message)
     thread = RunThread(db.path, run, league, resume=body.resume, executor=executor_of(app))
@@ -84,10 +95,18 @@ async def replay_page(request: web.Request) -> web.Response:
     run = await run_of(request, comp)
     idx = path_int(request, "idx")
     frames = await data.replay(request.app, run, idx)
-    return pages.render(request, "replay.html", {
-        "data": frames, "title": f"game {idx} — {comp.name}", "standalone": False,
-        "comp": comp, "run": run, "idx": idx,
-    })
+    return pages.render(
+        request,
+        "replay.html",
+        {
+            "data": frames,
+            "title": f"game {idx} — {comp.name}",
+            "standalone": False,
+            "comp": comp,
+            "run": run,
+            "idx": idx,
+        },
+    )
 
 
 async def get_game(request: web.Request) -> web.Response:

@@ -16,10 +16,12 @@ async def script(request: web.Request) -> web.Response:
 
 
 async def favicon_ico(request: web.Request) -> web.Response:
-    return web.Response(body=FAVICON_ICO, content_type="image/x-icon",
-                        headers={"Cache-Control": "public, max-age=86400"})
+    return web.Response(
+        body=FAVICON_ICO, content_type="image/x-icon", headers={"Cache-Control": "public, max-age=86400"}
+    )
 
 
 async def favicon_svg(request: web.Request) -> web.Response:
-    return web.Response(text=FAVICON_SVG, content_type="image/svg+xml",
-                        headers={"Cache-Control": "public, max-age=86400"})
+    return web.Response(
+        text=FAVICON_SVG, content_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
+    )

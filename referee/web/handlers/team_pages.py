@@ -14,6 +14,7 @@ from aiohttp import BodyPartReader, web
 
 from .. import pages
 from ..admission_queue import team_dir
+from ..app_state import DB, SETTINGS
 from ..data import numbered, submission_detail, submission_info, team_standings
 from ..db import Competition, ServiceDB, Team
 from ..deadlines import page_context
@@ -21,7 +22,6 @@ from ..errors import fail
 from ..paging import page_of, query_page
 from ..run_start import containers_enabled
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
-from ..app_state import DB, SETTINGS
 from ..storage import UploadGuard, begin_upload
 from ..uploads import check_length, new_upload_path, save_part
 from ..validation import check_extras, check_url_field
@@ -62,7 +62,6 @@ async def signed_in_or_login(request: web.Request) -> SignedIn:
     return who
 
 
-
 async def logout(request: web.Request) -> web.StreamResponse:
     same_origin(request)
     who = await signed_in_or_login(request)
@@ -80,8 +79,13 @@ def _team_view(db: ServiceDB, team: Team, number: int) -> dict[str, object]:
     page = page_of(number, db.count_submissions(team.id))
     subs = db.numbered_submissions(team.id, page.size, page.offset)
     playing = db.playing_submission(team.id)
-    return {"competition": comp, "submissions": [submission_info(s, v) for s, v in subs], "page": page,
-            "playing": numbered(db, playing), "pending": any(s.pending for s, _ in subs)}
+    return {
+        "competition": comp,
+        "submissions": [submission_info(s, v) for s, v in subs],
+        "page": page,
+        "playing": numbered(db, playing),
+        "pending": any(s.pending for s, _ in subs),
+    }
 
 
 async def team_page(request: web.Request) -> web.Response:
@@ -91,9 +95,19 @@ async def team_page(request: web.Request) -> web.Response:
     assert isinstance(comp, Competition)
     run, versions = await team_standings(request.app, comp, who.team)
     await page_context(request, comp)  # the deadlines' countdown
-    return pages.render(request, "team.html", {
-        "team": who.team, "csrf": who.session.csrf, "uploads": containers_enabled(),
-        "max_upload_mb": request.app[SETTINGS].max_upload // 2**20, "run": run, "versions": versions, **view})
+    return pages.render(
+        request,
+        "team.html",
+        {
+            "team": who.team,
+            "csrf": who.session.csrf,
+            "uploads": containers_enabled(),
+            "max_upload_mb": request.app[SETTINGS].max_upload // 2**20,
+            "run": run,
+            "versions": versions,
+            **view,
+        },
+    )
 
 
 async def team_live(request: web.Request) -> web.Response:
@@ -114,9 +128,16 @@ async def submission_page(request: web.Request) -> web.Response:
     from .diagnostics import check_games_output  # issue 26: the validation games kept
 
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
-    return pages.render(request, "submission.html", {"team": who.team, "detail": submission_detail(sub, version),
-                                                     "pending": sub.pending,
-                                                     "outputs": await check_games_output(request, who.team, sub)})
+    return pages.render(
+        request,
+        "submission.html",
+        {
+            "team": who.team,
+            "detail": submission_detail(sub, version),
+            "pending": sub.pending,
+            "outputs": await check_games_output(request, who.team, sub),
+        },
+    )
 
 
 async def _text(part: BodyPartReader) -> str:
@@ -130,8 +151,9 @@ async def _text(part: BodyPartReader) -> str:
 FIELDS = ("csrf", "kind", "url", "secret", "note")
 
 
-async def _multipart(request: web.Request, who: SignedIn, limit: int,
-                     into: dict[str, str], guards: list[UploadGuard]) -> Path | None:
+async def _multipart(
+    request: web.Request, who: SignedIn, limit: int, into: dict[str, str], guards: list[UploadGuard]
+) -> Path | None:
     """The multipart form's text fields into `into`, its file streamed to the
     team's uploads folder (the CSRF token is checked, and the team's upload
     slot taken into `guards`, before a byte of it is written): the file's
@@ -153,8 +175,9 @@ async def _multipart(request: web.Request, who: SignedIn, limit: int,
                 if guards or upload is not None:
                     fail(422, "one file per form")
                 guards.append(await begin_upload(request.app, who.team, request.content_length))
-                upload = new_upload_path(team_dir(request.app[DB].data_dir, who.team.id) / "uploads",
-                                         UPLOAD_KINDS[kind])
+                upload = new_upload_path(
+                    team_dir(request.app[DB].data_dir, who.team.id) / "uploads", UPLOAD_KINDS[kind]
+                )
                 if await save_part(part, upload, limit, guards[0].check) == 0:
                     upload.unlink(missing_ok=True)
                     upload = None
@@ -198,10 +221,21 @@ async def submit(request: web.Request) -> web.StreamResponse:
             if not containers_enabled():
                 fail(422, "uploads are not enabled on this server: submit the URL of a running bot instead")
             if upload is None:
-                fail(422, "choose the file to upload" if multipart
-                     else "a file upload must be sent as multipart/form-data")
-            await make_submission(request, who.team, kind=kind, secret=secret, note=note, upload=upload,
-                                  slot=guards[0].slot if guards else None)
+                fail(
+                    422,
+                    "choose the file to upload"
+                    if multipart
+                    else "a file upload must be sent as multipart/form-data",
+                )
+            await make_submission(
+                request,
+                who.team,
+                kind=kind,
+                secret=secret,
+                note=note,
+                upload=upload,
+                slot=guards[0].slot if guards else None,
+            )
             upload = None  # the pipeline owns it now
         else:
             fail(422, "choose what you submit: a URL, a docker save archive or a source archive", "kind")

@@ -8,14 +8,23 @@ from aiohttp import web
 
 from ...tournament.league import LeagueError
 from ..admission_queue import PIPELINE, team_dir
+from ..app_state import DB, SETTINGS
 from ..auth import require_admin, require_team
 from ..boardcache import forget
 from ..data import numbered, submission_detail, submission_info
 from ..db import Competition, ServiceDB, Submission, Team
 from ..errors import fail
 from ..run_start import containers_enabled, house_bots
-from ..schemas import BotSubmission, NewTeam, OwnBot, Submitted, TeamChanged, TeamCreated, TeamInfo, TeamRename
-from ..app_state import DB, SETTINGS
+from ..schemas import (
+    BotSubmission,
+    NewTeam,
+    OwnBot,
+    Submitted,
+    TeamChanged,
+    TeamCreated,
+    TeamInfo,
+    TeamRename,
+)
 from ..storage import begin_upload
 from ..uploads import check_length, new_upload_path, save_body
 from ..validation import check_extras, check_name, check_submission, path_int, read_body
@@ -24,8 +33,14 @@ from .common import competition_of, json_response, team_of
 
 def _teams_with_bots(db: ServiceDB, cid: int) -> list[TeamInfo]:
     return [
-        TeamInfo(id=t.id, name=t.name, created_at=t.created_at, submissions=db.count_submissions(t.id),
-                 bot=numbered(db, db.latest_submission(t.id)), withdrawn_at=t.withdrawn_at)
+        TeamInfo(
+            id=t.id,
+            name=t.name,
+            created_at=t.created_at,
+            submissions=db.count_submissions(t.id),
+            bot=numbered(db, db.latest_submission(t.id)),
+            withdrawn_at=t.withdrawn_at,
+        )
         for t in db.teams(cid)
     ]
 
@@ -63,9 +78,18 @@ async def new_team(request: web.Request) -> web.Response:
     return json_response(TeamCreated(id=team.id, name=team.name, competition=comp.id, token=token), 201)
 
 
-async def make_submission(request: web.Request, team: Team, *, kind: str, url: str | None = None,
-                          image: str | None = None, secret: str | None = None, note: str = "",
-                          upload: Path | None = None, slot: str | None = None) -> Submission:
+async def make_submission(
+    request: web.Request,
+    team: Team,
+    *,
+    kind: str,
+    url: str | None = None,
+    image: str | None = None,
+    secret: str | None = None,
+    note: str = "",
+    upload: Path | None = None,
+    slot: str | None = None,
+) -> Submission:
     """Record a submission and queue it for its admission check; 429 (and
     the upload deleted) over the team's rate. `slot`: the upload slot its
     file was streamed under (:func:`referee.web.storage.begin_upload`), used up here."""
@@ -76,17 +100,33 @@ async def make_submission(request: web.Request, team: Team, *, kind: str, url: s
     if comp is not None and comp.phase in ("frozen", "final"):
         if upload is not None:
             upload.unlink(missing_ok=True)
-        fail(409, f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
-                  "accepted before the freeze)")
-    sub = await db.call(ServiceDB.add_submission, team.id, kind=kind, url=url, image=image, secret=secret,
-                        note=note, rate_limit=limit, upload=None if upload is None else str(upload), slot=slot)
+        fail(
+            409,
+            f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
+            "accepted before the freeze)",
+        )
+    sub = await db.call(
+        ServiceDB.add_submission,
+        team.id,
+        kind=kind,
+        url=url,
+        image=image,
+        secret=secret,
+        note=note,
+        rate_limit=limit,
+        upload=None if upload is None else str(upload),
+        slot=slot,
+    )
     if sub is None:
         if upload is not None:
             upload.unlink(missing_ok=True)
         wait = await db.call(ServiceDB.retry_after, team.id, limit[1])
-        fail(429, f"too many submissions: at most {settings.submissions_per_window} every "
-                  f"{settings.window_s:g} s; try again in {wait:.0f} s",
-             headers={"Retry-After": str(int(wait + 0.999))})
+        fail(
+            429,
+            f"too many submissions: at most {settings.submissions_per_window} every "
+            f"{settings.window_s:g} s; try again in {wait:.0f} s",
+            headers={"Retry-After": str(int(wait + 0.999))},
+        )
     request.app[PIPELINE].enqueue(sub.id)
     return sub
 
@@ -94,10 +134,19 @@ async def make_submission(request: web.Request, team: Team, *, kind: str, url: s
 def _submitted(team: Team, sub: Submission, version: int) -> Submitted:
     info = submission_info(sub, version)
     assert info is not None
-    return Submitted(team=team.id, bot=team.name, id=info.id, kind=info.kind, url=info.url, image=info.image,
-                     has_secret=info.has_secret, status=sub.status,
-                     note="queued for its admission check: once accepted, the next run plays it",
-                     created_at=info.created_at, version=version)
+    return Submitted(
+        team=team.id,
+        bot=team.name,
+        id=info.id,
+        kind=info.kind,
+        url=info.url,
+        image=info.image,
+        has_secret=info.has_secret,
+        status=sub.status,
+        note="queued for its admission check: once accepted, the next run plays it",
+        created_at=info.created_at,
+        version=version,
+    )
 
 
 async def submit_bot(request: web.Request) -> web.Response:
@@ -109,8 +158,9 @@ async def submit_bot(request: web.Request) -> web.Response:
     kind, url, image = check_submission(body, admin=admin)
     if kind == "url" and admin:
         fail(403, "bots are submitted with the team's own token, not the admin token")
-    sub = await make_submission(request, team, kind=kind, url=url, image=image, secret=body.secret,
-                                note=body.note)
+    sub = await make_submission(
+        request, team, kind=kind, url=url, image=image, secret=body.secret, note=body.note
+    )
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
     return json_response(_submitted(team, sub, version), 201)
 
@@ -129,11 +179,19 @@ async def upload_bot(request: web.Request) -> web.Response:
     await require_team(request, team)
     kind = request.query.get("kind", "")
     if kind not in UPLOAD_KINDS:
-        fail(422, f"'kind' must be 'archive' (the output of docker save) or 'source' (a .zip or .tar.gz), "
-                  f"got {kind[:40]!r}", "kind")
+        fail(
+            422,
+            f"'kind' must be 'archive' (the output of docker save) or 'source' (a .zip or .tar.gz), "
+            f"got {kind[:40]!r}",
+            "kind",
+        )
     if not containers_enabled():
-        fail(422, "uploads are not enabled on this server (container bots are not available here): "
-                  "submit the 'url' of a running bot instead", "kind")
+        fail(
+            422,
+            "uploads are not enabled on this server (container bots are not available here): "
+            "submit the 'url' of a running bot instead",
+            "kind",
+        )
     secret = request.headers.get("X-Bot-Secret")
     note = request.headers.get("X-Note", "")
     check_extras(secret, note)
@@ -144,8 +202,9 @@ async def upload_bot(request: web.Request) -> web.Response:
     try:
         path = new_upload_path(team_dir(request.app[DB].data_dir, team.id) / "uploads", UPLOAD_KINDS[kind])
         await save_body(request, path, settings.max_upload, guard.check)
-        sub = await make_submission(request, team, kind=kind, secret=secret, note=note, upload=path,
-                                    slot=guard.slot)
+        sub = await make_submission(
+            request, team, kind=kind, secret=secret, note=note, upload=path, slot=guard.slot
+        )
     finally:
         await guard.release()
     version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
@@ -153,9 +212,13 @@ async def upload_bot(request: web.Request) -> web.Response:
 
 
 def _own_bot(db: ServiceDB, team: Team) -> OwnBot:
-    return OwnBot(team=team.id, name=team.name, submissions=db.count_submissions(team.id),
-                  bot=numbered(db, db.latest_submission(team.id)),
-                  playing=numbered(db, db.playing_submission(team.id)))
+    return OwnBot(
+        team=team.id,
+        name=team.name,
+        submissions=db.count_submissions(team.id),
+        bot=numbered(db, db.latest_submission(team.id)),
+        playing=numbered(db, db.playing_submission(team.id)),
+    )
 
 
 async def own_bot(request: web.Request) -> web.Response:
@@ -243,8 +306,9 @@ async def patch_team(request: web.Request) -> web.Response:
     team = await team_of(request, comp)
     body = await read_body(request, TeamRename)
     team = await rename_team(request, comp, team, body.name)
-    return json_response(TeamChanged(id=team.id, name=team.name, competition=comp.id,
-                                     withdrawn_at=team.withdrawn_at))
+    return json_response(
+        TeamChanged(id=team.id, name=team.name, competition=comp.id, withdrawn_at=team.withdrawn_at)
+    )
 
 
 async def post_withdraw(request: web.Request) -> web.Response:
@@ -252,8 +316,9 @@ async def post_withdraw(request: web.Request) -> web.Response:
     await require_admin(request)
     comp = await competition_of(request)
     team = await withdraw_team(request, comp, await team_of(request, comp))
-    return json_response(TeamChanged(id=team.id, name=team.name, competition=comp.id,
-                                     withdrawn_at=team.withdrawn_at))
+    return json_response(
+        TeamChanged(id=team.id, name=team.name, competition=comp.id, withdrawn_at=team.withdrawn_at)
+    )
 
 
 async def post_token(request: web.Request) -> web.Response:
