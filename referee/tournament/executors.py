@@ -250,8 +250,10 @@ class RayExecutor:
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
             try:
                 if address is None:
-                    # A local cluster stays on loopback.
+                    # A local cluster of its own ("local": never a cluster
+                    # another program left running), on loopback.
                     ray.init(
+                        address="local",
                         num_cpus=max(2, os.cpu_count() or 2),
                         include_dashboard=False,
                         logging_level=logging.WARNING,
