@@ -31,7 +31,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 
-#: The compiled modules, chosen by measurement (README, Performance): the rules
+#: The compiled modules, chosen by measurement (docs/performance.md): the rules
 #: engine as a whole (what a search bot's playouts run) and the match runner,
 #: whose per-move path is view_bytes, legal_actions, apply and the record.
 #: referee/game/log.py stays Python: msgspec Structs with positional defaults

@@ -16,7 +16,7 @@ Beside it, the time from creating a container to its first answer to ``GET /``
 starts each, alternated.
 
 Needs a Docker daemon with ``runsc`` registered (``docker info`` lists it; see
-README on how); the images are built or reused (``referee.bots.baseimage``).
+docs/containers.md on how); the images are built or reused (``referee.bots.baseimage``).
 
     python benchmarks/runtimes.py [--pairs 15] [--players 3] [--games 5] [--starts 5]
                                   [--runtime runsc] [--baseline runc] [--json]

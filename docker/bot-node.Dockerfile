@@ -1,6 +1,6 @@
 # The Node.js sample bot as a container image (a template for Node bots).
 #
-# From the repository root, on a machine without a registry (README, "Building an image"):
+# From the repository root, on a machine without a registry (docs/containers.md, "Building an image"):
 #
 #   NODE_BASE=$(python -m referee.bots.baseimage --print-base node)
 #   docker build -f docker/bot-node.Dockerfile --build-arg BASE=$NODE_BASE -t my-node-bot:1 .

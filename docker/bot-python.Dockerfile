@@ -1,6 +1,6 @@
 # A Python bot as a container image: the template for bot authors.
 #
-# From the repository root, on a machine without a registry (README, "Building an image"):
+# From the repository root, on a machine without a registry (docs/containers.md, "Building an image"):
 #
 #   BASE=$(python -m referee.bots.baseimage --print-base python)
 #   docker build -f docker/bot-python.Dockerfile --build-arg BASE=$BASE -t my-bot:1 .

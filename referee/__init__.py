@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-from importlib import metadata
-
 # First, before any compiled module can load: compiled or source (issue 16).
 from ._compiled import status as engine_status
 
-__all__ = ["engine_status", "version"]
+__all__ = ["__version__", "engine_status", "version"]
+
+#: The release (pyproject.toml reads it from here; CHANGELOG.md lists what each one holds).
+__version__ = "0.2.0"
 
 
-@functools.cache
 def version() -> str:
-    """The installed referee's version (read once: importlib.metadata takes ~0.5 ms)."""
-    try:
-        return metadata.version("referee")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
-        return "0"
+    """This referee's version: what ``referee --version`` prints, replays and the bots' User-Agent carry."""
+    return __version__

@@ -31,7 +31,7 @@ from protocol.messages import (
     Rules,
     Timeouts,
 )
-from referee import engine_status
+from referee import __version__, engine_status
 from referee.bots import Bot, BotError, CommandBot, make_session
 from referee.bots.factory import BotFactory, parse_spec
 from referee.check import CheckLine, OutputProbe, run_checks
@@ -55,7 +55,7 @@ RUNTIME = click.option(
     "--runtime",
     metavar="NAME",
     help="Run every container bot under this runtime of the Docker daemon, over the league file's "
-    "[containers] runtime: runsc for gVisor (registered in the daemon: see README).",
+    "[containers] runtime: runsc for gVisor (registered in the daemon: see docs/containers.md).",
 )
 LOG_DIR = click.option(
     "--log-dir",
@@ -70,7 +70,9 @@ def _logs(log_dir: Path | None) -> Path:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="referee", prog_name="referee")
+@click.version_option(
+    __version__, prog_name="referee", message="%(prog)s %(version)s\n" + engine_status().replace("%", "%%")
+)
 @click.option(
     "--instance",
     "instance_id",

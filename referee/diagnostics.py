@@ -109,7 +109,7 @@ def output_by_game(paths: Sequence[Path]) -> dict[str, str]:
     line came last. A bot that plays one game at a time (concurrency 1, or
     ``fresh_process``) is split exactly; one that plays several at once is
     split exactly only where its lines name their game (the request's
-    ``game_id``): README says so to bot authors."""
+    ``game_id``): docs/student.md says so to bot authors."""
     out: dict[str, list[str]] = {}
     current: list[str] | None = None
     recent: deque[str] = deque(maxlen=RECENT_GAMES)

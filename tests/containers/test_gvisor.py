@@ -3,7 +3,7 @@ in a league file, ``--runtime`` on the command line and for the service,
 checked against the daemon's runtimes before any game; the sample bot, a
 fork bomb, the admission check and a ladder game under ``runsc``.
 
-Needs a daemon with ``runsc`` registered (README says how); without one these
+Needs a daemon with ``runsc`` registered (docs/containers.md says how); without one these
 tests skip, saying so (with ``CI=true`` they fail: ``.ci/run`` registers it).
 """
 
@@ -52,7 +52,7 @@ def runsc(docker_client: Any) -> str:
     if "runsc" not in known:
         reason = (
             f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
-            "in daemon.json (README)"
+            "in daemon.json (docs/containers.md)"
         )
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so the gVisor tests must run, but: {reason}", pytrace=False)

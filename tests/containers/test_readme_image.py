@@ -1,6 +1,6 @@
-"""README's "Building an image", run as written (issue 26, item 8).
+"""The docs' "Building an image", run as written (issue 26, item 8).
 
-The commands of that subsection's shell block are taken from README.md and
+The commands of that section's shell block are taken from docs/containers.md and
 run by bash, one script, from a copy of the repository's root (so that the
 archive ``docker save`` writes lands there), on this machine: no registry,
 the base images made by ``python -m referee.bots.baseimage``. Then each
@@ -26,16 +26,16 @@ from referee.bots.container import ContainerBot
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The images and the container README's commands make.
+#: The images the docs' commands make.
 MADE = ("my-bot:1", "tactician-bot:1", "my-node-bot:1")
 
 
 def readme_commands() -> str:
-    """The first ``sh`` block of README's "Building an image" subsection."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n### Building an image\n", 1)[1].split("\n### ", 1)[0]
+    """The first ``sh`` block of docs/containers.md's "Building an image" section."""
+    text = (ROOT / "docs" / "containers.md").read_text()
+    section = text.split("\n## Building an image\n", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "README's 'Building an image' has no ```sh block"
+    assert block, "docs/containers.md's 'Building an image' has no ```sh block"
     return block.group(1)
 
 
@@ -80,7 +80,7 @@ async def test_readme_commands_build_images_that_answer_the_protocol(
     docker_client: Any, tmp_path: Path, out: Path
 ) -> None:
     if shutil.which("node") is None:
-        why = "README's commands build the Node bot FROM this machine's node: there is none"
+        why = "The docs' commands build the Node bot FROM this machine's node: there is none"
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, so this test must run, but: {why}", pytrace=False)
         pytest.skip(why)
@@ -105,7 +105,7 @@ async def test_readme_commands_build_images_that_answer_the_protocol(
             timeout=900,
         )
         assert done.returncode == 0, (
-            f"README's commands failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            f"The docs' commands failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
         assert "11 passed, 0 failed" in done.stdout, done.stdout  # referee check of the running starter kit
         assert (repo / "my-bot.tar").stat().st_size > 10**6

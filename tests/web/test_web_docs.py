@@ -78,7 +78,8 @@ def test_the_docs_are_the_projects_copies_of_the_shared_ones() -> None:
     for name in ("rules", "protocol"):
         text = (ROOT / "docs" / f"{name}.md").read_text()
         assert f"The project's copy of `{name.upper()}.md`" in text
-        assert "../shared/" in text  # where the authority came from
+        assert "not part of the repository" in text  # where the authority came from
+        assert "../" not in text  # no page points outside the repository (tests/test_docs.py)
 
 
 def test_markdown_is_rendered_with_raw_html_escaped_and_unsafe_links_refused() -> None:
