@@ -22,6 +22,7 @@ import msgspec
 __all__ = [
     "GVISOR_MEMORY",
     "GVISOR_THREADS",
+    "NODES_DIR",
     "NOBODY",
     "RUNTIME_NAME",
     "ContainerLimits",
@@ -29,6 +30,7 @@ __all__ = [
     "check_limits",
     "file_key",
     "log_file_of",
+    "log_files_of",
     "parse_size",
 ]
 
@@ -195,3 +197,20 @@ def log_file_of(out_dir: str | os.PathLike[str], key: str) -> Path:
     """Where the container bot keyed `key` (its `key`, else its name) logs in
     the output folder `out_dir` (:func:`file_key`: no other bot's text maps there)."""
     return Path(out_dir) / "logs" / f"{file_key(key)}.container.log"
+
+
+#: Under a run's output folder: a folder per cluster node whose file system
+#: holds it (:mod:`referee.bots.nodepool`), with the node's sockets and logs.
+NODES_DIR: Final = "nodes"
+
+
+def log_files_of(out_dir: str | os.PathLike[str], key: str) -> list[Path]:
+    """Every log of the container bot keyed `key` in the output folder
+    `out_dir` that exists: this machine's (:func:`log_file_of`), then each
+    cluster node's (``OUT/nodes/<node>/logs/``), by node."""
+    out = Path(out_dir)
+    found = [log_file_of(out, key)]
+    nodes = out / NODES_DIR
+    if nodes.is_dir():
+        found += sorted(log_file_of(node, key) for node in nodes.iterdir())
+    return [p for p in found if p.is_file()]

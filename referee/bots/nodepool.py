@@ -43,7 +43,7 @@ from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
 from .base import ActOutcome, BotError, Endpoint
 from .clock import HANDSHAKE_S
 from .container import ContainerBot
-from .container_limits import ContainerLimits
+from .container_limits import NODES_DIR, ContainerLimits
 from .docker_daemon import (
     DockerUnavailable,
     check_runtime,
@@ -235,7 +235,7 @@ class NodePool:
         """Where this node keeps `seat`'s run's sockets and logs."""
         out = Path(seat.out_dir)
         if out.is_dir():
-            return out / "nodes" / self.node[:12]
+            return out / NODES_DIR / self.node[:12]
         run = hashlib.sha256(seat.out_dir.encode()).hexdigest()[:12]
         return Path(tempfile.gettempdir()) / f"referee-node-{self.node[:12]}" / run
 
@@ -303,7 +303,9 @@ class NodePool:
         async with self._lock:
             held = self._held.get(seat.key)
             if held is None:
-                held = self._held[seat.key] = _Held(self._bot(seat, folder, f"{seat.name}-{seat.key[:8]}"))
+                # Keyed by its name, as on one machine: its log is where the
+                # diagnostics look (log_files_of); the folder is this node's.
+                held = self._held[seat.key] = _Held(self._bot(seat, folder, seat.name))
             held.users += 1
         before = held.bot.launches
         try:

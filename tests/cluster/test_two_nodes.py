@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from cluster_helpers import FIGURES, TwoNodes
 
+from referee.bots.container_limits import log_files_of
 from referee.bots.docker_daemon import cleanup_containers, docker_client
 from referee.bots.registry import ImageCache, ImageUnavailable, PinnedImage
 from referee.tournament.executors import ExecutorError, LocalExecutor, RayExecutor
@@ -158,12 +159,19 @@ def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
         assert any(d.startswith(f"{two_nodes.registry.address}/") and "@sha256:" in d for d in digests), (
             digests
         )
-    # Each node's containers logged under its own folder of the run.
+    # Each node's containers logged under its own folder of the run, where
+    # the diagnostics find a bot's logs by its name (as on one machine).
     nodes = sorted((tmp_path / "ray" / "nodes").iterdir())
     assert len(nodes) == 2
     for folder in nodes:
         logs = list((folder / "logs").glob("*.container.log"))
         assert logs and any("listening on unix:/run/bot/bot.sock" in p.read_text() for p in logs), folder
+    names = [b.name for b in parse_league(text).bots]
+    found = {name: log_files_of(tmp_path / "ray", name) for name in names}
+    assert sorted(p for paths in found.values() for p in paths) == sorted(
+        p for folder in nodes for p in (folder / "logs").glob("*.container.log")
+    ), found
+    assert all(found.values()), found
     no_containers_left(two_nodes)
 
 

@@ -105,6 +105,24 @@ def test_file_keys_never_shared() -> None:
     )
 
 
+def test_a_bots_logs_here_and_on_each_node_are_found_by_its_name(tmp_path: Path) -> None:
+    """One machine's log first, then each cluster node's (OUT/nodes/<node>/),
+    the bot keyed by its name everywhere; nothing of a bot named alike."""
+    assert container_limits.log_files_of(tmp_path, "team a") == []
+    here = ContainerBot("x:1", out_dir=tmp_path, name="team a").log_path
+    nodes = [
+        ContainerBot("x:1", out_dir=tmp_path / container_limits.NODES_DIR / node, name="team a").log_path
+        for node in ("n2", "n1")
+    ]
+    other = ContainerBot("x:1", out_dir=tmp_path / container_limits.NODES_DIR / "n1", name="team_a").log_path
+    for path in (here, *nodes, other):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("a line\n")
+    assert container_limits.log_files_of(tmp_path, "team a") == [here, *sorted(nodes)]
+    here.unlink()
+    assert container_limits.log_files_of(tmp_path, "team a") == sorted(nodes)
+
+
 def test_two_bots_named_alike_get_two_folders(tmp_path: Path) -> None:
     a = ContainerBot("x:1", out_dir=tmp_path, name="team a")
     b = ContainerBot("x:1", out_dir=tmp_path, name="team_a")

@@ -46,13 +46,13 @@ async def signed_in_or_login(request: web.Request) -> SignedIn:
 
 
 def bot_logs(out_dir: Path, name: str) -> list[Path]:
-    """The team bot's own output in a run's folder: its container's log (a
-    URL bot has none here). Found by the exact name's key, never by a name
-    another team's could share."""
-    from ...bots.container_limits import log_file_of
+    """The team bot's own output in a run's folder: its container's logs, on
+    this machine and on each cluster node that played it (a URL bot has none
+    here). Found by the exact name's key, never by a name another team's
+    could share."""
+    from ...bots.container_limits import log_files_of
 
-    path = log_file_of(out_dir, name)
-    return [path] if path.is_file() else []
+    return log_files_of(out_dir, name)
 
 
 async def _run_for(request: web.Request, comp: Competition) -> Run | None:
