@@ -47,6 +47,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
     from test_web_api import auth, new_team, settled
+    from test_web_practice import played
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
@@ -90,15 +91,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
-        deadline = time.monotonic() + 180
-        while True:
-            game = await (
-                await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}", headers=auth(token))
-            ).json()
-            if game["status"] not in ("queued", "playing"):
-                break
-            assert time.monotonic() < deadline, game
-            await asyncio.sleep(0.1)
+        game = await played(service, cid, tid, token, pid, timeout=180)
         watching.set()
         watcher.join(30)
         FIGURES["practice game of an uploaded image under runsc (start to result)"] = (
@@ -139,15 +132,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         current = service.server.app[PRACTICE].current
         assert current is not None and current.pid is not None
         os.kill(current.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 120
-        while True:
-            game = await (
-                await service.get(f"/api/competitions/{cid}/teams/{tid}/practice/{pid}", headers=auth(token))
-            ).json()
-            if game["status"] not in ("queued", "playing"):
-                break
-            assert time.monotonic() < deadline, game
-            await asyncio.sleep(0.1)
+        game = await played(service, cid, tid, token, pid, timeout=120)
         assert game["status"] == "failed" and SERVICE_FAULT in game["error"], game
         left = [c.name for c in docker_client.containers.list(all=True, filters={"label": label})]
         assert left == [], f"the killed practice process's containers were left: {left}"

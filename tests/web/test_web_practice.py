@@ -391,6 +391,20 @@ def gone(pid: int) -> bool:
     return False
 
 
+async def a_game_against_a_slow_house(
+    service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any
+) -> tuple[Any, int, int, str, int]:
+    """A team "ada" (greedy) asks for a practice game against a house bot that
+    takes 0.1 s a move: (client, competition, team, token, practice game)."""
+    client = await service()
+    cid = await competition(client, admin_token, await slow_house(0.1))
+    ada, token = await new_team(client, admin_token, cid, "ada")
+    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
+    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
+    assert r.status == 202, await r.text()
+    return client, cid, ada, token, (await r.json())["id"]
+
+
 async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_the_queue_plays_on(
     service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
 ) -> None:
@@ -399,12 +413,9 @@ async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_t
 
     from referee.web.practice import SERVICE_FAULT
 
-    client = await service()
-    cid = await competition(client, admin_token, await slow_house(0.1))
-    ada, token = await new_team(client, admin_token, cid, "ada")
-    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
-    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
-    pid = (await r.json())["id"]
+    client, cid, ada, token, pid = await a_game_against_a_slow_house(
+        service, admin_token, bot_urls, slow_house
+    )
     out = out_dir_of(db_path, pid)
     child = await child_playing(client, out)
     assert child != os.getpid()  # a process of its own, not a thread of the service
@@ -460,12 +471,9 @@ async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_s
 async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_game(
     service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
 ) -> None:
-    client = await service()
-    cid = await competition(client, admin_token, await slow_house(0.1))
-    ada, token = await new_team(client, admin_token, cid, "ada")
-    await submit(client, cid, ada, token, {"url": bot_urls["greedy"]})
-    r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
-    pid = (await r.json())["id"]
+    client, cid, ada, token, pid = await a_game_against_a_slow_house(
+        service, admin_token, bot_urls, slow_house
+    )
     child = await child_playing(client, out_dir_of(db_path, pid))
     await client.close()  # the service stops (SIGINT/SIGTERM run the same cleanup)
     assert gone(child), "the practice process outlived the service"
