@@ -131,7 +131,7 @@ from .managed import ManagedBot
 from .marks import OUTPUT_MARKS_ENV, OutputMarks
 from .marks import without_marks as without_marks
 from .process import tail_of
-from .socket_folder import FolderWatch, empty_folder, mount_tmpfs, unmount
+from .socket_folder import CONTAINER_SOCKET_DIR, FolderWatch, empty_folder, mount_tmpfs, unmount
 from .socket_guard import GuardedHttpBot, SocketGuard
 
 __all__ = [
@@ -145,7 +145,6 @@ __all__ = [
 
 #: Where the bot must listen, inside the container (also in ``$BOT_UNIX``).
 CONTAINER_SOCKET: Final = "/run/bot/bot.sock"
-CONTAINER_SOCKET_DIR: Final = "/run/bot"
 #: Longest unix socket path (sun_path is 108 bytes on Linux, NUL included).
 _MAX_SOCKET_PATH: Final = 100
 

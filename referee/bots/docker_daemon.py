@@ -23,12 +23,14 @@ import os
 import socket
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from .base import BotError
 from .container_limits import RUNTIME_NAME, ContainerLimits
 from .instance import INSTANCE_LABEL, Instance, current
 from .process import pid_alive
+from .socket_folder import CONTAINER_SOCKET_DIR, release_orphan_folder
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -311,11 +313,32 @@ def cleanup_containers(
     docker_mod = docker_module()
 
     removed: list[str] = []
+    freed: set[str] = set()  # socket folders of the containers removed
+    kept: set[str] = set()  # and of those spared, which stay mounted
     for c in find_containers(label_filter, client=client, instance=instance):
         labels = c.labels or {}
+        folders = _socket_folders(c) if labels.get("referee.host") == socket.gethostname() else set()
         if orphans_only and referee_alive(labels):
+            kept |= folders
             continue
         with contextlib.suppress(docker_mod.errors.NotFound):
             c.remove(force=True, v=True)
             removed.append(str(c.name))
+            freed |= folders
+    # A referee that died (a node killed mid-run) never unmounted its bots'
+    # socket-folder tmpfs: a mount left under the run's folder, which nothing
+    # but root's umount removes. Its containers gone, so is the mount.
+    for folder in sorted(freed - kept):
+        with contextlib.suppress(OSError):
+            release_orphan_folder(Path(folder))
     return removed
+
+
+def _socket_folders(container: Container) -> set[str]:
+    """The host folders bound at the bot's socket folder in `container`."""
+    mounts = (getattr(container, "attrs", None) or {}).get("Mounts") or []
+    return {
+        str(m["Source"])
+        for m in mounts
+        if isinstance(m, dict) and m.get("Destination") == CONTAINER_SOCKET_DIR and m.get("Source")
+    }

@@ -22,7 +22,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["FolderWatch", "empty_folder", "folder_usage", "mount_tmpfs", "unmount"]
+__all__ = [
+    "CONTAINER_SOCKET_DIR",
+    "FolderWatch",
+    "empty_folder",
+    "folder_usage",
+    "mount_tmpfs",
+    "release_orphan_folder",
+    "unmount",
+]
+
+#: Where the socket folder is mounted inside the container.
+CONTAINER_SOCKET_DIR: Final = "/run/bot"
 
 
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MNT_DETACH = 2, 4, 8, 2
@@ -54,6 +65,16 @@ def unmount(folder: Path) -> None:
     if _libc().umount2(os.fsencode(folder), _MNT_DETACH) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
+
+
+def release_orphan_folder(folder: Path) -> bool:
+    """Unmount the tmpfs a referee that died left on `folder` (its bot's
+    socket folder); whether one was there. Blocking; OSError when it cannot."""
+    if not os.path.ismount(folder):
+        return False
+    empty_folder(folder)
+    unmount(folder)
+    return True
 
 
 def empty_folder(folder: Path) -> None:

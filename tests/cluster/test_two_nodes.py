@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -218,6 +219,9 @@ def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
         {"referee.run": str((tmp_path / "ray").resolve())}, orphans_only=True, client=client2
     )
     assert orphans and set(removed) == orphans
+    # Nor are their socket folders' tmpfs left mounted under the run's folder.
+    mounted = [p for p in (tmp_path / "ray").rglob("*") if p.is_dir() and os.path.ismount(p)]
+    assert mounted == []
     FIGURES["node lost mid-run"] = (
         f"{ex.retried} game(s) played again, played per node {sorted(ex.played.values())}"
     )

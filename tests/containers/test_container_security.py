@@ -452,3 +452,52 @@ async def test_a_root_referee_runs_its_bots_as_nobody(images: dict[str, str], ou
     assert probe["uid"] == container_limits.NOBODY != 0
     assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == container_limits.NOBODY
     assert sock.st_uid == container_limits.NOBODY
+
+
+_KILLED_REFEREE = """
+import asyncio, sys
+from pathlib import Path
+from referee.bots.container import ContainerBot
+
+async def main() -> None:
+    async with ContainerBot(sys.argv[1], out_dir=Path(sys.argv[2]), name="orphan") as bot:
+        assert bot.socket_path is not None
+        print("READY", bot.folder_bound, bot.socket_path.parent, flush=True)
+        await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+@needs_root
+def test_a_killed_referee_leaves_no_mount_once_cleaned_up(images: dict[str, str], out: Path) -> None:
+    """A referee killed with its bots up (a cluster node lost mid-run) leaves
+    their containers and, as root, their socket folders' tmpfs mounted under
+    the run's folder, which no rm can remove. `referee cleanup` removes both."""
+    import signal
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from referee.cli import main
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_REFEREE, images["greedy"], str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        assert line[:2] == ["READY", "tmpfs"], line
+        folder = Path(line[2])
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    assert os.path.ismount(folder)  # what the killed referee left
+    result = CliRunner().invoke(main, ["cleanup", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "removed 1 container(s)" in result.output
+    assert not os.path.ismount(folder)
