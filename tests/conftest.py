@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import budget  # noqa: F401 - loads the hypothesis profile (fast or full) for every test
 import pytest
 
 
@@ -47,10 +48,32 @@ def _unmount_leftovers(folder: Path) -> list[Path]:
     return left
 
 
+#: What plain ``python -m pytest`` (no paths, no -m) runs: the fast suite.
+DEFAULT_MARKEXPR = "not slow"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Plain `pytest` is the fast suite; naming tests (`pytest tests/containers`)
+    # or a mark expression (`-m "slow or not slow"`, as CI does) runs what is asked.
+    if not config.option.markexpr and config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+        config.option.markexpr = DEFAULT_MARKEXPR
     basetemp = config.option.basetemp
     if basetemp and (left := _unmount_leftovers(Path(basetemp))):
         print(f"unmounted {len(left)} mount(s) an earlier run left under {basetemp}", file=sys.stderr)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    markexpr = config.option.markexpr
+    run = (
+        "the fast suite"
+        if markexpr == DEFAULT_MARKEXPR
+        else f"-m {markexpr!r}"
+        if markexpr
+        else "the tests named"
+    )
+    return (
+        f"referee: {run}; tests/budget.py profile {budget.PROFILE!r} (-m 'slow or not slow' runs every suite)"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -70,7 +93,16 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 #: pytest-playwright's sync fixtures: a test that asks for one (directly or
 #: through another fixture) is a browser test.
 PLAYWRIGHT_FIXTURES = frozenset(
-    {"page", "context", "browser", "browser_type", "playwright", "new_context", "launch_browser"}
+    {
+        "page",
+        "context",
+        "browser",
+        "browser_type",
+        "browser_type_launch_args",
+        "playwright",
+        "new_context",
+        "launch_browser",
+    }
 )
 
 
@@ -78,6 +110,23 @@ def _is_browser_test(item: pytest.Item) -> bool:
     return "test_web_browser" in item.nodeid or bool(
         PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ()))
     )
+
+
+#: Suites slow as a whole (they need a Docker daemon, a second one, or Ray):
+#: outside the fast default run, in CI's.
+SLOW_FOLDERS = ("containers", "cluster")
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Containers, the cluster and the browser are slow suites, every test of
+    them, whatever its file says; the default run (``-m "not slow"``) is the
+    fast one."""
+    path = Path(str(item.path))
+    folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+    if folder in SLOW_FOLDERS or _is_browser_test(item):
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_modifyitems(

@@ -227,6 +227,7 @@ async def test_a_new_version_enters_at_once_and_the_old_one_retires_keeping_its_
     assert any(s.bot == "a v1" and s.retired and s.games > 0 for s in lad.table.standings())
 
 
+@pytest.mark.slow
 async def test_stopped_and_started_again_it_loses_nothing_and_plays_nothing_twice(tmp_path: Path) -> None:
     out = tmp_path / "ladder"
     async with serve(good_app("a")) as a, serve(good_app("b")) as b, serve(good_app("c")) as c:

@@ -7,6 +7,7 @@ import math
 import random
 from pathlib import Path
 
+from budget import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def test_D14_V4_the_leaderboard_page_shows_the_points_it_ranks_by() -> None:
 # ---------------------------------------------------------------- latencies
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200))
 @given(
     st.lists(st.floats(min_value=0.0, max_value=60_000.0, allow_nan=False), min_size=1, max_size=400),
     st.sampled_from([1, 5, 50, 95, 99, 100]),

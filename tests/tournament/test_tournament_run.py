@@ -165,6 +165,7 @@ def wait_for_games(db_path: Path, count: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @needs_node
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     league = write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=2))
@@ -215,6 +216,7 @@ def test_resume_refuses_another_league(tmp_path: Path) -> None:
     assert r.returncode == 2 and "another league" in r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_finishes_games_in_flight_and_prints_the_resume_command(tmp_path: Path) -> None:
     bots = [("greedy", sample("greedy")), ("tactician", sample("tactician"))]
     league = write_league(tmp_path, league_text(bots, rounds=20, concurrency=2))

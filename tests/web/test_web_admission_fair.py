@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import msgspec
+import pytest
 from aiohttp import web
 from helpers_web import league_text, serve
 from test_web_api import auth, new_competition, new_team, settled, submit
@@ -199,6 +200,7 @@ async def test_a_bot_cannot_tell_its_admission_games_from_the_ladders(
 # ------------------------------------------------------------ (b) a slow team, the time budget, turns
 
 
+@pytest.mark.slow
 async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_for_it(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:
@@ -255,6 +257,7 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
     )
 
 
+@pytest.mark.slow
 async def test_with_two_workers_a_team_has_one_check_running_and_others_start_at_once(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:

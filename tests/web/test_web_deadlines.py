@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers_web import LOOPBACK
 from test_web_api import auth, error_of
 
@@ -133,6 +134,7 @@ async def test_the_league_files_deadlines_freeze_and_start_the_final_by_themselv
     assert "The final starts" not in await (await client.get(f"/c/{cid}")).text()
 
 
+@pytest.mark.slow
 async def test_a_restart_across_the_deadlines_applies_them_at_the_start(
     aiohttp_client: Any, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_web_api import auth, error_of, new_team, settled, submit
 from test_web_ladder import competition, until
 
@@ -23,6 +24,7 @@ from referee.web import ServiceDB
 Service = Any
 
 
+@pytest.mark.slow
 async def test_versions_are_per_team_and_the_final_csv_says_whose_bot_each_row_is(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:

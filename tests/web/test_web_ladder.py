@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_web_api import auth, error_of, new_team, submit
 
 from referee.web import ServiceDB
@@ -82,6 +83,7 @@ def recorded(out: Path) -> list[tuple[int, list[str], int]]:
         ]
 
 
+@pytest.mark.slow
 async def test_the_ladders_life_open_enter_retire_restart_freeze_final(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from aiohttp import web
 from helpers_web import sample_bot_app, serve
 from test_web_api import auth, new_team, submit
@@ -81,6 +82,7 @@ async def admin_html(client: Any, admin: str, cid: int) -> str:
     return str(await (await client.get(f"/admin/c/{cid}")).text())
 
 
+@pytest.mark.slow
 async def test_three_players_at_tables_of_four_without_house_bots_say_why_and_what_to_do(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:
@@ -101,6 +103,7 @@ async def test_three_players_at_tables_of_four_without_house_bots_say_why_and_wh
     assert 'id="waiting"' in admin and "needs at least 4 players" in admin
 
 
+@pytest.mark.slow
 async def test_with_a_house_bot_or_the_built_in_greedy_bot_the_games_are_played(
     service: Service, admin_token: str, bot_urls: dict[str, str]
 ) -> None:

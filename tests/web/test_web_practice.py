@@ -305,6 +305,7 @@ async def test_a_flood_of_practice_games_plays_one_at_a_time_beside_the_ladder(
     assert {s["bot"] for s in board["standings"]} == {"house", "ada v1", "bo v1", "cy v1", "di v1"}
 
 
+@pytest.mark.slow
 async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_start(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
@@ -405,6 +406,7 @@ async def a_game_against_a_slow_house(
     return client, cid, ada, token, (await r.json())["id"]
 
 
+@pytest.mark.slow
 async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_the_queue_plays_on(
     service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
 ) -> None:
@@ -435,6 +437,7 @@ async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_t
     assert game["status"] == "finished" and game["error"] is None, game
 
 
+@pytest.mark.slow
 async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_start_fails_as_the_services(
     service: Service,
     admin_token: str,
@@ -468,6 +471,7 @@ async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_s
     assert SERVICE_FAULT in game["error"]
 
 
+@pytest.mark.slow
 async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_game(
     service: Service, admin_token: str, bot_urls: dict[str, str], slow_house: Any, db_path: Path
 ) -> None:
