@@ -74,6 +74,20 @@ def has_link(name: str) -> bool:
     return subprocess.run(["ip", "link", "show", name], capture_output=True, check=False).returncode == 0
 
 
+def unmount_under(folder: Path) -> list[str]:
+    """Unmount (lazily, deepest first) every mount below `folder`: what a
+    killed node's worker left there (its bots' socket-folder tmpfs). The
+    mount points it found."""
+    base = str(folder.resolve()) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        # /proc/self/mounts writes a space in a path as \040
+        points = [line.split()[1].encode().decode("unicode_escape") for line in f if line.strip()]
+    found = sorted((p for p in points if p.startswith(base)), key=len, reverse=True)
+    for point in found:
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    return found
+
+
 class SecondDaemon:
     """A dockerd of its own (data root, exec root, pidfile, socket, bridge)."""
 

@@ -42,6 +42,7 @@ from cluster_helpers import (  # noqa: E402
     has_link,
     ray_head,
     skip_or_fail,
+    unmount_under,
 )
 
 
@@ -122,6 +123,13 @@ def two_nodes(
         nodes.add_second()
         FIGURES["two Ray nodes up"] = f"{time.perf_counter() - t0:.1f} s"
         yield nodes
+
+
+@pytest.fixture(autouse=True)
+def no_mounts_left(tmp_path: Path) -> Iterator[None]:
+    """Nothing a test's bots mounted (their socket folders' tmpfs) outlives it, whatever failed."""
+    yield
+    unmount_under(tmp_path)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
