@@ -26,7 +26,7 @@ bot a fault.
 
 Docker talks to a registry on a loopback address (``127.0.0.1:5000``) over
 plain HTTP by itself; any other address needs TLS, or the address in each
-daemon's ``insecure-registries`` (see docs/scale-out-containers.md).
+daemon's ``insecure-registries`` (see docs/scale-out.md).
 """
 
 from __future__ import annotations

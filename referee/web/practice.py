@@ -27,9 +27,10 @@ ladder's concurrency or a ladder's bots. The child is given, explicitly, the
 pinned league (over its stdin, with the bots' secrets), the game's folder,
 the operator's container runtime, the service's instance (its containers'
 names and labels), the executor (in the child, or on the service's Ray
-cluster) and ``DOCKER_HOST`` (:meth:`PracticeQueue.job_of`); the bot
-address policy is applied here, when the league is pinned (every URL bot at
-the address admitted), so the child resolves no name. Its stdout and stderr
+cluster, its images through the service's ``--registry``) and
+``DOCKER_HOST`` (:meth:`PracticeQueue.job_of`); the bot address policy is
+applied here, when the league is pinned (every URL bot at the address
+admitted), so the child resolves no name. Its stdout and stderr
 go to the game folder's ``practice.log``. ``benchmarks/practice.py``
 measures the ladder's pace during a flood of practice games.
 
@@ -665,6 +666,7 @@ class PracticeQueue:
             executor=settings.executor,
             executor_address=ray_address(settings.executor, settings.executor_address),
             executor_workers=settings.executor_workers,
+            executor_registry=settings.executor_registry,
             docker_host=os.environ.get("DOCKER_HOST") or None,
         )
         return job, instance

@@ -13,9 +13,11 @@ given explicitly (the child relies on nothing of the service's globals):
 - ``instance_id`` and ``pins_file``: the service's instance (its
   containers' names and ``referee.instance`` label, which the service's
   orphan sweep filters on; :mod:`referee.bots.instance`);
-- ``executor``, ``executor_address``, ``executor_workers``: where its
-  games play (``referee serve --executor``: this process, or the service's
-  Ray cluster, joined at the address the service resolved);
+- ``executor``, ``executor_address``, ``executor_workers``,
+  ``executor_registry``: where its games play (``referee serve
+  --executor``: this process, or the service's Ray cluster, joined at the
+  address the service resolved, its image bots' images pushed to the
+  service's ``--registry`` for the nodes to pull, as the ladder's are);
 - ``docker_host``: the daemon the service's containers run on.
 
 The bot address policy is not among them: the league it gets is pinned by
@@ -70,6 +72,8 @@ class PracticeJob(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     executor: str = "local"
     executor_address: str | None = None
     executor_workers: int = 2
+    #: With "ray": the registry (``HOST:PORT``) the images go through to the nodes (``--registry``).
+    executor_registry: str | None = None
     #: ``DOCKER_HOST`` of the service; None: the local socket.
     docker_host: str | None = None
 
@@ -116,7 +120,9 @@ async def play(job: PracticeJob, started: Callable[[Tournament], None] | None = 
 
     executor = None
     try:
-        executor = executor_factory(job.executor, job.executor_address, job.executor_workers)()
+        executor = executor_factory(
+            job.executor, job.executor_address, job.executor_workers, job.executor_registry
+        )()
         t = Tournament(
             job.league, Path(job.out_dir), progress=False, log=say, drop_unreachable=True, executor=executor
         )

@@ -1,18 +1,27 @@
-"""What the cluster tests share (a module of its own: conftest is not importable)."""
+"""What the cluster tests share (a module of its own: conftest is not importable),
+and ``benchmarks/cluster.py`` too (as ``tests.cluster.cluster_helpers``): a
+second Docker daemon, a registry, a Ray cluster of one or two nodes on this
+machine, a league of container bots and how to play it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import logging
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import pytest
+from referee.bots.docker_daemon import docker_client, docker_module
+from referee.tournament.league import parse_league
+from referee.tournament.runner import DETERMINISTIC_FIELDS, Tournament
 
 #: Why the cluster tests were skipped (printed at the end of the run).
 WHY_SKIPPED: list[str] = []
@@ -25,6 +34,8 @@ RUNSC_CONFIG = (
 
 
 def skip_or_fail(reason: str) -> None:
+    import pytest
+
     reason = f"two-node cluster tests: {reason}"
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true, so the cluster tests must run, but: {reason}", pytrace=False)
@@ -61,6 +72,20 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
 
 def has_link(name: str) -> bool:
     return subprocess.run(["ip", "link", "show", name], capture_output=True, check=False).returncode == 0
+
+
+def unmount_under(folder: Path) -> list[str]:
+    """Unmount (lazily, deepest first) every mount below `folder`: what a
+    killed node's worker left there (its bots' socket-folder tmpfs). The
+    mount points it found."""
+    base = str(folder.resolve()) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        # /proc/self/mounts writes a space in a path as \040
+        points = [line.split()[1].encode().decode("unicode_escape") for line in f if line.strip()]
+    found = sorted((p for p in points if p.startswith(base)), key=len, reverse=True)
+    for point in found:
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    return found
 
 
 class SecondDaemon:
@@ -101,23 +126,20 @@ class SecondDaemon:
         ]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        import docker
 
         def up() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"the second dockerd exited:\n{self.log.read_text()[-3000:]}")
             try:
-                return bool(docker.DockerClient(base_url=self.host, timeout=5).ping())
+                return bool(docker_module().DockerClient(base_url=self.host, timeout=5).ping())
             except Exception:  # noqa: BLE001 - not up yet
                 return False
 
         wait_until(up, 60, "the second dockerd did not answer")
 
     def client(self) -> Any:
-        import docker
-
-        return docker.DockerClient(base_url=self.host, timeout=60)
+        return docker_module().DockerClient(base_url=self.host, timeout=60)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -173,7 +195,8 @@ class RegistryProcess:
 
 
 class TwoNodes:
-    """The cluster: `head` and `second` are Ray nodes (the second's workers on `daemon`)."""
+    """The cluster: `head` and `second` are Ray nodes (the second's workers on
+    `daemon`; None until :meth:`add_second`)."""
 
     def __init__(self, cluster: Any, second: Any, daemon: SecondDaemon, registry: RegistryProcess) -> None:
         self.cluster = cluster
@@ -184,7 +207,7 @@ class TwoNodes:
     def node_ids(self) -> list[str]:
         import ray
 
-        return [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+        return [n["NodeID"] for n in cast(Any, ray).nodes() if n["Alive"]]
 
     def kill_second(self) -> None:
         """The second node dies at once (its raylet and workers killed)."""
@@ -193,3 +216,102 @@ class TwoNodes:
     def add_second(self) -> None:
         self.second = self.cluster.add_node(num_cpus=1, env_vars={"DOCKER_HOST": self.daemon.host})
         self.cluster.wait_for_nodes()
+
+
+@contextlib.contextmanager
+def ray_head(temp: Path) -> Iterator[Any]:
+    """A Ray cluster (``ray.cluster_utils.Cluster``) of one node of one CPU on
+    this machine, its workers on the machine's Docker daemon, this process its
+    driver; Ray's files under `temp`. Add nodes with :class:`TwoNodes`."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    (temp / "ray").mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_TMPDIR")}
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ["RAY_TMPDIR"] = str(temp)
+    cluster: Any = None
+    try:
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "include_dashboard": False,
+                "temp_dir": str(temp),
+                "env_vars": {"DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"},
+            },
+        )
+        ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+        yield cluster
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# ------------------------------------------------------------ a league of container bots
+
+
+def league_text(images: dict[str, str], *, rounds: int, name: str = "two nodes") -> str:
+    """Three container bots (two of one image, one of another), 2-player tables: 6 games a round."""
+    return f"""
+[tournament]
+name = "{name}"
+seed = 11
+table_size = 2
+rounds = {rounds}
+concurrency = 4
+
+[timeouts]
+move_ms = 2000
+
+[containers]
+memory = "96m"
+pids = 48
+
+[[bots]]
+name = "greedy-a"
+image = "{images["greedy"]}"
+
+[[bots]]
+name = "greedy-b"
+image = "{images["greedy"]}"
+env = {{ NOTE = "b" }}
+
+[[bots]]
+name = "tactician"
+image = "{images["tactician"]}"
+"""
+
+
+def standings_of(out: Path) -> list[dict[str, Any]]:
+    """A run's standings (OUT/standings.json), the fields that do not depend on timing."""
+    rows = json.loads((out / "standings.json").read_text())
+    return [{k: r[k] for k in DETERMINISTIC_FIELDS} for r in rows]
+
+
+def play_league(text: str, out: Path, executor: Any, *, resume: bool = False) -> Tournament:
+    """Play the league `text` into `out` on `executor` (closed afterwards)."""
+    league = parse_league(text, str(out.parent / "league.toml"))
+    t = Tournament(league, out, progress=False, log=lambda msg: None, executor=executor, resume=resume)
+
+    async def go() -> None:
+        try:
+            await t.run()
+        finally:
+            await executor.close()
+
+    asyncio.run(go())
+    return t
+
+
+def no_containers_left(two_nodes: TwoNodes) -> None:
+    """No container of a node's pool is left on either daemon."""
+    for client in (docker_client(), two_nodes.daemon.client()):
+        left = [c.name for c in client.containers.list(all=True, filters={"label": "referee.node"})]
+        assert left == [], left

@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "containers"))
+# the container and service tests' helpers (test_service_two_nodes drives the service)
+sys.path[:0] = [str(ROOT / "tests" / "containers"), str(ROOT / "tests" / "web")]
 
 from cluster_helpers import (  # noqa: E402
     FIGURES,
@@ -39,7 +40,9 @@ from cluster_helpers import (  # noqa: E402
     SecondDaemon,
     TwoNodes,
     has_link,
+    ray_head,
     skip_or_fail,
+    unmount_under,
 )
 
 
@@ -114,38 +117,19 @@ def two_nodes(
     scratch: Path, second_daemon: SecondDaemon, registry: RegistryProcess, images: dict[str, str]
 ) -> Iterator[TwoNodes]:
     """A Ray cluster of two nodes on this machine, the driver connected to it."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    temp = scratch / "ray"
-    (temp / "ray").mkdir(parents=True)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_TMPDIR")}
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    os.environ["RAY_TMPDIR"] = str(temp)
     t0 = time.perf_counter()
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "temp_dir": str(temp),
-            "env_vars": {"DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"},
-        },
-    )
-    try:
-        second = cluster.add_node(num_cpus=1, env_vars={"DOCKER_HOST": second_daemon.host})
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    with ray_head(scratch / "ray") as cluster:
+        nodes = TwoNodes(cluster, None, second_daemon, registry)
+        nodes.add_second()
         FIGURES["two Ray nodes up"] = f"{time.perf_counter() - t0:.1f} s"
-        yield TwoNodes(cluster, second, second_daemon, registry)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        yield nodes
+
+
+@pytest.fixture(autouse=True)
+def no_mounts_left(tmp_path: Path) -> Iterator[None]:
+    """Nothing a test's bots mounted (their socket folders' tmpfs) outlives it, whatever failed."""
+    yield
+    unmount_under(tmp_path)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -9,10 +9,7 @@ clear error, and the run resumes once it is back with nothing lost.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-import os
 import sqlite3
 import threading
 import time
@@ -20,66 +17,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import FIGURES, TwoNodes
+from cluster_helpers import (
+    FIGURES,
+    TwoNodes,
+    league_text,
+    no_containers_left,
+    play_league,
+    standings_of,
+    unmount_under,
+)
 
 from referee.bots.container_limits import log_files_of
 from referee.bots.docker_daemon import cleanup_containers, docker_client
 from referee.bots.registry import ImageCache, ImageUnavailable, PinnedImage
 from referee.tournament.executors import ExecutorError, LocalExecutor, RayExecutor
 from referee.tournament.league import parse_league
-from referee.tournament.runner import DETERMINISTIC_FIELDS, Tournament
 
 pytestmark = pytest.mark.slow
-
-
-def league_text(images: dict[str, str], *, rounds: int, name: str = "two nodes") -> str:
-    return f"""
-[tournament]
-name = "{name}"
-seed = 11
-table_size = 2
-rounds = {rounds}
-concurrency = 4
-
-[timeouts]
-move_ms = 2000
-
-[containers]
-memory = "96m"
-pids = 48
-
-[[bots]]
-name = "greedy-a"
-image = "{images["greedy"]}"
-
-[[bots]]
-name = "greedy-b"
-image = "{images["greedy"]}"
-env = {{ NOTE = "b" }}
-
-[[bots]]
-name = "tactician"
-image = "{images["tactician"]}"
-"""
-
-
-def standings_of(out: Path) -> list[dict[str, Any]]:
-    rows = json.loads((out / "standings.json").read_text())
-    return [{k: r[k] for k in DETERMINISTIC_FIELDS} for r in rows]
-
-
-def run(text: str, out: Path, executor: Any, *, resume: bool = False) -> Tournament:
-    league = parse_league(text, str(out.parent / "league.toml"))
-    t = Tournament(league, out, progress=False, log=lambda msg: None, executor=executor, resume=resume)
-
-    async def go() -> None:
-        try:
-            await t.run()
-        finally:
-            await executor.close()
-
-    asyncio.run(go())
-    return t
 
 
 _LOCAL: dict[str, list[dict[str, Any]]] = {}
@@ -89,7 +43,7 @@ def local_standings(text: str, folder: Path) -> list[dict[str, Any]]:
     """The standings of the same league played in this process (once per league)."""
     if text not in _LOCAL:
         out = folder / "local"
-        run(text, out, LocalExecutor())
+        play_league(text, out, LocalExecutor())
         _LOCAL[text] = standings_of(out)
     return _LOCAL[text]
 
@@ -114,12 +68,6 @@ class SandboxWatch(threading.Thread):
                 continue
 
 
-def no_containers_left(two_nodes: TwoNodes) -> None:
-    for client in (docker_client(), two_nodes.daemon.client()):
-        left = [c.name for c in client.containers.list(all=True, filters={"label": "referee.node"})]
-        assert left == [], left
-
-
 def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
     two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
 ) -> None:
@@ -132,7 +80,7 @@ def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
     assert registry is not None
     t0 = time.perf_counter()
     try:
-        t = run(text, tmp_path / "ray", ex)
+        t = play_league(text, tmp_path / "ray", ex)
     finally:
         watch.done.set()
         watch.join()
@@ -196,7 +144,7 @@ def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
     try:
-        t = run(text, tmp_path / "ray", ex)
+        t = play_league(text, tmp_path / "ray", ex)
     finally:
         thread.join(60)
         if killed:
@@ -219,9 +167,9 @@ def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
         {"referee.run": str((tmp_path / "ray").resolve())}, orphans_only=True, client=client2
     )
     assert orphans and set(removed) == orphans
-    # Nor are their socket folders' tmpfs left mounted under the run's folder.
-    mounted = [p for p in (tmp_path / "ray").rglob("*") if p.is_dir() and os.path.ismount(p)]
-    assert mounted == []
+    # The dead worker never unmounted its bots' socket folders (a tmpfs each,
+    # under the run's folder): removing their containers unmounts them too.
+    assert unmount_under(tmp_path) == []
     FIGURES["node lost mid-run"] = (
         f"{ex.retried} game(s) played again, played per node {sorted(ex.played.values())}"
     )
@@ -236,7 +184,7 @@ def test_the_registry_down_stops_the_run_with_a_clear_error_and_loses_nothing(
     two_nodes.registry.stop()
     try:
         with pytest.raises(ExecutorError) as e:
-            run(
+            play_league(
                 text,
                 tmp_path / "ray",
                 RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address),
@@ -254,7 +202,7 @@ def test_the_registry_down_stops_the_run_with_a_clear_error_and_loses_nothing(
         assert db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
     finally:
         two_nodes.registry.start()
-    t = run(
+    t = play_league(
         text,
         tmp_path / "ray",
         RayExecutor(address=two_nodes.cluster.address, workers=1, registry=address),

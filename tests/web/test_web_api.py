@@ -39,11 +39,20 @@ async def new_team(client: Any, admin: str, cid: int, name: str) -> tuple[int, s
 
 
 async def submit(
-    client: Any, cid: int, tid: int, token: str, body: dict[str, Any], *, wait: bool = True
+    client: Any,
+    cid: int,
+    tid: int,
+    token: str,
+    body: dict[str, Any],
+    *,
+    wait: bool = True,
+    sender: str | None = None,
 ) -> dict[str, Any]:
-    """PUT the team's bot; with `wait`, until its admission check is over:
-    the submission as the team sees it then (status, reason, report, log)."""
-    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=body, headers=auth(token))
+    """PUT the team's bot (with `sender`'s token: the admin's, who may name an
+    image on the server; else the team's own); with `wait`, until its
+    admission check is over: the submission as the team sees it then
+    (status, reason, report, log)."""
+    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=body, headers=auth(sender or token))
     assert r.status == 201, await r.text()
     sid = (await r.json())["id"]
     return await settled(client, cid, tid, token, sid) if wait else dict(await r.json())

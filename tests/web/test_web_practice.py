@@ -488,3 +488,58 @@ async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_
     client = await service()
     game = await played(client, cid, ada, token, pid, timeout=180)
     assert game["status"] == "finished" and game["error"] is None, game
+
+
+async def test_on_ray_the_child_plays_through_the_services_cluster_and_registry(
+    service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``referee serve --executor ray --address A --registry R``: the child's
+    job carries all three, and its executor is made with them (the nodes pull
+    the team's image from R, as the ladder's do: a practice game on two nodes
+    is tests/cluster/test_service_two_nodes.py's)."""
+    import msgspec
+
+    from referee.tournament.league import parse_league
+    from referee.web import run_start
+    from referee.web.practice import PRACTICE, PracticeGame
+    from referee.web.practice_worker import PracticeJob, play
+
+    client = await service(
+        executor="ray",
+        executor_address="127.0.0.1:6379",
+        executor_workers=3,
+        executor_registry="127.0.0.1:5000",
+    )
+    game = PracticeGame(
+        id=1,
+        competition_id=1,
+        team_id=1,
+        seats=[],
+        status="queued",
+        error=None,
+        out_dir=str(tmp_path / "game"),
+        created_at=0.0,
+        started_at=None,
+        finished_at=None,
+    )
+    league = parse_league(
+        LEAGUE.format(house="http://127.0.0.1:9", extra=""), str(tmp_path / "league.toml"), bots_to_come=True
+    )
+    job, _ = await client.server.app[PRACTICE].job_of(game, league)
+    assert (job.executor, job.executor_address, job.executor_workers, job.executor_registry) == (
+        "ray",
+        "127.0.0.1:6379",
+        3,
+        "127.0.0.1:5000",
+    )
+    made: list[tuple[str, str | None, int, str | None]] = []
+
+    def factory(kind: str, address: str | None = None, workers: int = 2, registry: str | None = None) -> Any:
+        made.append((kind, address, workers, registry))
+        raise RuntimeError("no cluster in this test")
+
+    monkeypatch.setattr(run_start, "executor_factory", factory)
+    # as the child decodes it from its stdin
+    outcome = await play(msgspec.json.decode(msgspec.json.encode(job), type=PracticeJob))
+    assert made == [("ray", "127.0.0.1:6379", 3, "127.0.0.1:5000")]
+    assert outcome.status == "crashed" and "no cluster in this test" in (outcome.error or "")
