@@ -117,7 +117,7 @@ _SEAT = msgspec.msgpack.Decoder(ImageSeat)
 _REPLY = msgspec.msgpack.Decoder(Reply)
 
 
-class _Worker:
+class GameWorker:
     """A Ray actor body: plays games over HTTP with its own client session,
     and the node's image bots in its :class:`~referee.bots.nodepool.NodePool`."""
 
@@ -136,6 +136,10 @@ class _Worker:
 
             self._pool = NodePool(ray.get_runtime_context().get_node_id())
         return self._pool
+
+    async def play_job(self, job: GameJob) -> Reply:
+        """:meth:`play` without the wire: what a worker in this process answers."""
+        return _REPLY.decode(await self.play(_ENCODER.encode(job)))
 
     async def play(self, job_bytes: bytes) -> bytes:
         from ..bots.http import HttpBot, make_session
@@ -269,7 +273,7 @@ class RayExecutor:
             self._owns_ray = True
         else:
             self._owns_ray = False
-        self._actor_class = ray.remote(num_cpus=0.5, max_concurrency=per_worker)(_Worker)
+        self._actor_class = ray.remote(num_cpus=0.5, max_concurrency=per_worker)(GameWorker)
         self.workers: list[Any] = [self._new_worker() for _ in range(workers)]
         self._next = 0
         #: Games played again after a worker died.
@@ -281,7 +285,7 @@ class RayExecutor:
         self.lost: set[str] = set()
         self._refresh_s = refresh_s
         self._refreshed = -1e9
-        self._node_class = ray.remote(num_cpus=0, max_concurrency=max(64, per_worker * 4))(_Worker)
+        self._node_class = ray.remote(num_cpus=0, max_concurrency=max(64, per_worker * 4))(GameWorker)
         #: Games played per node (by node id).
         self.played: dict[str, int] = {}
 

@@ -62,6 +62,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Final, Literal, get_args
 
 import msgspec
 from aiohttp import web
@@ -89,8 +90,12 @@ from .run_start import (
 log = logging.getLogger("referee.web")
 
 #: The statuses of a practice game; the first two are "in flight".
-STATUSES = ("queued", "playing", "finished", "failed")
-IN_FLIGHT = ("queued", "playing")
+PracticeStatus = Literal["queued", "playing", "finished", "failed"]
+STATUSES: Final[tuple[PracticeStatus, ...]] = get_args(PracticeStatus)
+IN_FLIGHT: Final[tuple[PracticeStatus, ...]] = ("queued", "playing")
+#: What a seat is: the team's newest accepted version, one of its earlier
+#: ones, a league file's house bot, another team's version in play.
+SeatKind = Literal["self", "version", "house", "team"]
 #: Retry-After (seconds) while a team's practice game is in flight.
 IN_FLIGHT_RETRY_S = 15
 #: The CPU priority of the practice process (the ladder's is the service's, 0).
@@ -100,10 +105,7 @@ NICE = 19
 class Seat(msgspec.Struct, kw_only=True):
     """A bot at a practice table: as picked, and as named in the game."""
 
-    #: "self" (the team's newest accepted version), "version" (one of its
-    #: earlier ones), "house" (a league file's house bot), "team" (another
-    #: team's version in play).
-    kind: str
+    kind: SeatKind
     name: str
     #: What was picked: "house:NAME", "version:SID", "team:TID" ("self" for the team's own).
     pick: str
@@ -126,7 +128,7 @@ class PracticeGame(msgspec.Struct, kw_only=True):
     competition_id: int
     team_id: int
     seats: list[Seat]
-    status: str
+    status: PracticeStatus
     error: str | None
     out_dir: str
     created_at: float
@@ -145,7 +147,7 @@ class PracticeInfo(msgspec.Struct, kw_only=True):
     """A practice game as the API answers it."""
 
     id: int
-    status: str
+    status: PracticeStatus
     opponents: list[str]
     error: str | None
     created_at: float
@@ -245,7 +247,7 @@ def set_playing(db: ServiceDB, pid: int) -> None:
 
 
 def set_ended(
-    db: ServiceDB, pid: int, status: str, error: str | None, results: list[Result] | None = None
+    db: ServiceDB, pid: int, status: PracticeStatus, error: str | None, results: list[Result] | None = None
 ) -> None:
     db.db.execute(
         "UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -48,12 +49,43 @@ async def test_a_deadline_already_past_cancels_at_the_first_await() -> None:
             await asyncio.sleep(1)
 
 
+class ArmedTimers:
+    """The running loop as a :class:`Deadlines` uses it (its clock and
+    ``call_at``), counting the timers armed and not yet fired or cancelled:
+    what the loop has pending of it, seen through the loop's public API."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.pending: set[asyncio.TimerHandle] = set()
+        self.armed = 0
+        self.most_at_once = 0
+
+    def time(self) -> float:
+        return self.loop.time()
+
+    def live(self) -> int:
+        self.pending = {h for h in self.pending if not h.cancelled()}
+        return len(self.pending)
+
+    def call_at(self, when: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        def fire() -> None:
+            self.pending.discard(handle)
+            callback()
+
+        handle = self.loop.call_at(when, fire)
+        self.pending.add(handle)
+        self.armed += 1
+        self.most_at_once = max(self.most_at_once, self.live())
+        return handle
+
+
 async def test_many_blocks_each_cancelled_at_its_own_deadline_on_one_timer() -> None:
     """Blocks of many lengths, started at once: each that overruns ends at
     its own deadline (never before it), each that does not is untouched; at
     most one timer is armed at any moment, and none is left pending."""
     loop = asyncio.get_running_loop()
-    owner = Deadlines(loop)
+    watched = ArmedTimers(loop)
+    owner = Deadlines(watched)  # type: ignore[arg-type] - the loop's time and call_at, recorded
     rng = random.Random(7)
     cases = [(rng.uniform(0.02, 0.3), rng.uniform(0.02, 0.3)) for _ in range(60)]
 
@@ -66,17 +98,7 @@ async def test_many_blocks_each_cancelled_at_its_own_deadline_on_one_timer() -> 
             return True, loop.time() - begun
         return False, loop.time() - begun
 
-    timers_seen: list[int] = []
-
-    async def watch() -> None:
-        while True:
-            scheduled = loop._scheduled  # type: ignore[attr-defined]
-            timers_seen.append(sum(1 for h in scheduled if h._callback == owner._fire and not h.cancelled()))
-            await asyncio.sleep(0.005)
-
-    watcher = asyncio.create_task(watch())
     results = await asyncio.gather(*(one(limit, work) for limit, work in cases))
-    watcher.cancel()
     finished = 0
     for (limit, work), (timed_out, elapsed) in zip(cases, results):
         if timed_out:
@@ -90,7 +112,8 @@ async def test_many_blocks_each_cancelled_at_its_own_deadline_on_one_timer() -> 
             assert elapsed < work, (limit, work, elapsed)
     assert finished >= sum(1 for limit, work in cases if work < limit - 0.01) // 2
     assert len(owner) == 0
-    assert max(timers_seen) == 1
+    assert watched.armed > 1 and watched.most_at_once == 1
+    assert watched.live() == 0
 
 
 async def test_fast_blocks_arm_no_timer_each() -> None:

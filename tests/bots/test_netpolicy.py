@@ -535,7 +535,7 @@ async def test_a_worker_in_another_process_connects_to_the_pinned_address() -> N
 
     from protocol.messages import Rules, Timeouts
     from referee.record import FaultPolicy
-    from referee.tournament.executors import _ENCODER, _REPLY, GameJob, _Worker
+    from referee.tournament.executors import GameJob, GameWorker
 
     async with serve(good_app("a")) as a, serve(good_app("b")) as b:
         urls = [u.replace("127.0.0.1", "bot.invalid") for u in (a, b)]
@@ -549,7 +549,7 @@ async def test_a_worker_in_another_process_connects_to_the_pinned_address() -> N
             policy=FaultPolicy(),
             addresses=["127.0.0.1", "127.0.0.1"],
         )
-        done = _REPLY.decode(await _Worker().play(_ENCODER.encode(job))).done
+        done = (await GameWorker().play_job(job)).done
     assert done is not None
     assert done.result.faults == [[], []] and sorted(done.result.places) == [1, 2]
 
