@@ -514,7 +514,9 @@ def _tree(folder: Path, prefix: str) -> dict[str, Path]:
 
 def sdk_files() -> dict[str, Path]:
     """The build context of a Python sample bot: protocol/, sample_bots/ and
-    referee/game/ (with an empty referee/__init__.py)."""
+    referee/game/, with referee/__init__.py and the module it imports first,
+    referee/_compiled.py (standard library only: with no extension beside it,
+    it says the engine runs from its source)."""
     files = {
         **_tree(ROOT / "protocol", "protocol"),
         **_tree(ROOT / "sample_bots", "sample_bots"),
@@ -522,6 +524,7 @@ def sdk_files() -> dict[str, Path]:
     }
     files = {k: v for k, v in files.items() if not k.startswith("sample_bots/node/")}
     files["referee/__init__.py"] = ROOT / "referee" / "__init__.py"
+    files["referee/_compiled.py"] = ROOT / "referee" / "_compiled.py"
     return files
 
 
