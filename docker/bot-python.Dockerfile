@@ -37,10 +37,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN ["python", "-c", "import importlib.util as u, subprocess, sys; missing = [m for m in ('aiohttp', 'msgspec') if u.find_spec(m) is None]; missing and subprocess.check_call([sys.executable, '-m', 'pip', 'install', '--no-cache-dir', 'aiohttp>=3.9', 'msgspec>=0.18'])"]
 
 # The SDK (protocol/ and sample_bots/sdk.py, with the sample bots) and the
-# rules engine the searcher uses: keep these four lines.
+# rules engine the searcher uses (referee/__init__.py imports _compiled.py,
+# which says the engine runs from its source): keep these four lines.
 COPY protocol/ protocol/
 COPY sample_bots/ sample_bots/
-COPY referee/__init__.py referee/
+COPY referee/__init__.py referee/_compiled.py referee/
 COPY referee/game/ referee/game/
 
 # Your bot's files: the folder with its bot.py (the one line to change).

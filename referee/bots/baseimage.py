@@ -59,6 +59,7 @@ __all__ = [
     "build_bot_image",
     "build_image",
     "build_node_base_image",
+    "build_program_image",
     "bot_image_tag",
     "ensure_sample_images",
 ]
@@ -176,14 +177,46 @@ def _package_files(roots: Iterable[str]) -> dict[str, Path]:
     return files
 
 
+#: The dynamic loader's usual places (what ``ldd`` itself runs with ``--list``).
+_LOADERS: Final = (
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/ld-linux-armhf.so.3",
+    "/lib/ld-linux.so.2",
+    "/lib/ld64.so.2",
+    "/lib/ld64.so.1",
+)
+
+
+def _loader_lists(files: list[str]) -> str:
+    """What ``ldd`` would print for `files`, from the dynamic loader's ``--list``
+    (one run a file): for a machine without ``ldd``, such as the service's own
+    container made FROM the project's base image, which has no shell for
+    ``ldd``'s script. Empty when no loader is found."""
+    loader = next((p for p in _LOADERS if os.path.exists(p)), None)
+    if loader is None:
+        return ""
+    out = []
+    for f in files:
+        try:
+            done = subprocess.run([loader, "--list", f], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        out.append(done.stdout)
+    return "".join(out)
+
+
 def _needed_libs(binaries: Iterable[Path]) -> set[Path]:
-    """The shared libraries ``ldd`` names for `binaries` (absolute paths)."""
+    """The shared libraries ``ldd`` names for `binaries` (absolute paths);
+    without ``ldd``, what the dynamic loader lists."""
     libs: set[Path] = set()
     files = [str(b) for b in binaries]
     if not files:
         return libs
     try:  # one ldd for all of them
         out = subprocess.run(["ldd", *files], capture_output=True, text=True, timeout=60).stdout
+    except FileNotFoundError:
+        out = _loader_lists(files)
     except (OSError, subprocess.TimeoutExpired):
         return libs
     for line in out.splitlines():  # "libz.so.1 => /lib/.../libz.so.1 (0x...)", "/lib64/ld-... (0x...)"
@@ -382,18 +415,25 @@ def build_base_image(
     force: bool = False,
     log: Log | None = None,
     instance: Instance | None = None,
+    extra_packages: Iterable[str] = (),
+    extra_changes: Iterable[str] = (),
 ) -> str:
     """The Python base image (`tag`, default the instance's
     ``referee-base:<id>``), made from this interpreter; its id.
 
-    Reused when the image the instance pinned for that tag holds the same
-    inputs (``force`` builds it anyway).
+    `extra_packages`: more distributions of this interpreter's site-packages
+    in it, with their dependencies (the referee's own, for an image of the
+    service built with no registry: ``tests/containers/test_compose.py``);
+    `extra_changes`: more settings (``ENV ...`` lines). Reused when the image
+    the instance pinned for that tag holds the same inputs (``force`` builds
+    it anyway).
     """
     client = _client(client)
     inst = instance or current()
     tag = tag or inst.base_tag
     log = log or (lambda msg: None)
-    entries, changes = python_root(libraries=False)
+    entries, changes = python_root(extra_packages, libraries=False)
+    changes += list(extra_changes)
     inputs = _fingerprint(entries, [sys.version, *changes])
     if not force and (found := _existing(client, tag, inputs, inst)):
         return found
@@ -428,17 +468,47 @@ def build_node_base_image(
     found_node = node or shutil.which("node")
     if not found_node:
         raise FileNotFoundError("node is not installed on this machine")
-    exe = Path(found_node).resolve()
-    entries: dict[str, Path | bytes] = {"usr/local/bin/node": exe}
-    for lib in _needed_libs([exe]):
+    changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "WORKDIR /app", 'CMD ["node"]']
+    return build_program_image(
+        client,
+        tag,
+        {"usr/local/bin/node": Path(found_node)},
+        changes,
+        force=force,
+        log=log,
+        instance=inst,
+    )
+
+
+def build_program_image(
+    client: DockerClient | None,
+    tag: str,
+    programs: Mapping[str, Path],
+    changes: Iterable[str],
+    *,
+    force: bool = False,
+    log: Log | None = None,
+    instance: Instance | None = None,
+) -> str:
+    """An image of `programs` ({path in the image: a binary of this machine})
+    and the shared libraries they need, with a minimal ``/etc/passwd``: no
+    shell, nothing else; `changes`: its settings (``ENV``, ``CMD`` lines). Its
+    id. The Node base image is one (:func:`build_node_base_image`); the compose
+    tests make Caddy's so (``tests/containers/test_compose.py``). Reused when
+    the image the instance pinned for `tag` holds the same inputs."""
+    client = _client(client)
+    inst = instance or current()
+    log = log or (lambda msg: None)
+    entries: dict[str, Path | bytes] = {dest: Path(src).resolve() for dest, src in programs.items()}
+    for lib in _needed_libs(p for p in entries.values() if isinstance(p, Path)):
         entries[str(lib).lstrip("/")] = lib.resolve()
     entries["etc/passwd"] = _PASSWD
     entries["etc/group"] = _GROUP
-    changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "WORKDIR /app", 'CMD ["node"]']
-    inputs = _fingerprint(entries, changes)
+    settings = list(changes)
+    inputs = _fingerprint(entries, settings)
     if not force and (existing := _existing(client, tag, inputs, inst)):
         return existing
-    return _import(client, tag, entries, [*changes, f"LABEL {LABEL}={inputs}"], {}, log, inst)
+    return _import(client, tag, entries, [*settings, f"LABEL {LABEL}={inputs}"], {}, log, inst)
 
 
 # ------------------------------------------------------------ docker build
@@ -514,7 +584,9 @@ def _tree(folder: Path, prefix: str) -> dict[str, Path]:
 
 def sdk_files() -> dict[str, Path]:
     """The build context of a Python sample bot: protocol/, sample_bots/ and
-    referee/game/ (with an empty referee/__init__.py)."""
+    referee/game/, with referee/__init__.py and the module it imports first,
+    referee/_compiled.py (standard library only: with no extension beside it,
+    it says the engine runs from its source)."""
     files = {
         **_tree(ROOT / "protocol", "protocol"),
         **_tree(ROOT / "sample_bots", "sample_bots"),
@@ -522,6 +594,7 @@ def sdk_files() -> dict[str, Path]:
     }
     files = {k: v for k, v in files.items() if not k.startswith("sample_bots/node/")}
     files["referee/__init__.py"] = ROOT / "referee" / "__init__.py"
+    files["referee/_compiled.py"] = ROOT / "referee" / "_compiled.py"
     return files
 
 

@@ -159,7 +159,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \\
     BOT_UNIX=/run/bot/bot.sock
 COPY protocol/ protocol/
 COPY sample_bots/ sample_bots/
-COPY referee/__init__.py referee/
+COPY referee/__init__.py referee/_compiled.py referee/
 COPY referee/game/ referee/game/
 RUN ["python", "-m", "compileall", "-q", "protocol", "sample_bots", "referee"]
 """
