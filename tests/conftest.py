@@ -52,10 +52,45 @@ def _unmount_leftovers(folder: Path) -> list[Path]:
 DEFAULT_MARKEXPR = "not slow"
 
 
+def _plain_run(config: pytest.Config) -> bool:
+    """`python -m pytest` with no tests named and no -m: the fast suite."""
+    return not config.option.markexpr and config.args_source == pytest.Config.ArgsSource.TESTPATHS
+
+
+def _fast_workers() -> int:
+    """Processes for the fast suite: ``REFEREE_TEST_WORKERS``, else one per
+    core up to 4 (its tests wait on loopback more than they compute)."""
+    wanted = os.environ.get("REFEREE_TEST_WORKERS", "")
+    if wanted.isdigit():
+        return int(wanted)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(4, cores)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Plain `python -m pytest` runs the fast suite on pytest-xdist's workers
+    (``REFEREE_TEST_WORKERS=0``: in this process). The slow suites, and any
+    run that names its tests or a mark expression, run in one process as
+    asked: their session fixtures (images, a Ray cluster, a second Docker
+    daemon) are one per process."""
+    if hasattr(config, "workerinput") or not _plain_run(config):
+        return
+    if (
+        config.pluginmanager.hasplugin("xdist")
+        and config.option.numprocesses is None
+        and not config.option.usepdb
+    ):
+        workers = _fast_workers()
+        if workers > 1:
+            config.option.numprocesses = workers
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Plain `pytest` is the fast suite; naming tests (`pytest tests/containers`)
     # or a mark expression (`-m "slow or not slow"`, as CI does) runs what is asked.
-    if not config.option.markexpr and config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+    # (pytest-xdist's workers parse the same command line, so they decide the same.)
+    if _plain_run(config):
         config.option.markexpr = DEFAULT_MARKEXPR
     basetemp = config.option.basetemp
     if basetemp and (left := _unmount_leftovers(Path(basetemp))):
