@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -47,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from referee import engine_status  # noqa: E402
 from referee.bots.baseimage import build_bot_image  # noqa: E402
-from referee.bots.docker_daemon import DockerUnavailable, docker_client  # noqa: E402
+from referee.bots.docker_daemon import docker_client  # noqa: E402
 from referee.bots.registry import ImageCache, Registry  # noqa: E402
 from referee.tournament.executors import RayExecutor  # noqa: E402
 from tests.cluster.cluster_helpers import (  # noqa: E402
@@ -56,34 +55,13 @@ from tests.cluster.cluster_helpers import (  # noqa: E402
     TwoNodes,
     has_link,
     league_text,
+    missing,
     play_league,
     ray_head,
 )
 
 BOTS = ("greedy", "tactician")
 MB = 1024**2
-
-
-def missing() -> str | None:
-    """Why this machine cannot run the benchmark, or None."""
-    if os.geteuid() != 0:
-        return "it starts a second Docker daemon and a bridge: run it as root"
-    for tool, package in (
-        ("dockerd", "docker.io"),
-        ("docker-registry", "docker-registry"),
-        ("ip", "iproute2"),
-    ):
-        if shutil.which(tool) is None:
-            return f"no {tool} here: apt-get install {package}"
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return "Ray is not installed: pip install -e '.[ray]'"
-    try:
-        docker_client()
-    except DockerUnavailable as e:
-        return f"no Docker daemon answers: {e}"
-    return None
 
 
 def distribute(

@@ -1,9 +1,8 @@
 """How much the property tests play: their full counts under CI (``CI=true``)
 or ``REFEREE_TEST_FULL=1``, a quarter of them in the fast suite a developer
 runs (``python -m pytest``). The assertions are the same either way; only the
-number of random games and examples changes. Hypothesis gets the profile of
-the same name ("full" or "fast"), seeded in both (``derandomize``): a run
-gives the same examples as the one before it."""
+number of random games and examples changes. Hypothesis is seeded in both
+(``derandomize``): a run gives the same examples as the one before it."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ from hypothesis import settings
 FULL: Final = os.environ.get("CI") == "true" or os.environ.get("REFEREE_TEST_FULL") == "1"
 PROFILE: Final = "full" if FULL else "fast"
 
-settings.register_profile("full", deadline=None, derandomize=True)
-settings.register_profile("fast", deadline=None, derandomize=True)
-settings.load_profile(PROFILE)
+settings.register_profile("referee", deadline=None, derandomize=True)
+settings.load_profile("referee")
 
 
 def scaled(full: int) -> int:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import sys
 from pathlib import Path
 
 import budget  # noqa: F401 - loads the hypothesis profile (fast or full) for every test
 import pytest
+from mounts import unmount_under
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -19,33 +18,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite the golden files under tests/golden/ instead of comparing with them",
     )
-
-
-def mounts_under(folder: Path) -> list[Path]:
-    """Mount points at or under `folder` (Linux; deepest first)."""
-    if not sys.platform.startswith("linux"):
-        return []
-    base = os.path.realpath(folder)
-    found: list[Path] = []
-    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as f:
-        for line in f:
-            target = line.split()[4].replace("\\040", " ")
-            if target == base or target.startswith(base + os.sep):
-                found.append(Path(target))
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
-
-
-def _unmount_leftovers(folder: Path) -> list[Path]:
-    """Detach what a crashed run left mounted under `folder` (root only): a
-    bot's socket-folder tmpfs or a second dockerd's exec root there makes
-    pytest's clean-up of the base temporary folder fail (EBUSY), and the next
-    run with the same --basetemp stop at its first tmp_path."""
-    left = mounts_under(folder)
-    if left and os.geteuid() == 0:
-        libc = ctypes.CDLL(None, use_errno=True)
-        for target in left:
-            libc.umount2(os.fsencode(target), 2)  # MNT_DETACH
-    return left
 
 
 #: What plain ``python -m pytest`` (no paths, no -m) runs: the fast suite.
@@ -93,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if _plain_run(config):
         config.option.markexpr = DEFAULT_MARKEXPR
     basetemp = config.option.basetemp
-    if basetemp and (left := _unmount_leftovers(Path(basetemp))):
+    if basetemp and (left := unmount_under(Path(basetemp))):
         print(f"unmounted {len(left)} mount(s) an earlier run left under {basetemp}", file=sys.stderr)
 
 
@@ -113,7 +85,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     basetemp = config.option.basetemp
-    if basetemp and (left := _unmount_leftovers(Path(basetemp))):
+    if basetemp and (left := unmount_under(Path(basetemp))):
         # A test (or the product) left them: say so, the next run needs them gone.
         print(f"\nunmounted {len(left)} mount(s) left under {basetemp}:", file=sys.stderr)
         for target in left:

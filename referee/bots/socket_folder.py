@@ -72,8 +72,7 @@ def release_orphan_folder(folder: Path) -> bool:
     socket folder); whether one was there. Blocking; OSError when it cannot."""
     if not os.path.ismount(folder):
         return False
-    empty_folder(folder)
-    unmount(folder)
+    unmount(folder)  # and what the tmpfs held goes with it
     return True
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from referee.bots.docker_daemon import docker_client, docker_module
+from referee.bots.docker_daemon import DockerUnavailable, docker_client, docker_module
 from referee.tournament.league import parse_league
 from referee.tournament.runner import DETERMINISTIC_FIELDS, Tournament
 
@@ -42,6 +42,28 @@ def skip_or_fail(reason: str) -> None:
     if reason not in WHY_SKIPPED:
         WHY_SKIPPED.append(reason)
     pytest.skip(reason)
+
+
+def missing() -> str | None:
+    """Why this machine cannot run two nodes (the tests, benchmarks/cluster.py), or None."""
+    if os.geteuid() != 0:
+        return "it starts a second Docker daemon and a bridge: run it as root"
+    for tool, package in (
+        ("dockerd", "docker.io"),
+        ("docker-registry", "docker-registry"),
+        ("ip", "iproute2"),
+    ):
+        if shutil.which(tool) is None:
+            return f"no {tool} here: apt-get install {package}"
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "Ray is not installed: pip install -e '.[ray]'"
+    try:
+        docker_client()
+    except DockerUnavailable as e:
+        return f"no Docker daemon answers: {e}"
+    return None
 
 
 def free_port() -> int:
@@ -72,20 +94,6 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
 
 def has_link(name: str) -> bool:
     return subprocess.run(["ip", "link", "show", name], capture_output=True, check=False).returncode == 0
-
-
-def unmount_under(folder: Path) -> list[str]:
-    """Unmount (lazily, deepest first) every mount below `folder`: what a
-    killed node's worker left there (its bots' socket-folder tmpfs). The
-    mount points it found."""
-    base = str(folder.resolve()) + "/"
-    with open("/proc/self/mounts", encoding="utf-8") as f:
-        # /proc/self/mounts writes a space in a path as \040
-        points = [line.split()[1].encode().decode("unicode_escape") for line in f if line.strip()]
-    found = sorted((p for p in points if p.startswith(base)), key=len, reverse=True)
-    for point in found:
-        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-    return found
 
 
 class SecondDaemon:

@@ -18,7 +18,6 @@ Without root, a daemon, the registry or Ray, the tests skip and say why; with
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mounts import unmount_under
 
 ROOT = Path(__file__).resolve().parents[2]
 # the container and service tests' helpers (test_service_two_nodes drives the service)
@@ -40,30 +40,16 @@ from cluster_helpers import (  # noqa: E402
     SecondDaemon,
     TwoNodes,
     has_link,
+    missing,
     ray_head,
     skip_or_fail,
-    unmount_under,
 )
 
 
 @pytest.fixture(scope="session")
 def needs() -> None:
-    if os.geteuid() != 0:
-        skip_or_fail("they start a second Docker daemon and bridges: run as root")
-    for tool in ("dockerd", "docker-registry", "ip"):
-        if shutil.which(tool) is None:
-            package = {"docker-registry": "docker-registry", "dockerd": "docker.io", "ip": "iproute2"}[tool]
-            skip_or_fail(f"no {tool} here: apt-get install {package}")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        skip_or_fail("the ray extra is not installed: pip install -e '.[ray]'")
-    from referee.bots import container as C
-
-    try:
-        C.docker_client()
-    except C.DockerUnavailable as e:
-        skip_or_fail(f"no Docker daemon answers: {e}")
+    if (why := missing()) is not None:
+        skip_or_fail(why)
 
 
 @pytest.fixture(scope="session")

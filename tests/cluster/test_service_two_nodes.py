@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from cluster_helpers import FIGURES, TwoNodes, no_containers_left
 from containers_helpers import remove_instance_images
-from helpers_web import LOOPBACK, sample_bot_app, serve
+from helpers_web import LOOPBACK, new_admin_token, sample_bot_app, serve
 from test_web_api import auth, new_team, submit
 from test_web_ladder import LEAGUE
 from test_web_ladder_ray import final_of
 from test_web_practice import out_dir_of, played
 
 from referee.bots.docker_daemon import docker_client
-from referee.web import ServiceDB, Settings, make_app
+from referee.web import Settings, make_app
 from referee.web.admission_queue import PIPELINE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -130,12 +130,7 @@ async def test_a_practice_game_on_two_nodes_pulls_the_teams_image_through_the_re
     node, without the team's image, pulls it from the registry (without the
     registry it could not, and the game would fail as the service's)."""
     db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    try:
-        admin = db.ensure_admin_token()
-    finally:
-        db.close()
-    assert admin is not None
+    admin = new_admin_token(db_path)
     client = await aiohttp_client(make_app(db_path, Settings(bot_policy=LOOPBACK, **on_cluster(two_nodes))))
     try:
         r = await client.post(

@@ -24,8 +24,8 @@ from cluster_helpers import (
     no_containers_left,
     play_league,
     standings_of,
-    unmount_under,
 )
+from mounts import mounts_under
 
 from referee.bots.container_limits import log_files_of
 from referee.bots.docker_daemon import cleanup_containers, docker_client
@@ -169,7 +169,7 @@ def test_a_node_killed_mid_run_has_its_games_played_on_the_other(
     assert orphans and set(removed) == orphans
     # The dead worker never unmounted its bots' socket folders (a tmpfs each,
     # under the run's folder): removing their containers unmounts them too.
-    assert unmount_under(tmp_path) == []
+    assert mounts_under(tmp_path) == []
     FIGURES["node lost mid-run"] = (
         f"{ex.retried} game(s) played again, played per node {sorted(ex.played.values())}"
     )

@@ -16,9 +16,9 @@ from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers_web import LOOPBACK, sample_bot_app, serve  # noqa: E402
+from helpers_web import LOOPBACK, new_admin_token, sample_bot_app, serve  # noqa: E402
 
-from referee.web import ServiceDB, Settings, make_app  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -39,13 +39,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def admin_token(db_path: Path) -> str:
-    db = ServiceDB(db_path)
-    try:
-        token = db.ensure_admin_token()
-    finally:
-        db.close()
-    assert token is not None
-    return token
+    return new_admin_token(db_path)
 
 
 Client = TestClient[web.Request, web.Application]

@@ -101,3 +101,16 @@ class Background:
 
 def db_file(tmp: Path) -> Path:
     return tmp / "service.sqlite"
+
+
+def new_admin_token(db_path: Path) -> str:
+    """The admin token of a new service database at `db_path` (made there)."""
+    from referee.web import ServiceDB
+
+    db = ServiceDB(db_path)
+    try:
+        token = db.ensure_admin_token()
+    finally:
+        db.close()
+    assert token is not None, f"{db_path} has an admin token already"
+    return token

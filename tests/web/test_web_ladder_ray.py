@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from helpers_web import LOOPBACK
+from helpers_web import LOOPBACK, new_admin_token
 from test_web_api import auth, new_team, submit
 from test_web_ladder import LEAGUE, ladder_dir, until
 
@@ -47,12 +47,7 @@ async def final_of(
     at `house`, `teams` ({name: the body of its bot's submission}, sent with
     the admin's token when `by_admin`: an image on the server is the
     admin's to name), six ladder games, the freeze and a final of seed 1234."""
-    db = ServiceDB(db_path)
-    try:
-        admin = db.ensure_admin_token()
-    finally:
-        db.close()
-    assert admin is not None
+    admin = new_admin_token(db_path)
     client = await aiohttp_client(
         make_app(
             db_path, Settings(**{"poll_s": 0.05, "bot_policy": LOOPBACK, "min_update_s": 0.05, **settings})
