@@ -113,6 +113,15 @@ PLAYWRIGHT_FIXTURES = frozenset(
 )
 
 
+#: The fixtures among them that start pytest-playwright's session Playwright
+#: (`browser_type_launch_args` only reads options).
+SESSION_PLAYWRIGHT_FIXTURES = PLAYWRIGHT_FIXTURES - {"browser_type_launch_args"}
+
+
+def _uses_session_playwright(item: pytest.Item) -> bool:
+    return bool(SESSION_PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 def _is_browser_test(item: pytest.Item) -> bool:
     return "test_web_browser" in item.nodeid or bool(
         PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ()))
@@ -149,4 +158,9 @@ def pytest_collection_modifyitems(
     browser = [i for i in items if _is_browser_test(i)]
     if browser:
         rest = [i for i in items if not _is_browser_test(i)]
-        items[:] = rest + browser
+        # Those that start a Playwright of their own (`sync_playwright()`) before
+        # those that use the session's: the session's loop, once running, makes
+        # every later `sync_playwright()` fail ("Sync API inside the asyncio loop").
+        own = [i for i in browser if not _uses_session_playwright(i)]
+        session_wide = [i for i in browser if _uses_session_playwright(i)]
+        items[:] = rest + own + session_wide

@@ -233,7 +233,7 @@ async def test_a_slow_team_is_cut_by_the_budget_and_the_next_team_does_not_wait_
         }
     finally:
         await runner.cleanup()
-    assert b_done["submission"]["status"] == "accepted"
+    assert b_done["submission"]["status"] == "accepted", b_done
     sub = a_done["submission"]
     assert sub["status"] == "refused", sub
     reason = sub["reason"]
@@ -280,7 +280,7 @@ async def test_with_two_workers_a_team_has_one_check_running_and_others_start_at
         b1 = (await submit(client, cid, b, b_token, {"url": bot_urls["greedy"]}, wait=False))["id"]
         b_done = await settled(client, cid, b, b_token, b1, timeout=budget + 25)
         b_wait = time.monotonic() - b_at
-        assert b_done["submission"]["status"] == "accepted"
+        assert b_done["submission"]["status"] == "accepted", b_done
         assert (await _status(client, cid, a, a_token, a1))["status"] == "checking"  # B did not wait for it
         assert (await _status(client, cid, a, a_token, a2))["status"] == "queued"  # nor A2 run beside it
         assert b_wait < budget, b_wait
@@ -329,7 +329,7 @@ async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
             detail = await _status(client, cid, a, a_token, sid)
             assert detail["reason"] == f"replaced by #{by} before its check", detail
         newest = await settled(client, cid, a, a_token, ids[4], timeout=BUDGET_S + 25)
-        assert newest["submission"]["status"] == "accepted"
+        assert newest["submission"]["status"] == "accepted", newest
         listing = await (
             await client.get(f"/api/competitions/{cid}/teams/{a}/submissions", headers=auth(a_token))
         ).json()
