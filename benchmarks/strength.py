@@ -61,6 +61,7 @@ __all__ = [
     "Player",
     "make_bot",
     "main",
+    "play_deal",
     "play_game",
     "play_pair",
     "wilson",
@@ -295,10 +296,13 @@ class PairResult:
         )
 
 
-def _deal(args: tuple[str, str, int, int, dict[str, Any]]) -> tuple[GameRecord, GameRecord]:
-    """Both games of one duplicate deal: A in seat 0, then A in seat 1."""
-    a, b, seed, deadline_ms, rules = args
-    r = Rules(**rules)
+def play_deal(
+    a: str, b: str, seed: int, deadline_ms: int = 1000, rules: dict[str, Any] | None = None
+) -> tuple[GameRecord, GameRecord]:
+    """Both games of the duplicate deal of ``seed`` between bots ``a`` and
+    ``b``: ``a`` in seat 0, then, on the same cards, ``a`` in seat 1 (each
+    bot seeded alike in both games). `rules`: :class:`Rules` fields."""
+    r = Rules(**(rules or {}))
     first = play_game([make_bot(a, seed), make_bot(b, seed + 1)], seed, r, deadline_ms, f"d{seed}a")
     second = play_game([make_bot(b, seed + 1), make_bot(a, seed)], seed, r, deadline_ms, f"d{seed}b")
     return first, second
@@ -346,10 +350,10 @@ def play_pair(
 
     if jobs <= 1:
         for task in tasks:
-            add(_deal(task))
+            add(play_deal(*task))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for records in pool.map(_deal, tasks):
+            for records in pool.map(play_deal, *zip(*tasks)):
                 add(records)
     out.mean_turns = turns / out.games if out.games else 0.0
     out.seconds = round(time.perf_counter() - t0, 1)

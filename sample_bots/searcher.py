@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
 from aiohttp import web
@@ -220,9 +220,13 @@ class Pacer:
     LATE_MAX of ``H``. With
     fewer than MIN_SAMPLES lags, ``per`` is PRIOR_LAG_S, there is no tail
     and the cap is the old rule, :func:`time_budget_s`.
+
+    `clock` dates the lateness margin's decay (``time.perf_counter``, the
+    clock of the searches' times; a test may give a fake one).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
         self._lock = threading.Lock()
         self.in_flight = 0
         self.lags: deque[tuple[float, int]] = deque(maxlen=LAG_WINDOW)  # (lag s, peak)
@@ -292,7 +296,7 @@ class Pacer:
         margin, when = self._late
         if margin == 0.0:
             return 0.0
-        return margin * math.pow(0.5, (time.perf_counter() - when) / LATE_HALF_LIFE_S)
+        return margin * math.pow(0.5, (self.clock() - when) / LATE_HALF_LIFE_S)
 
     def observe(
         self,
@@ -329,7 +333,7 @@ class Pacer:
                 if where in self.seen_late:
                     return
                 self.seen_late.append(where)
-            now = time.perf_counter()
+            now = self.clock()
             h = self.horizon_s
             if now - self._late[1] > h:  # a new stall
                 self._late_base = self.late_s
@@ -462,14 +466,16 @@ def respect_caps(world: GameState, game: Game, me: int, rng: random.Random) -> N
 
 
 class Searcher:
-    """Determinized Monte-Carlo search; ``seed`` makes each game's worlds reproducible."""
+    """Determinized Monte-Carlo search; ``seed`` makes each game's worlds
+    reproducible. `pacer`: the clock of its searches (a fresh :class:`Pacer`
+    by default)."""
 
-    def __init__(self, seed: int | None = None, budget: float = 1.0) -> None:
+    def __init__(self, seed: int | None = None, budget: float = 1.0, pacer: Pacer | None = None) -> None:
         self.seed = seed
         self.budget = budget  # scales the time budget (for experiments)
         self.memory = GameMemory()
         self.tactics = Tactics()
-        self.pacer = Pacer()
+        self.pacer = pacer if pacer is not None else Pacer()
         #: (worlds, candidates, candidates left) of the last searches, for experiments.
         self.stats: deque[tuple[int, int, int]] = deque(maxlen=1000)
         #: How the last decisions went (request_id, Timing), for experiments and tests.

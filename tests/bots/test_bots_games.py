@@ -63,7 +63,7 @@ def test_variants_are_played_legally() -> None:
 def test_duplicate_deals_swap_seats() -> None:
     res = strength.play_pair("greedy", "random", games=8, deadline_ms=1000)
     assert res.games == 8 and res.illegal == {"greedy": 0, "random": 0}
-    first, second = strength._deal(("greedy", "greedy", 3, 1000, {}))
+    first, second = strength.play_deal("greedy", "greedy", 3)
     # The same deterministic bot on both seats of one deal: seat swapping replays the game.
     assert first.places == second.places
 

@@ -183,14 +183,22 @@ def test_a_new_container_has_a_new_token(pump: Pump) -> None:
 
 
 def test_add_remembers_a_bounded_number_of_requests() -> None:
+    """Of SENT_KEPT + 10 requests sent, the bot's marks are taken for the
+    last SENT_KEPT exactly: the ten oldest are forgotten (their marks are
+    ordinary output)."""
     from referee.bots import marks as M
 
     marks = OutputMarks()
-    for n in range(M.SENT_KEPT + 10):
+    token = marks.new_container()
+    sent = M.SENT_KEPT + 10
+    for n in range(sent):
         marks.add(False, f"{ACT_MARK}g.{n} {n}\n")
-    assert (
-        len(marks._sent) == M.SENT_KEPT and "g.0" not in marks._sent and f"g.{M.SENT_KEPT + 9}" in marks._sent
-    )
+    taken = [
+        n
+        for n in range(sent)
+        if marks.place(None, f"--- {token} act g.{n} {n}\n".encode(), True) == f"{ACT_MARK}g.{n} {n}\n".encode()
+    ]
+    assert taken == list(range(10, sent))  # SENT_KEPT of them, g.0 forgotten, the last kept
 
 
 # --------------------------------------------------------------- the SDK's side

@@ -55,6 +55,16 @@ from sample_bots.searcher import (
 # ------------------------------------------------------------- the rule
 
 
+class FakeClock:
+    """A clock that moves only when told (a :class:`Pacer`'s `clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def _feed(pacer: Pacer, lag_s: float, peak: int, count: int = MIN_SAMPLES, deadline_ms: int = 400) -> None:
     """``count`` answers over HTTP, each with ``lag_s`` of lag at ``peak`` in flight."""
     for _ in range(count):
@@ -107,15 +117,15 @@ def test_the_budget_shrinks_with_the_searches_in_flight_and_the_lag() -> None:
 
 
 def test_lateness_widens_the_margin_and_it_decays() -> None:
-    pacer = Pacer()
+    clock = FakeClock()
+    pacer = Pacer(clock=clock)
     _feed(pacer, 0.001, 1, deadline_ms=150)
     assert pacer.late_count == 0
     before = pacer.plan(0.0, 150, None, measured=True).budget(1)
     pacer.late(0.0, "a test")
     after = pacer.plan(0.0, 150, None, measured=True).budget(1)
     assert after == pytest.approx(before - LATE_STEP * 0.150, abs=1e-4)
-    margin, when = pacer._late
-    pacer._late = (margin, when - 600.0)  # ten minutes later: next to nothing is left
+    clock.now += 600.0  # ten minutes later: next to nothing is left
     assert pacer.late_s < 0.001
 
 
@@ -128,19 +138,19 @@ def test_an_answer_it_measured_as_nearly_late_counts_as_late() -> None:
 
 
 def test_one_stall_counts_once_and_the_margin_is_capped() -> None:
-    pacer = Pacer()
+    clock = FakeClock()
+    pacer = Pacer(clock=clock)
     pacer.plan(0.0, 400, None, measured=True)
     for overrun in (0.010, 0.030, 0.020):  # three searches in flight, late at once
         pacer.late(overrun, "a test")
     assert pacer.late_count == 3
     assert pacer.late_s == pytest.approx(LATE_STEP * 0.4 + 0.030, abs=1e-3)
-    margin, when = pacer._late
-    pacer._late = (margin, when - 1.0)  # a second later: another stall adds to it
+    margin = pacer.late_s
+    clock.now += 1.0  # a second later: another stall adds to it
     pacer.late(0.0, "a test")
     assert pacer.late_s == pytest.approx(margin + LATE_STEP * 0.4, abs=2e-3)
     for _ in range(50):
-        margin, when = pacer._late
-        pacer._late = (margin, when - 1.0)
+        clock.now += 1.0
         pacer.late(0.1, "a test")
     assert pacer.late_s == pytest.approx(LATE_MAX * 0.4, abs=1e-3)
 
@@ -164,10 +174,11 @@ def test_a_timeout_fault_in_end_widens_the_margin() -> None:
 
 
 def test_a_fault_it_already_saw_as_late_counts_once() -> None:
-    bot = Searcher(seed=1)
+    clock = FakeClock()
+    bot = Searcher(seed=1, pacer=Pacer(clock=clock))
     bot.pacer.late(0.010, "the SDK's guard answered", ("g", 7))
     margin = bot.pacer.late_s
-    bot.pacer._late = (margin, bot.pacer._late[1] - 5.0)  # /end comes seconds later
+    clock.now += 5.0  # /end comes seconds later
     end = GameEnd(
         game_id="g",
         seat=0,
