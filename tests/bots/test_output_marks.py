@@ -196,7 +196,8 @@ def test_add_remembers_a_bounded_number_of_requests() -> None:
     taken = [
         n
         for n in range(sent)
-        if marks.place(None, f"--- {token} act g.{n} {n}\n".encode(), True) == f"{ACT_MARK}g.{n} {n}\n".encode()
+        if marks.place(None, f"--- {token} act g.{n} {n}\n".encode(), True)
+        == f"{ACT_MARK}g.{n} {n}\n".encode()
     ]
     assert taken == list(range(10, sent))  # SENT_KEPT of them, g.0 forgotten, the last kept
 
