@@ -305,9 +305,29 @@ class ContainerBot(ManagedBot):
         return self.out_dir / "logs" / f"{self._label}.container.log"
 
     @property
+    def socket_folder(self) -> Path:
+        """The host folder mounted at ``/run/bot`` in the container, where the
+        bot makes its socket (the one place it can write on the host):
+        ``out_dir/sockets/<label>/``, `label` being the log's; or, when a
+        socket there would be too long a path, a short folder under the temp
+        dir, made at the launch (this then, until the bot stops)."""
+        if self._socket_dir is not None:
+            return self._socket_dir
+        return self.out_dir / "sockets" / self._label
+
+    @property
     def socket_path(self) -> Path | None:
         """The bot's socket on the host (while a container runs)."""
         return self._socket_dir / "bot.sock" if self._socket_dir is not None else None
+
+    @property
+    def marks_own_output(self) -> bool:
+        """Whether the running (or last) container marks its output itself
+        (it printed a valid mark with its ``BOT_OUTPUT_MARKS`` token,
+        :mod:`referee.bots.marks`): its lines are then in its log exactly
+        next to the moves it printed them for; else the daemon's timestamps
+        place them."""
+        return self._marks.by_bot
 
     @property
     def url(self) -> str | None:
@@ -381,6 +401,7 @@ class ContainerBot(ManagedBot):
         return self._state()
 
     def _socket_folder(self) -> Path:
+        """The socket folder for a launch, made (:attr:`socket_folder`)."""
         folder = self.out_dir / "sockets" / self._label
         if len(str(folder / "bot.sock")) > _MAX_SOCKET_PATH:
             self._tmp_socket_dir = True

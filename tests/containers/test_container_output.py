@@ -26,6 +26,7 @@ from sdk_talker import expected
 from protocol.messages import Timeouts
 from referee.bots.baseimage import build_image
 from referee.bots.container import ContainerBot
+from referee.bots.marks import OUTPUT_MARKS_ENV
 from referee.bots.process import CommandBot
 from referee.diagnostics import output_by_request
 from referee.match import play_match
@@ -69,6 +70,13 @@ def requests_of(replay: Path, seat: int) -> list[tuple[str, int]]:
     ]
 
 
+def marks_token(docker_client: Any, bot: ContainerBot) -> str:
+    """The token the running container of `bot` was given for its marks
+    (its ``BOT_OUTPUT_MARKS``), as the daemon shows its environment."""
+    env = docker_client.containers.get(bot.container_name).attrs["Config"]["Env"]
+    return next(e.split("=", 1)[1] for e in env if e.startswith(f"{OUTPUT_MARKS_ENV}="))
+
+
 def number(request_id: str) -> int:
     return int(request_id.rsplit(".", 1)[1])
 
@@ -92,7 +100,9 @@ def placed(
     return exact
 
 
-async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out: Path) -> None:
+async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(
+    talkers: str, out: Path, docker_client: Any
+) -> None:
     sdk = ContainerBot(talkers, out_dir=out, name="sdk")
     old = ContainerBot(talkers, out_dir=out, name="old-sdk", env={"TALKER_NO_MARKS": "1"})
     plain = ContainerBot(talkers, out_dir=out, name="plain", command=PLAIN_TALKER)
@@ -106,8 +116,8 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
             game_id="g1",
             replay=replay,
         )
-        tokens = [b._marks.token for b in (sdk, old, plain)]
-        assert [b._marks.by_bot for b in (sdk, old, plain)] == [True, False, False]
+        tokens = [marks_token(docker_client, b) for b in (sdk, old, plain)]
+        assert [b.marks_own_output for b in (sdk, old, plain)] == [True, False, False]
     assert not any(result.faults), result.faults
     shares = []
     for seat, bot in enumerate((sdk, old, plain)):
@@ -131,7 +141,7 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
             assert f"--- {token} done" not in bot.log_path.read_text()  # its marks are the referee's
         else:
             assert exact >= len(asked) / 5, (seat, exact, len(asked))  # the timestamps' share: the load's
-            assert not bot._marks.by_bot
+            assert not bot.marks_own_output
     FIGURES["lines exactly on their move (SDK marks; old SDK; not on the SDK)"] = "; ".join(shares)
     # the replay from the SDK bot's seat: each of its moves with its lines, the others' with none
     data = frames(
@@ -142,7 +152,9 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(talkers: str, out
     assert all("output" not in f for f in data["frames"][1:] if f["seat"] != 0)
 
 
-async def test_the_node_sample_bot_marks_its_requests(images: dict[str, str], out: Path) -> None:
+async def test_the_node_sample_bot_marks_its_requests(
+    images: dict[str, str], out: Path, docker_client: Any
+) -> None:
     if "node" not in images:
         pytest.skip("node is not installed: no Node sample bot image")
     node = ContainerBot(images["node"], out_dir=out, name="node")
@@ -151,8 +163,8 @@ async def test_the_node_sample_bot_marks_its_requests(images: dict[str, str], ou
     )
     async with node, other:
         await play_match([node, other], seed=3, names=["node", "greedy"], timeouts=TIMEOUTS, game_id="n1")
-        assert node._marks.by_bot
-        token = node._marks.token
+        assert node.marks_own_output
+        token = marks_token(docker_client, node)
     text = node.log_path.read_text()
     assert token not in text
     assert text.count("--- act n1.") == text.count("--- done n1.") > 5, text
