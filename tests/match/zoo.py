@@ -264,11 +264,12 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
     """Serve `app` on 127.0.0.1 (a free port); yields its base URL."""
     runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None
-    port: int = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    assert runner.server is not None
+    # The listening socket is ours rather than a site's, so that a zoo bot can
+    # stop listening from a handler (a site stops from a coroutine, which on
+    # some aiohttp versions waits for the connections, that handler's too).
+    server = await asyncio.get_running_loop().create_server(runner.server, "127.0.0.1", 0)
+    port: int = server.sockets[0].getsockname()[1]
 
     def die() -> None:
         server.close()  # stop listening: new connections are refused
@@ -278,6 +279,7 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        server.close()
         await runner.cleanup()
 
 

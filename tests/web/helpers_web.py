@@ -57,12 +57,9 @@ async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
     """Serve ``app`` on a free loopback port: its runner and base URL."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None and server.sockets  # type: ignore[attr-defined]
-    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    return runner, f"http://127.0.0.1:{port}"
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    (address,) = runner.addresses  # the one socket it listens on: (host, port)
+    return runner, f"http://127.0.0.1:{address[1]}"
 
 
 class Background:

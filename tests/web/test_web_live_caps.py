@@ -821,11 +821,11 @@ async def test_ipv6_clients_of_one_64_share_its_streams_over_http(db_path: Path)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
     await runner.setup()
     v6 = _has_ipv6_loopback()
-    ports = {}
-    for host in ["127.0.0.1", "::1"] if v6 else ["127.0.0.1"]:
-        site = web.TCPSite(runner, host, 0)
-        await site.start()
-        ports[host] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    hosts = ["127.0.0.1", "::1"] if v6 else ["127.0.0.1"]
+    for host in hosts:
+        await web.TCPSite(runner, host, 0).start()
+    ports = {address[0]: address[1] for address in runner.addresses}  # (host, port[, ...]) per socket
+    assert sorted(ports) == sorted(hosts)
     port = ports["127.0.0.1"]
     hub = app[HUB]
     opened: list[Any] = []
