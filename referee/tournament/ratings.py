@@ -140,6 +140,8 @@ class Table:
         self.retired: set[str] = set()
         self.design = settle.DesignEffect()
         self.history: list[tuple[int, str, float, float]] = []
+        #: The index of the last game applied (-1: none yet); games are
+        #: applied in index order, so every game before it is in the table.
         self.applied = -1
         for b in bots:
             self.add_bot(b)

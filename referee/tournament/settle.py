@@ -136,6 +136,12 @@ class DesignEffect:
         if count[0] >= len(seats):
             del self._open[deal]
 
+    @property
+    def open_deals(self) -> int:
+        """How many deals are in progress: seen, but not yet in all their
+        rotations (the clusters held in memory)."""
+        return len(self._open)
+
     def _shrunk(self, num: float, den: float) -> float:
         if self.clusters == 0 or den <= 0.0:
             return 1.0

@@ -151,6 +151,11 @@ def team(name: str, version: int, url: str) -> Wanted:
     )
 
 
+def applied(lad: Ladder) -> int:
+    """How many games the ladder's live table has been fed (in index order)."""
+    return lad.table.applied + 1
+
+
 async def until(cond: object, timeout: float = 180) -> None:
     assert callable(cond)
     deadline = asyncio.get_running_loop().time() + timeout
@@ -200,7 +205,7 @@ async def test_a_new_version_enters_at_once_and_the_old_one_retires_keeping_its_
             log=lambda m: None,
         )
         task = asyncio.create_task(lad.run())
-        await until(lambda: lad._applied >= 12)
+        await until(lambda: applied(lad) >= 12)
         old = lad.table.ratings["a v1"]
         results = await lad.reconcile([team("a", 2, a2), team("b", 1, b), team("c", 1, c)])
         assert [r.outcome for r in results] == ["entered", "kept", "kept"]
@@ -209,7 +214,7 @@ async def test_a_new_version_enters_at_once_and_the_old_one_retires_keeping_its_
         # inherit: the old version's mu, sigma raised back to half the fresh sigma at least
         assert lad.table.mu0["a v2"] == pytest.approx(old.mu)
         assert lad.table.sigma0["a v2"] == pytest.approx(max(old.sigma, 25 / 6))
-        await until(lambda: lad._applied >= entered_at + 24)
+        await until(lambda: applied(lad) >= entered_at + 24)
         lad.stop()  # after the games in flight: every game launched is recorded
         with pytest.raises(Exception, match="stopped"):
             await task
@@ -236,7 +241,7 @@ async def test_stopped_and_started_again_it_loses_nothing_and_plays_nothing_twic
             lad = Ladder(league(), out, wanted=wanted, log=lambda m: None)
             task = asyncio.create_task(lad.run())
             # awaited in this very iteration: the loop's current lad and stop_after
-            await until(lambda: lad._applied >= stop_after)  # noqa: B023
+            await until(lambda: applied(lad) >= stop_after)  # noqa: B023
             lad.stop(abandon=abandon)  # abandoned games in flight: planned, not recorded, played next time
             with pytest.raises(Exception, match="stopped"):
                 await task
@@ -267,11 +272,11 @@ async def test_an_unreachable_new_version_leaves_the_previous_one_in_play(tmp_pa
         lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b)], log=lambda m: None)
         task = asyncio.create_task(lad.run())
         await lad.started.wait()
-        await until(lambda: lad._applied >= 4)
+        await until(lambda: applied(lad) >= 4)
         results = await lad.reconcile([team("a", 2, nowhere), team("b", 1, b)])
         assert results[0].outcome == "unreachable" and results[0].reason
         mark = lad.plan.next_index
-        await until(lambda: lad._applied >= mark + 6)
+        await until(lambda: applied(lad) >= mark + 6)
         lad.stop(abandon=True)
         with pytest.raises(Exception, match="stopped"):
             await task
@@ -287,10 +292,10 @@ async def test_a_team_no_longer_wanted_is_withdrawn_and_plays_no_new_table(tmp_p
             league(), out, wanted=[team("a", 1, a), team("b", 1, b), team("c", 1, c)], log=lambda m: None
         )
         task = asyncio.create_task(lad.run())
-        await until(lambda: lad._applied >= 6)
+        await until(lambda: applied(lad) >= 6)
         await lad.reconcile([team("a", 1, a), team("b", 1, b)])  # c's address is no longer allowed, say
         mark = lad.plan.next_index
-        await until(lambda: lad._applied >= mark + 6)
+        await until(lambda: applied(lad) >= mark + 6)
         lad.stop(abandon=True)
         with pytest.raises(Exception, match="stopped"):
             await task
@@ -317,7 +322,7 @@ async def test_a_bot_that_stops_answering_is_dropped_and_the_ladder_goes_on(tmp_
             lambda: lad.entries.get("dies v1") is not None and lad.entries["dies v1"].status == "dropped"
         )
         mark = lad.plan.next_index
-        await until(lambda: lad._applied >= mark + 6)
+        await until(lambda: applied(lad) >= mark + 6)
         lad.stop(abandon=True)
         with pytest.raises(Exception, match="stopped"):
             await task
@@ -330,7 +335,7 @@ async def test_a_ladder_refuses_a_folder_of_another_league(tmp_path: Path) -> No
     async with serve(good_app("a")) as a, serve(good_app("b")) as b:
         lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b)], log=lambda m: None)
         task = asyncio.create_task(lad.run())
-        await until(lambda: lad._applied >= 2)
+        await until(lambda: applied(lad) >= 2)
         lad.stop(abandon=True)
         with pytest.raises(Exception, match="stopped"):
             await task
@@ -365,13 +370,13 @@ async def test_a_dropped_new_version_puts_the_previous_one_back_in_play_and_the_
     ):
         lad = Ladder(league(), out, wanted=[team("a", 1, a), team("b", 1, b)], log=lambda m: None)
         task = asyncio.create_task(lad.run())
-        await until(lambda: lad._applied >= 4)
+        await until(lambda: applied(lad) >= 4)
         results = await lad.reconcile([team("a", 2, dies), team("b", 1, b)])
         assert results[0].outcome == "entered" and results[0].replaced == "a v1"
         await until(lambda: lad.entries["a v2"].status == "dropped", timeout=60)
         await until(lambda: lad.entries["a v1"].status == "active", timeout=30)
         mark = lad.plan.next_index
-        await until(lambda: lad._applied >= mark + 6, timeout=60)  # it plays on
+        await until(lambda: applied(lad) >= mark + 6, timeout=60)  # it plays on
         # the service reconciles again with the team's newest (dropped) version: a v1 stays in play
         await lad.reconcile([team("a", 2, dies), team("b", 1, b)])
         assert lad.entries["a v1"].status == "active" and lad.waiting is None
@@ -450,7 +455,7 @@ async def test_empty_seats_are_filled_with_the_built_in_greedy_house_bot(tmp_pat
         await lad.reconcile([*three, team("d", 1, d)])
         await until(lambda: lad.entries["house-greedy-1"].status == "retired", timeout=120)
         mark = lad.plan.next_index
-        await until(lambda: lad._applied >= mark + 4, timeout=120)
+        await until(lambda: applied(lad) >= mark + 4, timeout=120)
         assert all("house-greedy-1" not in s for i, s in recorded(out) if i >= mark)
         # every team but one gone: one player cannot play, even with fillers
         await lad.reconcile([team("a", 1, a)])

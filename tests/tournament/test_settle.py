@@ -290,7 +290,7 @@ def test_the_design_effect_sees_correlated_and_cancelling_rotations() -> None:
                 perf = [SPREAD[b] + seat[s] + taste[b] + rng.gauss(0, 1) for s, b in enumerate(seats)]
                 t.add(Outcome(index=i, seats=seats, places=places_of(perf), deal=d if duplicate else -1))
                 i += 1
-        assert not t.design._open  # every deal completed and forgotten
+        assert t.design.open_deals == 0  # every deal completed and forgotten
         return t.design.factor()
 
     assert design(0.0, 1.0, duplicate=False) == 1.0
@@ -310,7 +310,7 @@ def test_open_deals_are_bounded_and_add_does_not_slow_down() -> None:
         t0 = time.perf_counter()
         t.add(o)
         times.append(time.perf_counter() - t0)
-        assert len(t.design._open) <= 1
+        assert t.design.open_deals <= 1
     early, late = sorted(times[:800])[400], sorted(times[-800:])[400]
     assert late < 3 * early
 
