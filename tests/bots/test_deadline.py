@@ -120,18 +120,12 @@ async def test_fast_blocks_arm_no_timer_each() -> None:
     """The point of the shared timer: blocks that end early do not each arm
     and cancel a timer of the loop's."""
 
-    class Counting(Deadlines):
-        armed = 0
-
-        def _arm(self, when: float) -> None:
-            Counting.armed += 1
-            super()._arm(when)
-
-    owner = Counting(asyncio.get_running_loop())
+    watched = ArmedTimers(asyncio.get_running_loop())
+    owner = Deadlines(watched)  # type: ignore[arg-type] - the loop's time and call_at, recorded
     for _ in range(500):
         async with owner.after(5.0):
             await asyncio.sleep(0)
-    assert Counting.armed == 1
+    assert watched.armed == 1
 
 
 def test_each_event_loop_has_its_own_timer() -> None:

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import random
 from collections.abc import Sequence
 
 import aiohttp
 from aiohttp import web
 from zoo import BODIES, PROBLEMS, serve
 
-from protocol import Rules, Timeouts, decode_act_request, encode
-from referee.bots import HttpBot
+from protocol import (
+    APIVERSION,
+    ActReply,
+    BotInfo,
+    Fault,
+    GameEnd,
+    GameStart,
+    Rules,
+    Timeouts,
+    decode_act_request,
+    encode,
+)
+from referee.bots import ActOutcome, BotError, Endpoint, HttpBot
+from referee.bots.base import ActsOnBytes
 from referee.game import GameState
 from referee.game import cards as C
 from referee.game.state import GONE
@@ -22,6 +35,37 @@ from referee.replay import rerun
 #: Small limits keep the suite fast; 400 ms leaves good bots room for the
 #: odd stall of a shared machine (~300 ms seen), so they never fault.
 FAST = Timeouts(move_ms=400, start_ms=1000, end_ms=1000)
+
+
+class Recorder(ActsOnBytes):
+    """A bot in process that keeps every ``/act`` the match runner hands it,
+    as a transport gets it: ``sent`` holds (body, request id, turn, limit in
+    seconds). It answers a legal index at random (from `seed`), at once."""
+
+    def __init__(self, name: str, seed: int = 0) -> None:
+        self.name = name
+        self.sent: list[tuple[bytes, str, int, float]] = []
+        self.rng = random.Random(seed)
+
+    async def handshake(self, timeout_s: float = 1.0) -> BotInfo:
+        return BotInfo(apiversion=APIVERSION, name=self.name)
+
+    async def start(self, message: GameStart, timeout_s: float) -> Fault | None:
+        return None
+
+    async def act_bytes(self, body: bytes, request_id: str, turn: int, deadline_s: float) -> ActOutcome:
+        self.sent.append((body, request_id, turn, deadline_s))
+        index = self.rng.randrange(len(decode_act_request(body).legal))
+        return ActOutcome(reply=ActReply(request_id=request_id, index=index), latency_ms=0.0)
+
+    async def end(self, message: GameEnd, timeout_s: float, turn: int) -> Fault | None:
+        return None
+
+    async def endpoint(self) -> Endpoint:
+        raise BotError("a bot in process has no address")
+
+    async def close(self) -> None:
+        pass
 
 
 async def run_game(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import aiohttp
 import pytest
 from zoo import SCRIPT as ZOO
 
-from referee.bots import CommandBot, HttpBot
+from referee.bots import BotError, CommandBot, HttpBot
 from referee.bots.container import ContainerBot
 from referee.bots.container_limits import ContainerLimits
 from referee.bots.factory import BotFactory, BotSpec, parse_spec
@@ -55,7 +56,16 @@ def test_parse_spec_says_what_is_wrong(text: str, words: str) -> None:
 
 
 async def test_each_kind_gets_its_transport(tmp_path: Path) -> None:
-    async with aiohttp.ClientSession() as session:
+    asked: list[str] = []  # the requests that went through the shared session
+
+    async def on_request_start(
+        session: object, context: object, params: aiohttp.TraceRequestStartParams
+    ) -> None:
+        asked.append(str(params.url))
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    async with aiohttp.ClientSession(trace_configs=[trace]) as session:
         factory = BotFactory(
             log_dir=tmp_path / "logs",
             base_dir=tmp_path,
@@ -65,9 +75,19 @@ async def test_each_kind_gets_its_transport(tmp_path: Path) -> None:
             labels={"referee.tournament": "t"},
         )
         tcp = factory.make(BotSpec(name="a", url="http://127.0.0.1:9", secret="k"))
-        assert isinstance(tcp, HttpBot) and tcp._session is session and tcp.name == "a"
+        assert isinstance(tcp, HttpBot) and tcp.name == "a"
         unix = factory.make(BotSpec(name="", url="unix:/tmp/x.sock"))
-        assert isinstance(unix, HttpBot) and unix._own_session and unix.name == "unix:/tmp/x.sock"
+        assert isinstance(unix, HttpBot) and unix.name == "unix:/tmp/x.sock"
+        # The TCP bot talks through the shared session, the unix-socket bot
+        # through a session of its own (nobody answers either: no matter).
+        with contextlib.suppress(BotError):
+            await tcp.handshake(1.0)
+        assert asked and all(url.startswith("http://127.0.0.1:9/") for url in asked), asked
+        shared = len(asked)
+        with contextlib.suppress(BotError):
+            await unix.handshake(1.0)
+        await unix.close()
+        assert len(asked) == shared, asked
         assert await unix.endpoint() == ("unix:/tmp/x.sock", None, None)
         assert await tcp.endpoint() == ("http://127.0.0.1:9", "k", None)
         cmd = factory.make(BotSpec(name="c", command=["./bot", "--port", "{port}"], cwd="sub"))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import aiohttp
 import pytest
 from aiohttp import web
+from helpers_match import Recorder
 from zoo import BODIES, CONNECTIONS, HEADERS, good_app, recording, serve, zoo_app
 
 from protocol import (
@@ -326,38 +327,44 @@ async def test_transport_bug_does_not_end_the_game(session: aiohttp.ClientSessio
     assert "transport error: RuntimeError: bug" in result.faults[1][0].detail
 
 
-def test_spliced_request_body_equals_the_encoded_act_request() -> None:
+async def test_spliced_request_body_equals_the_encoded_act_request() -> None:
     """The match builds each /act body straight from the engine
-    (view_bytes, spliced into _ActRequestWire): the bytes must stay exactly
-    those of encoding the ActRequest of view(), whatever fields either gains."""
-    import random as _random
+    (view_bytes, spliced into _ActRequestWire): the bytes every bot gets must
+    stay exactly those of encoding the ActRequest of view(), whatever fields
+    either gains, and the state hashed for the record that view's encoding."""
+    import hashlib
 
     from protocol.codec import ENCODER
     from protocol.messages import APIVERSION
-    from referee.game import new_game, view
+    from referee.game import view
     from referee.match import Match
+    from referee.record import steps
 
     for seed, rules in ((4, Rules()), (5, Rules(colour_run=True, reverses=True, sabotage=True))):
-        names = ["a", "b", "c"]
-        match = Match([object()] * 3, seed, names=names, rules=rules)  # type: ignore[list-item]
-        state = new_game(match.rules, match.names, _random.Random(seed))
-        rng = _random.Random(seed)
-        while not state.over:
-            seat = state.to_move()[0]
-            since = match._since[seat]
-            budget = match.clocks[seat].move()
-            pending = match._request(state, seat)
+        bots = [Recorder(name, seed=seed + i) for i, name in enumerate(["a", "b", "c"])]
+        match = Match(bots, seed, rules=rules)
+        await match.play()
+        sent = {request_id: body for bot in bots for body, request_id, _, _ in bot.sent}
+        since = [0] * len(bots)  # each seat's events count at its previous request
+        checked = 0
+        for step in steps(match.record, keep_sent=True):
+            line, state = step.line, step.sent  # the state the request was built from
+            assert state is not None
+            seat = line.seat
+            budget = match.clocks[seat].move()  # never charged: every reply took 0 ms
             expected = ActRequest(
                 apiversion=APIVERSION,
                 game_id=match.game_id,
-                request_id=pending.request_id,
+                request_id=line.request_id,
                 seat=seat,
                 turn=state.turn,
                 deadline_ms=budget.deadline_ms,
                 bank_ms=budget.bank_ms,
-                state=view(state, seat, since),
+                state=view(state, seat, since[seat]),
                 legal=state.legal_actions(seat),
             )
-            assert pending.body == ENCODER.encode(expected)
-            assert pending.state == ENCODER.encode(expected.state)
-            state.apply(rng.choice(state.legal_actions(seat)), seat)
+            since[seat] = len(state.events)
+            assert sent[line.request_id] == ENCODER.encode(expected)
+            assert line.state_sha256 == hashlib.sha256(ENCODER.encode(expected.state)).hexdigest()
+            checked += 1
+        assert checked == len(sent) > 10

@@ -11,7 +11,7 @@ import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
-from helpers_match import FAST, run_game
+from helpers_match import FAST, Recorder, run_game
 from zoo import good_app, zoo_app
 
 from protocol import Play, Rules
@@ -169,28 +169,33 @@ def test_disqualified_line_must_follow_its_request(played: Match) -> None:
         rerun(record)
 
 
-def test_setup_requests_are_the_encoded_requests() -> None:
+async def test_setup_requests_are_the_encoded_requests() -> None:
     """The set-up requests go out together, each built straight from the
-    engine: each body decodes to the ActRequest of that seat's view, with its
-    own request id and the move limit (the record's hashes of the states sent
-    are checked against what the bots received in helpers_match)."""
+    engine: each body a bot gets decodes to the ActRequest of that seat's
+    view, with its own request id and the move limit, and the state hashed
+    for the record is that view's encoding (the record's hashes are checked
+    against what bots over HTTP received in helpers_match)."""
+    import hashlib
     import random
 
     from protocol import decode_act_request, encode
     from referee.game import new_game, view
 
-    class Idle:
-        name = "idle"
-
-    match = Match([Idle(), Idle(), Idle()], 3, timeouts=FAST)  # type: ignore[list-item]
+    bots = [Recorder(f"r{seat}", seed=seat) for seat in range(3)]
+    match = Match(bots, 3, timeouts=FAST)
+    await match.play()
+    hashed = {
+        line.request_id: line.state_sha256 for line in match.record.lines if isinstance(line, RequestLine)
+    }
     state = new_game(Rules(), match.names, random.Random(3))
+    assert state.to_move() == [0, 1, 2]  # set-up: every seat chooses at once
     for seat in state.to_move():
-        pending = match._request(state, seat)
-        request = decode_act_request(pending.body)
+        body, request_id, _, limit_s = bots[seat].sent[0]
+        request = decode_act_request(body)
         assert request.state == view(state, seat)
-        assert pending.state == encode(view(state, seat))
-        assert request.request_id == pending.request_id == f"{match.game_id}.{seat + 1}"
-        assert pending.limit_s == FAST.move_ms / 1000
+        assert hashed[request_id] == hashlib.sha256(encode(view(state, seat))).hexdigest()
+        assert request.request_id == request_id == f"{match.game_id}.{seat + 1}"
+        assert limit_s == FAST.move_ms / 1000
 
 
 def test_the_viewer_and_the_rerun_read_a_record_alike(played: Match, tmp_path: Path) -> None:
