@@ -209,7 +209,9 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
     return [e for e in map(_entry, rows) if e.status == "active" or e.name in owing]
 
 
-def _put_entry(store: Store, e: Entry) -> None:
+def put_entry(store: Store, e: Entry) -> None:
+    """Store entry ``e`` (in place of the one of its name), its bot's secret left
+    out: the counterpart of :func:`read_entries`."""
     store.db.execute(
         "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
         " first_index, status, reason, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -594,14 +596,14 @@ class Ladder(Tournament):
         if why is not None:
             entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
             self.entries[w.name] = entry
-            _put_entry(store, entry)
+            put_entry(store, entry)
             self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
             return EntryResult(name=w.name, outcome="unreachable", reason=why)
         self.entries[w.name] = entry
         self._entries[w.name] = spec
         self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
         entry.games0 = self.plan.add(w.name)
-        _put_entry(store, entry)
+        put_entry(store, entry)
         replaced = None
         if previous is not None and previous.status == "active":
             self._retire(previous, "retired", f"replaced by {w.name}")
@@ -622,7 +624,7 @@ class Ladder(Tournament):
         entry.status, entry.reason, entry.ended_at = "active", reason, None
         self.table.add_bot(entry.name)  # back from retirement, its rating and counts kept
         self.plan.add(entry.name)
-        _put_entry(store, entry)
+        put_entry(store, entry)
         self._wake.set()
         return None
 
@@ -661,7 +663,7 @@ class Ladder(Tournament):
         if entry.name not in self.table.retired:
             self.table.retire(entry.name)
         if self._store is not None:
-            _put_entry(self._store, entry)
+            put_entry(self._store, entry)
         if self._owed[entry.name] <= 0:
             self._close_entry(entry.name)
 
@@ -681,7 +683,7 @@ class Ladder(Tournament):
             if name not in self.table.retired:
                 self.table.retire(name)
             if self._store is not None:
-                _put_entry(self._store, entry)
+                put_entry(self._store, entry)
             if entry.team is not None:
                 task = asyncio.ensure_future(self._fall_back_soon(entry))
                 self._tasks.add(task)

@@ -15,7 +15,7 @@ from referee.admission import AdmissionLine, AdmissionReport
 from referee.bots.factory import BotSpec
 from referee.check import CheckLine
 from referee.tournament import settle
-from referee.tournament.ladder import Entry, _put_entry, open_ladder_store, read_entries
+from referee.tournament.ladder import Entry, open_ladder_store, put_entry, read_entries
 from referee.tournament.ratings import Standing
 from referee.web.db import RUN_STATUSES, STATUSES, ServiceDB
 
@@ -38,7 +38,7 @@ def _entry(status: str) -> Entry:
 def test_a_stored_entry_comes_back_and_an_unknown_status_is_refused_by_name(tmp_path: Path) -> None:
     store = open_ladder_store(tmp_path / "t.sqlite")
     try:
-        _put_entry(store, _entry("retired"))
+        put_entry(store, _entry("retired"))
         assert [(e.name, e.status) for e in read_entries(store)] == [("a v1", "retired")]
         store.db.execute("UPDATE ladder_entries SET status = 'gone'")
         with pytest.raises(msgspec.ValidationError, match=r"'gone'.*\$\.status"):
