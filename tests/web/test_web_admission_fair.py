@@ -303,8 +303,13 @@ async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
     slow = Spy(slow_if=lambda body: True)
     runner, slow_url = await _serve_spy(slow)
     try:
+        # Twice the budget: Z's check only has to outlast A's five submissions, and
+        # A's newest (a fast bot, about 1 s) has room on a machine slowed by others.
         client = await service(
-            submissions_per_window=20, check_budget_s=BUDGET_S, admission_workers=1, validation_games=GAMES
+            submissions_per_window=20,
+            check_budget_s=2 * BUDGET_S,
+            admission_workers=1,
+            validation_games=GAMES,
         )
         cid = await new_competition(client, admin_token)
         z, z_token = await new_team(client, admin_token, cid, "zed")
@@ -328,7 +333,7 @@ async def test_a_team_submitting_again_and_again_keeps_one_waiting_the_newest(
         for sid, by in zip(ids[:4], ids[1:]):
             detail = await _status(client, cid, a, a_token, sid)
             assert detail["reason"] == f"replaced by #{by} before its check", detail
-        newest = await settled(client, cid, a, a_token, ids[4], timeout=BUDGET_S + 25)
+        newest = await settled(client, cid, a, a_token, ids[4], timeout=2 * BUDGET_S + 25)
         assert newest["submission"]["status"] == "accepted", newest
         listing = await (
             await client.get(f"/api/competitions/{cid}/teams/{a}/submissions", headers=auth(a_token))
