@@ -118,14 +118,16 @@ PLAYWRIGHT_FIXTURES = frozenset(
 SESSION_PLAYWRIGHT_FIXTURES = PLAYWRIGHT_FIXTURES - {"browser_type_launch_args"}
 
 
+def _fixtures(item: pytest.Item) -> set[str]:
+    return set(getattr(item, "fixturenames", ()))
+
+
 def _uses_session_playwright(item: pytest.Item) -> bool:
-    return bool(SESSION_PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ())))
+    return bool(SESSION_PLAYWRIGHT_FIXTURES & _fixtures(item))
 
 
 def _is_browser_test(item: pytest.Item) -> bool:
-    return "test_web_browser" in item.nodeid or bool(
-        PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ()))
-    )
+    return "test_web_browser" in item.nodeid or bool(PLAYWRIGHT_FIXTURES & _fixtures(item))
 
 
 #: Suites slow as a whole (they need a Docker daemon, a second one, or Ray):
@@ -161,6 +163,4 @@ def pytest_collection_modifyitems(
         # Those that start a Playwright of their own (`sync_playwright()`) before
         # those that use the session's: the session's loop, once running, makes
         # every later `sync_playwright()` fail ("Sync API inside the asyncio loop").
-        own = [i for i in browser if not _uses_session_playwright(i)]
-        session_wide = [i for i in browser if _uses_session_playwright(i)]
-        items[:] = rest + own + session_wide
+        items[:] = rest + sorted(browser, key=_uses_session_playwright)  # stable: file order kept

@@ -23,6 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from bot_helpers import ROOT, body, by_name
+from clocks import FakeClock
 
 from protocol import (
     APIVERSION,
@@ -53,16 +54,6 @@ from sample_bots.searcher import (
 )
 
 # ------------------------------------------------------------- the rule
-
-
-class FakeClock:
-    """A clock that moves only when told (a :class:`Pacer`'s `clock`)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _feed(pacer: Pacer, lag_s: float, peak: int, count: int = MIN_SAMPLES, deadline_ms: int = 400) -> None:

@@ -23,6 +23,7 @@ import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
+from clocks import FakeClock
 from helpers_web import LOOPBACK, league_text, serve
 from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
@@ -385,16 +386,8 @@ async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token:
 # -------------------------------------------------------- the board cache
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_a_board_is_the_same_object_inside_its_ttl_and_computed_again_after() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     cache: BoardCache[str, object] = BoardCache(ttl=0.5, clock=clock)
 
     async def compute() -> object:
