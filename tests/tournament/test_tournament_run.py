@@ -12,7 +12,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -144,6 +147,16 @@ def _listening_bot_ports(out: Path) -> list[int]:
     return alive
 
 
+def _faults_and_logs(out: Path, stderr: str) -> str:
+    """What to read when a run surprises: every fault recorded, the referee's
+    stderr and the end of each bot's stderr."""
+    text = "faults:\n" + "".join(f"  {row}\n" for row in _faults(out / "tournament.sqlite"))
+    text += f"--- the referee's stderr:\n{stderr[-3000:]}\n"
+    for log in sorted((out / "logs").glob("*.stderr.log")):
+        text += f"--- {log.name}:\n{log.read_text(errors='replace')[-1500:]}\n"
+    return text
+
+
 def games_recorded(db_path: Path) -> int:
     """Games in a running tournament's store so far (0 before it exists)."""
     if not db_path.exists():
@@ -165,44 +178,83 @@ def wait_for_games(db_path: Path, count: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.slow
-@needs_node
-def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
-    league = write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=2))
-    whole = tmp_path / "whole"
-    r = run_cli("tournament", str(league), "--out", str(whole), "--no-progress")
-    assert r.returncode == 0, r.stderr
+def _faults(db_path: Path) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(db_path)
+    try:
+        return db.execute("SELECT game_idx, seat, bot, kind, turn, detail FROM faults ORDER BY game_idx").fetchall()
+    finally:
+        db.close()
 
-    out = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    db_path = out / "tournament.sqlite"
-    wait_for_games(db_path, 4, timeout_s=120)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+
+def _play_whole(league: Path, out: Path) -> str:
+    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def _kill_then_resume(league: Path, out: Path, total: int) -> str:
+    """Start the league, SIGKILL the referee after 4 games, resume it; the resumed run's stderr."""
+    with (out.parent / f"{out.name}.killed.stderr").open("w") as stderr:
+        proc = subprocess.Popen(
+            [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        db_path = out / "tournament.sqlite"
+        wait_for_games(db_path, 4, timeout_s=120)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
     time.sleep(0.5)
     # No bot outlives the referee (they die with their parent).
     assert not _listening_bot_ports(out), "bot processes survived the referee"
 
-    total = 18
     before = games_recorded(db_path)
     assert before < total
     # Without --resume the folder is refused, and nothing is touched.
     r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
     assert r.returncode == 2 and "--resume" in r.stderr
+    assert games_recorded(db_path) == before
     r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
     assert r.returncode == 0, r.stderr
     assert "resuming" in r.stderr
     db = sqlite3.connect(db_path)
     idx = [row[0] for row in db.execute("SELECT idx FROM games ORDER BY idx")]
+    db.close()
     assert idx == list(range(total)), "every game recorded exactly once"
-    assert (out / "standings.json").read_text() == (whole / "standings.json").read_text()
+    return r.stderr
+
+
+@pytest.mark.slow
+@needs_node
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Standings of a run SIGKILLed after 4 games and resumed are those of a
+    run never stopped, to the last digit.
+
+    The claim holds for bots that behave the same in both runs; these three
+    never fault on their own. A run in which one did (CI saw a bot unreachable
+    in 4 requests of one game, once in many runs, cause not seen) is played
+    again, once, with a warning showing its faults and the bots' stderr: a
+    second run with faults, or standings that differ without any, fail."""
+    league = write_league(tmp_path, league_text(DETERMINISTIC, rounds=3, concurrency=2))
+    total = 18
+
+    def played(name: str, play: Callable[[Path], str]) -> Path:
+        out = tmp_path / name
+        stderr = play(out)
+        if _faults(out / "tournament.sqlite"):
+            warnings.warn(f"{name}: bots faulted, played again:\n{_faults_and_logs(out, stderr)}", stacklevel=1)
+            out = tmp_path / f"{name}-again"
+            stderr = play(out)
+        assert not _faults(out / "tournament.sqlite"), _faults_and_logs(out, stderr)
+        return out
+
+    whole = played("whole", lambda out: _play_whole(league, out))
+    out = played("killed", lambda out: _kill_then_resume(league, out, total))
+    assert (out / "standings.json").read_text() == (whole / "standings.json").read_text(), _faults_and_logs(
+        out, ""
+    )
 
 
 def test_resume_refuses_another_league(tmp_path: Path) -> None:
