@@ -35,6 +35,7 @@ from referee import __version__, engine_status
 from referee.bots import Bot, BotError, CommandBot, make_session
 from referee.bots.factory import BotFactory, parse_spec
 from referee.check import CheckLine, OutputProbe, run_checks
+from referee.cli_options import checked_registry, executor_options
 from referee.config import ConfigError, load_toml_struct
 from referee.match import play_match
 from referee.record import FaultPolicy, MatchResult
@@ -304,29 +305,10 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
 @click.option("--resume", is_flag=True, help="Continue the tournament recorded in the output folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-replays", is_flag=True, help="Do not write a replay file per game.")
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where games run: this process, or Ray workers (pip install -e '.[ray]').",
-)
-@click.option(
-    "--address",
-    help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); default: a local one.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="With --executor ray: how many worker actors.",
-)
-@click.option(
-    "--registry",
-    metavar="HOST:PORT",
-    help="With --executor ray: the Docker registry image bots' images are pushed to (by digest) "
-    "for the nodes to pull; without it every node must have them on its own daemon.",
+@executor_options(
+    runs="Where games run",
+    workers="how many worker actors",
+    registry="every node must have the image bots' images on its own daemon",
 )
 @RUNTIME
 def tournament(
@@ -368,10 +350,7 @@ def tournament(
         click.get_current_context().call_on_close(lambda: set_runtime(previous))
     try:
         league = load_league(league_file)
-        if registry is not None and executor != "ray":
-            raise click.BadParameter(
-                "a registry serves the nodes of --executor ray only", param_hint="--registry"
-            )
+        registry = checked_registry(executor, registry)
         if executor == "ray" and address is not None:
             local_only = [b.name for b in league.bots if b.command is not None and b.image is None]
             if local_only:

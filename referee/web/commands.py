@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from referee import engine_status
+from referee.cli_options import checked_registry, executor_options
 
 if TYPE_CHECKING:  # generic in click 8.2 and newer only
     from .db import ServiceDB
@@ -155,30 +156,10 @@ class Size(_IntParam):
 @click.option(
     "--secure-cookies", is_flag=True, help="Send the team session cookie over HTTPS only (behind TLS)."
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where runs, ladders and finals play their games: this process, or Ray workers "
-    "(pip install -e '.[ray]').",
-)
-@click.option(
-    "--address",
-    help="With --executor ray: an existing cluster ('auto', 'ray://HOST:10001'); default: a local one.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="With --executor ray: worker actors per run.",
-)
-@click.option(
-    "--registry",
-    metavar="HOST:PORT",
-    help="With --executor ray: the Docker registry the teams' images are pushed to (by digest) for "
-    "the nodes to pull; without it every node must share this machine's Docker daemon.",
+@executor_options(
+    runs="Where runs, ladders and finals play their games",
+    workers="worker actors per run",
+    registry="every node must share this machine's Docker daemon",
 )
 @click.option(
     "--check-budget",
@@ -333,17 +314,7 @@ def serve(
         trusted_proxies=proxies,
     )
 
-    if registry is not None:
-        from ..bots.registry import check_registry
-
-        if executor != "ray":
-            raise click.BadParameter(
-                "a registry serves the nodes of --executor ray only", param_hint="--registry"
-            )
-        try:
-            registry = check_registry(registry)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--registry") from None
+    registry = checked_registry(executor, registry)
     if executor == "ray":
         from ..tournament.executors import ExecutorError
         from .run_start import start_ray

@@ -86,3 +86,12 @@ def test_the_cli_refuses_a_bad_registry_and_one_without_ray(tmp_path: Path) -> N
         main, ["tournament", str(league), "--executor", "ray", "--registry", "http://reg:5000"]
     )
     assert r.exit_code == 2 and "--registry: expected HOST:PORT" in r.output, r.output
+    # referee serve: the same two refusals, from the same options, before anything starts.
+    db = tmp_path / "service.sqlite"
+    r = CliRunner().invoke(main, ["serve", "--db", str(db), "--registry", "127.0.0.1:5000"])
+    assert r.exit_code == 2 and "a registry serves the nodes of --executor ray only" in r.output, r.output
+    r = CliRunner().invoke(
+        main, ["serve", "--db", str(db), "--executor", "ray", "--registry", "http://reg:5000"]
+    )
+    assert r.exit_code == 2 and "--registry: expected HOST:PORT" in r.output, r.output
+    assert not db.exists()

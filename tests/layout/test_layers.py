@@ -165,7 +165,7 @@ LAYERS = (
     ("match", ("referee.match", "referee.record", "referee.replay", "referee.report", "referee.check")),
     # many games: tournaments and ladders, a submission's admission games, a team's diagnostics
     ("competition", ("referee.tournament", "referee.admission", "referee.diagnostics")),
-    ("service", ("referee.cli", "referee.web", "referee.containers_cli")),
+    ("service", ("referee.cli", "referee.cli_options", "referee.web", "referee.containers_cli")),
     # beside the referee: nothing imports them (what they may import: ALLOWED)
     ("sample bots", ("sample_bots",)),
 )
@@ -237,7 +237,7 @@ def test_the_layer_checks_find_what_is_wrong() -> None:
 
 def test_nothing_below_the_service_imports_it() -> None:
     graph = _graph()
-    top = ("referee.cli", "referee.web", "referee.containers_cli")
+    top = ("referee.cli", "referee.cli_options", "referee.web", "referee.containers_cli")
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
