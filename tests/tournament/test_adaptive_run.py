@@ -5,8 +5,6 @@ sharing a few bot processes that ends by itself with the right order."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -18,12 +16,11 @@ from test_tournament_run import (
     DETERMINISTIC,
     PY,
     ROOT,
-    _listening_bot_ports,
-    games_recorded,
+    fault_free,
+    kill_then_resume,
     league_text,
     needs_node,
-    run_cli,
-    wait_for_games,
+    play_whole,
     write_league,
 )
 
@@ -62,11 +59,13 @@ def test_adaptive_standings_do_not_depend_on_concurrency_nor_on_a_kill(tmp_path:
     for name, concurrency in (("one", 1), ("six", 6)):
         (tmp_path / name).mkdir()
         league = write_league(tmp_path / name, adaptive_text(60, concurrency))
-        out = tmp_path / name / "out"
-        r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
-        assert r.returncode == 0, r.stderr
-        assert "adaptive" in r.stderr
-        runs[name] = out
+
+        def play(out: Path, league: Path = league) -> str:
+            stderr = play_whole(league, out)
+            assert "adaptive" in stderr
+            return stderr
+
+        runs[name] = fault_free(tmp_path / name / "out", play)
     a, b = ((o / "standings.json").read_text() for o in runs.values())
     assert a == b
     games = recorded(runs["one"] / "tournament.sqlite")
@@ -74,24 +73,10 @@ def test_adaptive_standings_do_not_depend_on_concurrency_nor_on_a_kill(tmp_path:
 
     (tmp_path / "killed").mkdir()
     league = write_league(tmp_path / "killed", adaptive_text(60, 3))
-    out = tmp_path / "killed" / "out"
-    proc = subprocess.Popen(
-        [PY, "-m", "referee.cli", "tournament", str(league), "--out", str(out), "--no-progress"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    out = fault_free(
+        tmp_path / "killed" / "out", lambda out: kill_then_resume(league, out, after=min(len(games) - 1, 7))
     )
-    db_path = out / "tournament.sqlite"
-    wait_for_games(db_path, min(len(games) - 1, 7), timeout_s=120)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    time.sleep(0.5)
-    assert not _listening_bot_ports(out), "bot processes survived the referee"
-    assert games_recorded(db_path) < len(games)
-    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", "--resume")
-    assert r.returncode == 0, r.stderr
-    assert recorded(db_path) == games, "the same games, each recorded once"
+    assert recorded(out / "tournament.sqlite") == games, "the same games, each recorded once"
     assert (out / "standings.json").read_text() == a
 
 

@@ -10,12 +10,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from test_tournament_run import (
     DETERMINISTIC,
     ROOT,
+    fault_free,
     games_recorded,
     league_text,
     needs_node,
@@ -42,13 +44,24 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def local_and_ray(league: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The league played here and on Ray workers, each in a run where no bot
+    faulted (:func:`fault_free`): the two output folders."""
+
+    def play(*extra: str) -> Callable[[Path], str]:
+        def run(out: Path) -> str:
+            r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", *extra)
+            assert r.returncode == 0, r.stderr
+            return r.stderr
+
+        return run
+
+    return fault_free(tmp_path / "local", play()), fault_free(tmp_path / "ray", play("--executor", "ray"))
+
+
 def test_ray_standings_equal_local(tmp_path: Path) -> None:
     league = write_league(tmp_path, league_text(DETERMINISTIC))
-    local, remote = tmp_path / "local", tmp_path / "ray"
-    r = run_cli("tournament", str(league), "--out", str(local), "--no-progress")
-    assert r.returncode == 0, r.stderr
-    r = run_cli("tournament", str(league), "--out", str(remote), "--no-progress", "--executor", "ray")
-    assert r.returncode == 0, r.stderr
+    local, remote = local_and_ray(league, tmp_path)
     assert (local / "standings.json").read_text() == (remote / "standings.json").read_text()
     assert len(list((remote / "replays").glob("*.jsonl.gz"))) == 12
 
@@ -88,11 +101,7 @@ def test_ray_adaptive_standings_equal_local(tmp_path: Path) -> None:
     from test_adaptive_run import adaptive_text
 
     league = write_league(tmp_path, adaptive_text(40, concurrency=4))
-    local, remote = tmp_path / "local", tmp_path / "ray"
-    r = run_cli("tournament", str(league), "--out", str(local), "--no-progress")
-    assert r.returncode == 0, r.stderr
-    r = run_cli("tournament", str(league), "--out", str(remote), "--no-progress", "--executor", "ray")
-    assert r.returncode == 0, r.stderr
+    local, remote = local_and_ray(league, tmp_path)
     assert (local / "standings.json").read_text() == (remote / "standings.json").read_text()
     games = [
         sqlite3.connect(o / "tournament.sqlite")
