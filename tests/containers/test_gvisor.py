@@ -256,24 +256,10 @@ url = "{house}"
 
 
 @pytest.fixture
-async def service(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, runsc: str, no_override: None
-) -> Any:
+async def service(service_client: Callable[..., Awaitable[Any]], runsc: str, no_override: None) -> Any:
     """The service as ``referee serve --runtime runsc`` runs it."""
-    from referee.bots.netpolicy import AddressPolicy
-    from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
-
     docker_daemon.set_runtime(runsc)  # what serve --runtime does (referee.web.commands.use_runtime)
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
-    )  # its house bot is on loopback
-    c.admin = token
-    return c
+    return await service_client(house_urls_anywhere=True)  # its house bot is on loopback
 
 
 @pytest.mark.slow
@@ -379,16 +365,14 @@ async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_r
 ) -> None:
     """422 naming the field when the competition is made, rather than every
     team's admission check failing later for the operator's mistake."""
+    from helpers_web import new_admin_token
     from test_web_api import auth
 
     from referee.bots.netpolicy import AddressPolicy
     from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
 
     db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
+    token = new_admin_token(db_path)
     client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
     league = '[tournament]\nname = "x"\n[containers]\nruntime = "runsx"\n'
     r = await client.post("/api/competitions", json={"name": "bad", "league": league}, headers=auth(token))

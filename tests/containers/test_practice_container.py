@@ -23,21 +23,12 @@ from referee.bots import docker_daemon
 
 
 @pytest.fixture
-async def service(aiohttp_client: Any, tmp_path: Path, runsc: str, no_override: None) -> Any:  # noqa: F811
+async def service(service_client: Any, runsc: str, no_override: None) -> Any:  # noqa: F811
     """The service as ``referee serve --runtime runsc --bot-networks 127.0.0.0/8`` runs it."""
     from helpers_web import LOOPBACK
 
-    from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
-
     docker_daemon.set_runtime(runsc)
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=LOOPBACK, validation_games=2)))
-    c.admin = token
-    return c
+    return await service_client(bot_policy=LOOPBACK)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,37 +20,15 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
-
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(
-            db_path,
-            Settings(
-                bot_policy=AddressPolicy(), validation_games=2, fault_retry_s=0.5, fault_retry_max_s=2.0
-            ),
-        )
-    )
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client(fault_retry_s=0.5, fault_retry_max_s=2.0)
 
 
 async def status_of(client: Any, cid: int, tid: int, token: str, sid: int) -> dict[str, Any]:
