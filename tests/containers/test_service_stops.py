@@ -26,7 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import league_text  # noqa: E402
+from helpers_web import league_text, new_admin_token  # noqa: E402
 from test_builds import PY_BOT, make_zip  # noqa: E402
 
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
@@ -128,9 +128,9 @@ def until(svc: Service, cid: int, tid: int, token: str, sid: int, wanted: tuple[
 @pytest.fixture
 def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     db_path = tmp_path / "service.sqlite"
+    admin = new_admin_token(db_path)
     db = ServiceDB(db_path)
     try:
-        admin = db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class"))
         team, token = db.add_team(comp.id, "ada")
         instance = db.instance_id()

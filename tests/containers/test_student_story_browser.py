@@ -47,7 +47,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "web"))
 
-from helpers_web import LOOPBACK, Background, sample_bot_app  # noqa: E402
+from helpers_web import LOOPBACK, Background, new_admin_token, sample_bot_app  # noqa: E402
 
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
 
@@ -137,9 +137,9 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     db_path = tmp_path / "service.sqlite"
     try:
         house = bg.serve(lambda: sample_bot_app("greedy"))
+        admin = new_admin_token(db_path)
         db = ServiceDB(db_path)
         try:
-            admin = db.ensure_admin_token()
             comp = db.add_competition("Class 26", LEAGUE.format(house=house))
             _, token = db.add_team(comp.id, "ada")
         finally:

@@ -53,7 +53,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import Background, sample_bot_app  # noqa: E402
+from helpers_web import Background, new_admin_token, sample_bot_app  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
@@ -228,9 +228,9 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     """A fresh service database (its admin token), a house bot on loopback;
     afterwards every image and container of this service's instance is removed."""
     db_path = tmp_path / "class.sqlite"
+    admin = new_admin_token(db_path)
     db = ServiceDB(db_path)
     try:
-        admin = db.ensure_admin_token()
         instance = db.instance_id()
     finally:
         db.close()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, sample_bot_app
+from helpers_web import LOOPBACK, Background, new_admin_token, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -110,11 +110,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
             for name, kind in (("house", "greedy"), ("ada", "greedy"), ("bea", "random"), ("bea2", "greedy"))
         }
         db_path = tmp_path / "service.sqlite"
-        db = ServiceDB(db_path)
-        try:
-            admin = db.ensure_admin_token()
-        finally:
-            db.close()
+        admin = new_admin_token(db_path)
         # Every page here comes from 127.0.0.1, where a classroom's come from
         # many addresses: the per-client cap of live streams (tested on its
         # own) would otherwise refuse a page's stream while another page's

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, new_admin_token, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -31,8 +31,8 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
             for name, kind in (("house", "greedy"), ("v1", "random"), ("v2", "greedy"))
         }
         db_path = tmp_path / "service.sqlite"
+        new_admin_token(db_path)
         db = ServiceDB(db_path)
-        db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class", house={"house-greedy": urls["house"]}))
         team, token = db.add_team(comp.id, "ada")
         for v in ("v1", "v2"):
