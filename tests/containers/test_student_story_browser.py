@@ -47,7 +47,15 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "web"))
 
-from helpers_web import LOOPBACK, Background, new_admin_token, sample_bot_app  # noqa: E402
+from helpers_web import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    LOOPBACK,
+    Background,
+    expect_waits,
+    new_admin_token,
+    sample_bot_app,
+)
 
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
 
@@ -60,16 +68,6 @@ pytestmark = pytest.mark.slow
 
 ROOT = TESTS.parent
 SCREENS = Path("/tmp/referee-screens")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 #: Every wait of the test is bounded by these: generous, the machine is shared.
 SETTLE_S = 420.0
 PRACTICE_S = 300.0
@@ -224,8 +222,7 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     errors: list[str] = []
-    expect.set_options(timeout=EXPECT_MS)
-    try:
+    with expect_waits(EXPECT_MS):
         with sync_playwright() as pw:
             browser = pw.chromium.launch(**launch)
             try:
@@ -376,7 +373,5 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
                 ctx.close()
             finally:
                 browser.close()
-    finally:
-        expect.set_options(timeout=None)
     print("student story: " + "; ".join(f"{k} at {v:.1f} s" for k, v in timings.items()))
     assert errors == [], errors

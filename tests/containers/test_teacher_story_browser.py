@@ -53,7 +53,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import Background, new_admin_token, sample_bot_app  # noqa: E402
+from helpers_web import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    Background,
+    new_admin_token,
+    sample_bot_app,
+)
 from test_builds import make_zip, python_bot_files  # noqa: E402
 
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
@@ -69,17 +75,6 @@ SCREENS = Path("/tmp/referee-screens")
 #: The longest any one step may take (seconds): the first build of an
 #: instance also builds its base and SDK images, on a shared machine.
 STEP_S = 420.0
-#: Debian's Chromium, as tests/web/conftest.py launches it for the browser tests there.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 
 @pytest.fixture

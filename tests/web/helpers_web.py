@@ -1,11 +1,13 @@
 """Helpers of the service's tests: league texts, sample bots and the service
-on loopback in a thread of their own (for the CLI and browser tests)."""
+on loopback in a thread of their own (for the CLI and browser tests), and
+what the browser tests share (Debian's Chromium, Playwright's waits)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,17 @@ from referee.bots.netpolicy import AddressPolicy, parse_networks
 
 #: The tests' bots run on loopback: the admin allows it (referee serve --bot-networks 127.0.0.0/8).
 LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
+#: The browser tests' Chromium (Debian's), and the flags it is launched with.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def league_text(
@@ -83,6 +96,10 @@ class Background:
 
         return str(self.call(go))
 
+    def serve_bots(self, kinds: dict[str, str]) -> dict[str, str]:
+        """Sample bots ({name: kind}, a kind of :func:`sample_bot_app`) served: {name: URL}."""
+        return {name: self.serve(lambda kind=kind: sample_bot_app(kind)) for name, kind in kinds.items()}
+
     def close(self) -> None:
         async def stop() -> None:
             for r in reversed(self.runners):
@@ -94,6 +111,19 @@ class Background:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
             self.loop.close()
+
+
+@contextlib.contextmanager
+def expect_waits(ms: int) -> Iterator[None]:
+    """Playwright's expect() waits `ms` inside (a global of Playwright's: put
+    back to its default, 5 s, after)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=ms)
+    try:
+        yield
+    finally:
+        expect.set_options(timeout=None)
 
 
 def db_file(tmp: Path) -> Path:

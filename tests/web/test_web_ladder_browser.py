@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, new_admin_token, sample_bot_app
+from helpers_web import LOOPBACK, Background, expect_waits, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -105,10 +105,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         pytest.fail(f"CI=true, so the source upload must run, but: {no_builds}", pytrace=False)
     bg = Background()
     try:
-        bots = {
-            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-            for name, kind in (("house", "greedy"), ("ada", "greedy"), ("bea", "random"), ("bea2", "greedy"))
-        }
+        bots = bg.serve_bots({"house": "greedy", "ada": "greedy", "bea": "random", "bea2": "greedy"})
         db_path = tmp_path / "service.sqlite"
         admin = new_admin_token(db_path)
         # Every page here comes from 127.0.0.1, where a classroom's come from
@@ -155,14 +152,9 @@ def remove_team_images(db_path: Path) -> None:
 
 @pytest.fixture
 def patient_expect() -> Iterator[None]:
-    """expect() waits EXPECT_MS for this test (a global of Playwright's: put back after)."""
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=EXPECT_MS)
-    try:
+    """expect() waits EXPECT_MS for this test."""
+    with expect_waits(EXPECT_MS):
         yield
-    finally:
-        expect.set_options(timeout=None)  # Playwright's default (5 s)
 
 
 def api_json(base: str, path: str) -> Any:
