@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,8 +51,11 @@ from helpers_web import (  # noqa: E402
     LOOPBACK,
     Background,
     expect_waits,
+    free_port,
     new_admin_token,
+    referee_cli,
     sample_bot_app,
+    wait_for_http,
 )
 
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
@@ -96,12 +97,6 @@ PRINT_LINE = '    print(f"turn {request.turn} thinking", flush=True)\n'
 PRINTED = re.compile(r"^turn (\d+) thinking$", re.M)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env() -> dict[str, str]:
     """The student's shell: the referee and its SDK importable (this checkout's)."""
     return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
@@ -109,7 +104,7 @@ def _env() -> dict[str, str]:
 
 def _referee(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from referee.cli import main; main()", *args],
+        referee_cli(*args),
         env=_env(),
         capture_output=True,
         text=True,
@@ -177,7 +172,7 @@ def _clean_up(db_path: Path, client: Any) -> None:
 
 def _run_the_kit_locally(folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``python bot.py --port P`` in the kit's folder, waited for until it answers ``GET /``."""
-    port = _free_port()
+    port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "bot.py", "--port", str(port)],
@@ -188,17 +183,8 @@ def _run_the_kit_locally(folder: Path, log: Path) -> tuple[subprocess.Popen[byte
     )
     out.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"the kit's bot did not answer within 60 s: {log.read_text()}"
-        time.sleep(0.2)
+    wait_for_http(proc, f"{url}/", log, what="the kit's bot", within_s=60)
+    return proc, url
 
 
 def _zip_folder(folder: Path, to: Path) -> Path:

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +129,46 @@ def expect_waits(ms: int) -> Iterator[None]:
         yield
     finally:
         expect.set_options(timeout=None)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback just now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def referee_cli(*args: str) -> list[str]:
+    """The command line of ``referee ARGS`` run by this Python (for a subprocess)."""
+    return [sys.executable, "-c", "from referee.cli import main; main()", *args]
+
+
+def wait_for_http(
+    proc: subprocess.Popen[bytes],
+    url: str,
+    log: Path,
+    *,
+    what: str,
+    within_s: float,
+    request_timeout_s: float = 2.0,
+    pause_s: float = 0.2,
+) -> None:
+    """Wait until ``GET url`` answers 200 from `proc` (`what`, its output in
+    `log`); fails, with the end of that log, when `proc` ends first or
+    `within_s` pass."""
+    deadline = time.monotonic() + within_s
+    while True:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(url, timeout=request_timeout_s) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, (
+            f"{what} did not answer within {within_s:g} s: {log.read_text()[-3000:]}"
+        )
+        time.sleep(pause_s)
 
 
 def db_file(tmp: Path) -> Path:
