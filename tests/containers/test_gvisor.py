@@ -255,6 +255,19 @@ url = "{house}"
 """
 
 
+async def ladder_competition(service: Any, house: str) -> int:
+    """The id of a new competition on `service` with the LADDER league, its house bot at `house`."""
+    from test_web_api import auth
+
+    r = await service.post(
+        "/api/competitions",
+        json={"name": "gv", "league": LADDER.format(house=house)},
+        headers=auth(service.admin),
+    )
+    assert r.status == 201, await r.text()
+    return int((await r.json())["id"])
+
+
 @pytest.fixture
 async def service(service_client: Callable[..., Awaitable[Any]], runsc: str, no_override: None) -> Any:
     """The service as ``referee serve --runtime runsc`` runs it."""
@@ -274,13 +287,7 @@ async def test_admission_and_ladder_games_under_runsc(
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post(
-            "/api/competitions",
-            json={"name": "gv", "league": LADDER.format(house=house)},
-            headers=auth(service.admin),
-        )
-        assert r.status == 201, await r.text()
-        cid = int((await r.json())["id"])
+        cid = await ladder_competition(service, house)
         tid, token = await new_team(service, service.admin, cid, "team gv")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
         t0 = time.perf_counter()

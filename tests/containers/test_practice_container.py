@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from containers_helpers import FIGURES
-from test_gvisor import LADDER, no_override, runsc  # noqa: F401 - fixtures
+from test_gvisor import ladder_competition, no_override, runsc  # noqa: F401 - fixtures
 
 from referee.bots import docker_daemon
 
@@ -42,13 +42,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post(
-            "/api/competitions",
-            json={"name": "gv", "league": LADDER.format(house=house)},
-            headers=auth(service.admin),
-        )
-        assert r.status == 201, await r.text()
-        cid = int((await r.json())["id"])
+        cid = await ladder_competition(service, house)
         tid, token = await new_team(service, service.admin, cid, "team px")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
         r = await service.post(
