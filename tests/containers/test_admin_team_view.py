@@ -15,9 +15,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_admin_pages import signed_in  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +32,7 @@ async def test_the_admin_sees_an_uploads_build_log_and_report(client: Any, tmp_p
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "ada")
     zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=zipped.read_bytes(),
-        headers={**auth(token), "X-Note": "zipped v1"},
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, zipped.read_bytes(), note="zipped v1")
     assert done["submission"]["status"] == "accepted" and done["log"], done
     path = f"/admin/c/{cid}/teams/{tid}/submissions/{done['submission']['id']}"
     r = await client.get(path, headers=auth(token), allow_redirects=False)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
+from containers_helpers import FIGURES, upload_settled
 
 from referee.bots import builds as B
 from referee.bots import source_build
@@ -382,20 +382,14 @@ def test_a_bot_under_the_cap_says_what_it_added(client: Any, tmp_path: Path) -> 
 async def test_the_service_passes_its_growth_cap_to_the_build(service_client: Any, tmp_path: Path) -> None:
     """``Settings.max_build_growth`` (``referee serve --max-build-growth``)
     reaches the build: a team's upload over it is refused, and says why."""
-    from test_web_api import auth, new_competition, new_team, settled
+    from test_web_api import new_competition, new_team
 
     client = await service_client(max_build_growth=1024**2)
     admin = client.admin
     cid = await new_competition(client, admin)
     tid, token = await new_team(client, admin, cid, "team big")
     archive = make_zip(tmp_path / "big.zip", {"bot.py": PY_BOT, "data.bin": secrets.token_bytes(2 * 1024**2)})
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=archive.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
+    done = await upload_settled(client, cid, tid, token, archive.read_bytes(), timeout=120)
     sub = done["submission"]
     assert sub["status"] == "refused", done
     assert "more than the 1.0 MiB a build may add" in sub["reason"], sub["reason"]

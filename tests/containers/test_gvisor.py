@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from containers_helpers import FIGURES, WHY_SKIPPED
+from containers_helpers import FIGURES, WHY_SKIPPED, upload_settled
 
 from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
@@ -283,7 +283,7 @@ async def test_admission_and_ladder_games_under_runsc(
     and accepted; the ladder then plays it, under gVisor, without a fault."""
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team, settled
+    from test_web_api import auth, new_team
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
@@ -291,13 +291,7 @@ async def test_admission_and_ladder_games_under_runsc(
         tid, token = await new_team(service, service.admin, cid, "team gv")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
         t0 = time.perf_counter()
-        r = await service.post(
-            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-            data=archive.read_bytes(),
-            headers=auth(token),
-        )
-        assert r.status == 201, await r.text()
-        done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
+        done = await upload_settled(service, cid, tid, token, archive.read_bytes())
         FIGURES["runsc admission (build + check + 2 games)"] = f"{time.perf_counter() - t0:.1f} s"
         assert done["submission"]["status"] == "accepted", done
         assert any("validation games" in x["what"] and x["ok"] for x in done["report"]["lines"])

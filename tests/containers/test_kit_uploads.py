@@ -15,7 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +44,7 @@ async def test_the_starter_kit_uploaded_unchanged_is_accepted(client: Any, kit: 
     r = await client.get(f"/team/kit/{kit}.zip")  # what the team page's link gives
     assert r.status == 200, await r.text()
     archive = await r.read()
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=archive,
-        headers={**auth(token), "X-Note": "the starter kit, unchanged"},
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, archive, note="the starter kit, unchanged")
     assert done["submission"]["status"] == "accepted", done
     assert all(line["ok"] for line in done["report"]["lines"]), done["report"]
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
+from containers_helpers import FIGURES, upload_settled
 from test_gvisor import ladder_competition, no_override, runsc  # noqa: F401 - fixtures
 
 from referee.bots import docker_daemon
@@ -37,7 +37,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 ) -> None:
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team, settled
+    from test_web_api import auth, new_team
     from test_web_practice import played
 
     runner, house = await serve(sample_bot_app("greedy"))
@@ -45,13 +45,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         cid = await ladder_competition(service, house)
         tid, token = await new_team(service, service.admin, cid, "team px")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
-        r = await service.post(
-            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-            data=archive.read_bytes(),
-            headers=auth(token),
-        )
-        assert r.status == 201, await r.text()
-        done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
+        done = await upload_settled(service, cid, tid, token, archive.read_bytes())
         assert done["submission"]["status"] == "accepted", done
         t0 = time.perf_counter()
         r = await service.post(

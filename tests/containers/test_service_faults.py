@@ -20,6 +20,7 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
 
@@ -147,13 +148,7 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
 
     # a team's own fault is refused, with its reason, never waiting
     broken = make_zip(tmp_path / "broken.zip", {"bot.py": "def act(:\n    pass\n"})
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=broken.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    bad = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
+    bad = await upload_settled(client, cid, tid, token, broken.read_bytes(), timeout=120)
     assert bad["submission"]["status"] == "refused", bad
     assert "Python could not compile" in bad["submission"]["reason"]
     assert "service-banner" not in await (await client.get("/admin")).text()

@@ -27,8 +27,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip  # noqa: E402
-from test_web_api import auth, new_competition, new_team, play_run, settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team, play_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +44,7 @@ async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=path.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    return await upload_settled(client, cid, tid, token, path.read_bytes())
 
 
 async def login(client: Any, token: str) -> None:

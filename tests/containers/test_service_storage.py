@@ -17,8 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_api import auth, error_of, new_competition, new_team, settled  # noqa: E402
+from test_web_api import auth, error_of, new_competition, new_team  # noqa: E402
 
 from referee.web.app_state import DB, SETTINGS  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
@@ -33,13 +34,7 @@ async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=path.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, path.read_bytes())
     assert done["submission"]["status"] == "accepted", done
     return dict(done["submission"])
 

@@ -14,8 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
 from referee.web.admission_queue import PIPELINE, image_tag  # noqa: E402
 from referee.web.app_state import DB  # noqa: E402
@@ -31,13 +32,7 @@ async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}",
-        data=path.read_bytes(),
-        headers={**auth(token), "X-Note": f"{kind} upload"},
-    )
-    assert r.status == 201, await r.text()
-    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    return await upload_settled(client, cid, tid, token, path.read_bytes(), kind=kind, note=f"{kind} upload")
 
 
 async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refused(
