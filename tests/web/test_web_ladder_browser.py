@@ -127,6 +127,8 @@ def remove_team_images(db_path: Path) -> None:
     teams', its base and SDK images), children first; best effort."""
     if not db_path.exists():
         return
+    from containers_helpers import remove_instance_images
+
     from referee.bots.docker_daemon import docker_client
     from referee.web.admission_queue import service_instance
 
@@ -136,16 +138,7 @@ def remove_team_images(db_path: Path) -> None:
     finally:
         db.close()
     try:
-        client = docker_client()
-        for _ in range(4):
-            tags = [t for i in inst.images(client) for t in i.get("RepoTags") or () if t != "<none>:<none>"]
-            if not tags:
-                break
-            for t in tags:
-                try:
-                    client.images.remove(t, force=False, noprune=False)
-                except Exception:  # noqa: BLE001 - a child still names it: the next pass
-                    pass
+        remove_instance_images(docker_client(), inst)
     except Exception:  # noqa: BLE001 - the daemon may be gone
         pass
 
