@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import subprocess
 import sys
@@ -103,7 +104,7 @@ class Background:
 
     def serve_bots(self, kinds: dict[str, str]) -> dict[str, str]:
         """Sample bots ({name: kind}, a kind of :func:`sample_bot_app`) served: {name: URL}."""
-        return {name: self.serve(lambda kind=kind: sample_bot_app(kind)) for name, kind in kinds.items()}
+        return {name: self.serve(functools.partial(sample_bot_app, kind)) for name, kind in kinds.items()}
 
     def close(self) -> None:
         async def stop() -> None:
