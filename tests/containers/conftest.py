@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED
-
-from referee.bots import docker_daemon
+from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED, remove_instance_images
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "web"))  # the service's test helpers (as the test modules do)
+
+from helpers_web import new_admin_token  # noqa: E402
+
+from referee.bots import docker_daemon  # noqa: E402
+
 HOSTILE_IMAGE = "referee-hostile:local"
 HOSTILE_DOCKERFILE = """\
 ARG BASE
@@ -113,6 +118,38 @@ def out(tmp_path: Path) -> Iterator[Path]:
     except docker_daemon.DockerUnavailable:
         return
     assert not left, f"containers left behind: {left}"
+
+
+@pytest.fixture
+async def service_client(
+    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
+) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
+    """``await service_client(**settings)``: a test client of the service on a
+    new database (``tmp_path / "service.sqlite"``), as the container tests run
+    it: any bot address allowed (``bot_policy=AddressPolicy()``), two
+    validation games, and `settings` over those. The client carries the
+    database's admin token as ``.admin`` and its path as ``.db_path``.
+    Afterwards every image of each such service's instance (base, SDK, the
+    teams') is removed: that install's own, never another's."""
+    from referee.bots.netpolicy import AddressPolicy
+    from referee.web import Settings, make_app
+    from referee.web.admission_queue import PIPELINE
+
+    made: list[Any] = []
+
+    async def make(**settings: Any) -> Any:
+        db_path = tmp_path / "service.sqlite"
+        token = new_admin_token(db_path)
+        wanted = {"bot_policy": AddressPolicy(), "validation_games": 2, **settings}
+        client = await aiohttp_client(make_app(db_path, Settings(**wanted)))
+        client.admin = token
+        client.db_path = db_path
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        remove_instance_images(docker_client, client.app[PIPELINE].instance)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

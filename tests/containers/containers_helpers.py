@@ -45,6 +45,30 @@ async def wait_for_line(path: Path, prefix: str, timeout: float = 5.0) -> str:
     raise AssertionError(f"no {prefix!r} line in {path}:\n{path.read_text() if path.exists() else ''}")
 
 
+async def upload_settled(
+    client: Any,
+    cid: int,
+    tid: int,
+    token: str,
+    data: bytes,
+    *,
+    kind: str = "source",
+    note: str | None = None,
+    timeout: float = 300,
+) -> dict[str, Any]:
+    """Team `tid`'s upload of `data` through the API (201, asserted; `note`
+    as its X-Note), waited for until it is settled: what
+    ``test_web_api.settled`` answers (the submission, its report and log)."""
+    from test_web_api import auth, settled
+
+    headers = auth(token) if note is None else {**auth(token), "X-Note": note}
+    r = await client.post(
+        f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}", data=data, headers=headers
+    )
+    assert r.status == 201, await r.text()
+    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=timeout)
+
+
 def remove_instance_images(client: Any, instance: Any) -> None:
     """Remove every image tag of `instance` (a test's own install): children
     first (a few passes), never by force, never another instance's image."""

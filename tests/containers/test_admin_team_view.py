@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,44 +15,24 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_admin_pages import signed_in  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
-
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own only
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client()
 
 
 async def test_the_admin_sees_an_uploads_build_log_and_report(client: Any, tmp_path: Path) -> None:
     cid = await new_competition(client, client.admin)
     tid, token = await new_team(client, client.admin, cid, "ada")
     zipped = make_zip(tmp_path / "bot.zip", python_bot_files())
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=zipped.read_bytes(),
-        headers={**auth(token), "X-Note": "zipped v1"},
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, zipped.read_bytes(), note="zipped v1")
     assert done["submission"]["status"] == "accepted" and done["log"], done
     path = f"/admin/c/{cid}/teams/{tid}/submissions/{done['submission']['id']}"
     r = await client.get(path, headers=auth(token), allow_redirects=False)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
+from containers_helpers import FIGURES, upload_settled
 
 from referee.bots import builds as B
 from referee.bots import source_build
@@ -379,38 +379,17 @@ def test_a_bot_under_the_cap_says_what_it_added(client: Any, tmp_path: Path) -> 
 # ------------------------------------------------- through the service, the CLI
 
 
-async def test_the_service_passes_its_growth_cap_to_the_build(
-    aiohttp_client: Any, tmp_path: Path, docker_client: Any
-) -> None:
+async def test_the_service_passes_its_growth_cap_to_the_build(service_client: Any, tmp_path: Path) -> None:
     """``Settings.max_build_growth`` (``referee serve --max-build-growth``)
     reaches the build: a team's upload over it is refused, and says why."""
-    import sys
+    from test_web_api import new_competition, new_team
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-    from test_web_api import auth, new_competition, new_team, settled
-
-    from referee.bots.netpolicy import AddressPolicy
-    from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
-
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    admin = db.ensure_admin_token()
-    db.close()
-    assert admin is not None
-    client = await aiohttp_client(
-        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, max_build_growth=1024**2))
-    )
+    client = await service_client(max_build_growth=1024**2)
+    admin = client.admin
     cid = await new_competition(client, admin)
     tid, token = await new_team(client, admin, cid, "team big")
     archive = make_zip(tmp_path / "big.zip", {"bot.py": PY_BOT, "data.bin": secrets.token_bytes(2 * 1024**2)})
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=archive.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
+    done = await upload_settled(client, cid, tid, token, archive.read_bytes(), timeout=120)
     sub = done["submission"]
     assert sub["status"] == "refused", done
     assert "more than the 1.0 MiB a build may add" in sub["reason"], sub["reason"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from containers_helpers import FIGURES, WHY_SKIPPED
+from containers_helpers import FIGURES, WHY_SKIPPED, upload_settled
 
 from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
@@ -255,25 +255,24 @@ url = "{house}"
 """
 
 
-@pytest.fixture
-async def service(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, runsc: str, no_override: None
-) -> Any:
-    """The service as ``referee serve --runtime runsc`` runs it."""
-    from referee.bots.netpolicy import AddressPolicy
-    from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
+async def ladder_competition(service: Any, house: str) -> int:
+    """The id of a new competition on `service` with the LADDER league, its house bot at `house`."""
+    from test_web_api import auth
 
+    r = await service.post(
+        "/api/competitions",
+        json={"name": "gv", "league": LADDER.format(house=house)},
+        headers=auth(service.admin),
+    )
+    assert r.status == 201, await r.text()
+    return int((await r.json())["id"])
+
+
+@pytest.fixture
+async def service(service_client: Callable[..., Awaitable[Any]], runsc: str, no_override: None) -> Any:
+    """The service as ``referee serve --runtime runsc`` runs it."""
     docker_daemon.set_runtime(runsc)  # what serve --runtime does (referee.web.commands.use_runtime)
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
-    )  # its house bot is on loopback
-    c.admin = token
-    return c
+    return await service_client(house_urls_anywhere=True)  # its house bot is on loopback
 
 
 @pytest.mark.slow
@@ -284,27 +283,15 @@ async def test_admission_and_ladder_games_under_runsc(
     and accepted; the ladder then plays it, under gVisor, without a fault."""
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team, settled
+    from test_web_api import auth, new_team
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post(
-            "/api/competitions",
-            json={"name": "gv", "league": LADDER.format(house=house)},
-            headers=auth(service.admin),
-        )
-        assert r.status == 201, await r.text()
-        cid = int((await r.json())["id"])
+        cid = await ladder_competition(service, house)
         tid, token = await new_team(service, service.admin, cid, "team gv")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
         t0 = time.perf_counter()
-        r = await service.post(
-            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-            data=archive.read_bytes(),
-            headers=auth(token),
-        )
-        assert r.status == 201, await r.text()
-        done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
+        done = await upload_settled(service, cid, tid, token, archive.read_bytes())
         FIGURES["runsc admission (build + check + 2 games)"] = f"{time.perf_counter() - t0:.1f} s"
         assert done["submission"]["status"] == "accepted", done
         assert any("validation games" in x["what"] and x["ok"] for x in done["report"]["lines"])
@@ -379,16 +366,14 @@ async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_r
 ) -> None:
     """422 naming the field when the competition is made, rather than every
     team's admission check failing later for the operator's mistake."""
+    from helpers_web import new_admin_token
     from test_web_api import auth
 
     from referee.bots.netpolicy import AddressPolicy
     from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
 
     db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
+    token = new_admin_token(db_path)
     client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
     league = '[tournament]\nname = "x"\n[containers]\nruntime = "runsx"\n'
     r = await client.post("/api/competitions", json={"name": "bad", "league": league}, headers=auth(token))

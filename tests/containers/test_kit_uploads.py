@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,29 +15,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
-
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client()
 
 
 KITS = [
@@ -58,13 +44,7 @@ async def test_the_starter_kit_uploaded_unchanged_is_accepted(client: Any, kit: 
     r = await client.get(f"/team/kit/{kit}.zip")  # what the team page's link gives
     assert r.status == 200, await r.text()
     archive = await r.read()
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=archive,
-        headers={**auth(token), "X-Note": "the starter kit, unchanged"},
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, archive, note="the starter kit, unchanged")
     assert done["submission"]["status"] == "accepted", done
     assert all(line["ok"] for line in done["report"]["lines"]), done["report"]
     own = await (await client.get(f"/api/competitions/{cid}/teams/{tid}/bot", headers=auth(token))).json()

@@ -16,28 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
-from test_gvisor import LADDER, no_override, runsc  # noqa: F401 - fixtures
+from containers_helpers import FIGURES, upload_settled
+from test_gvisor import ladder_competition, no_override, runsc  # noqa: F401 - fixtures
 
 from referee.bots import docker_daemon
 
 
 @pytest.fixture
-async def service(aiohttp_client: Any, tmp_path: Path, runsc: str, no_override: None) -> Any:  # noqa: F811
+async def service(service_client: Any, runsc: str, no_override: None) -> Any:  # noqa: F811
     """The service as ``referee serve --runtime runsc --bot-networks 127.0.0.0/8`` runs it."""
     from helpers_web import LOOPBACK
 
-    from referee.web import Settings, make_app
-    from referee.web.db import ServiceDB
-
     docker_daemon.set_runtime(runsc)
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=LOOPBACK, validation_games=2)))
-    c.admin = token
-    return c
+    return await service_client(bot_policy=LOOPBACK)
 
 
 @pytest.mark.slow
@@ -46,27 +37,15 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 ) -> None:
     from helpers_web import sample_bot_app, serve
     from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team, settled
+    from test_web_api import auth, new_team
     from test_web_practice import played
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
-        r = await service.post(
-            "/api/competitions",
-            json={"name": "gv", "league": LADDER.format(house=house)},
-            headers=auth(service.admin),
-        )
-        assert r.status == 201, await r.text()
-        cid = int((await r.json())["id"])
+        cid = await ladder_competition(service, house)
         tid, token = await new_team(service, service.admin, cid, "team px")
         archive = make_zip(tmp_path / "bot.zip", python_bot_files())
-        r = await service.post(
-            f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-            data=archive.read_bytes(),
-            headers=auth(token),
-        )
-        assert r.status == 201, await r.text()
-        done = await settled(service, cid, tid, token, (await r.json())["id"], timeout=300)
+        done = await upload_settled(service, cid, tid, token, archive.read_bytes())
         assert done["submission"]["status"] == "accepted", done
         t0 = time.perf_counter()
         r = await service.post(

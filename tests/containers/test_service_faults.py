@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,37 +20,16 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
-
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(
-            db_path,
-            Settings(
-                bot_policy=AddressPolicy(), validation_games=2, fault_retry_s=0.5, fault_retry_max_s=2.0
-            ),
-        )
-    )
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client(fault_retry_s=0.5, fault_retry_max_s=2.0)
 
 
 async def status_of(client: Any, cid: int, tid: int, token: str, sid: int) -> dict[str, Any]:
@@ -169,13 +148,7 @@ async def test_docker_gone_uploads_wait_and_go_on_when_it_is_back_and_a_syntax_e
 
     # a team's own fault is refused, with its reason, never waiting
     broken = make_zip(tmp_path / "broken.zip", {"bot.py": "def act(:\n    pass\n"})
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=broken.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    bad = await settled(client, cid, tid, token, (await r.json())["id"], timeout=120)
+    bad = await upload_settled(client, cid, tid, token, broken.read_bytes(), timeout=120)
     assert bad["submission"]["status"] == "refused", bad
     assert "Python could not compile" in bad["submission"]["reason"]
     assert "service-banner" not in await (await client.get("/admin")).text()

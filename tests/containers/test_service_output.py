@@ -19,7 +19,7 @@ import asyncio
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip  # noqa: E402
-from test_web_api import auth, new_competition, new_team, play_run, settled  # noqa: E402
-
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
+from test_web_api import auth, new_competition, new_team, play_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -44,27 +39,12 @@ DATA = re.compile(r'<script type="application/json" id="replay-data">(.*?)</scri
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2)))
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client()
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=path.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    return await upload_settled(client, cid, tid, token, path.read_bytes())
 
 
 async def login(client: Any, token: str) -> None:
@@ -217,20 +197,11 @@ async def test_a_bot_on_the_sdk_has_exactly_its_lines_at_each_move(client: Any, 
 
 
 @pytest.fixture
-async def loopback_client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
+async def loopback_client(service_client: Callable[..., Awaitable[Any]]) -> Any:
     """The service as the client fixture's, house bots on loopback allowed."""
     from helpers_web import LOOPBACK
 
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(make_app(db_path, Settings(bot_policy=LOOPBACK, validation_games=2)))
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)
+    return await service_client(bot_policy=LOOPBACK)
 
 
 async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(

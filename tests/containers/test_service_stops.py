@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import league_text  # noqa: E402
+from helpers_web import free_port, league_text, new_admin_token, referee_cli, wait_for_http  # noqa: E402
 from test_builds import PY_BOT, make_zip  # noqa: E402
 
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
@@ -44,45 +43,22 @@ SLOW_BOT = PY_BOT.replace(
 STAGE_S = 240.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Service:
     """``referee serve`` over `db`, its stderr appended to a log file."""
 
     def __init__(self, tmp: Path, db: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log = tmp / "serve.err"
         self._err = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from referee.cli import main; main()",
-                "serve",
-                "--db",
-                str(db),
-                "--port",
-                str(self.port),
-            ],
+            referee_cli("serve", "--db", str(db), "--port", str(self.port)),
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,
             stderr=self._err,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "referee serve did not answer within 60 s"
-            time.sleep(0.2)
+        wait_for_http(
+            self.proc, f"http://127.0.0.1:{self.port}/", self.log, what="referee serve", within_s=60
+        )
 
     def stop(self, how: str) -> None:
         sig = {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT, "kill -9": signal.SIGKILL}[how]
@@ -128,9 +104,9 @@ def until(svc: Service, cid: int, tid: int, token: str, sid: int, wanted: tuple[
 @pytest.fixture
 def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     db_path = tmp_path / "service.sqlite"
+    admin = new_admin_token(db_path)
     db = ServiceDB(db_path)
     try:
-        admin = db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class"))
         team, token = db.add_team(comp.id, "ada")
         instance = db.instance_id()

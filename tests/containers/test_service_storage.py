@@ -17,11 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_api import auth, error_of, new_competition, new_team, settled  # noqa: E402
+from test_web_api import auth, error_of, new_competition, new_team  # noqa: E402
 
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
 from referee.web.app_state import DB, SETTINGS  # noqa: E402
 from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.run_start import prepare_run  # noqa: E402
@@ -30,27 +29,12 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any) -> Any:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
-    )  # its house bot is on loopback
-    c.admin = token
-    c.db_path = db_path
-    return c
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client(house_urls_anywhere=True)  # its house bot is on loopback
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source",
-        data=path.read_bytes(),
-        headers=auth(token),
-    )
-    assert r.status == 201, await r.text()
-    done = await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    done = await upload_settled(client, cid, tid, token, path.read_bytes())
     assert done["submission"]["status"] == "accepted", done
     return dict(done["submission"])
 

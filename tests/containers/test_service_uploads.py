@@ -6,7 +6,7 @@ is refused with its own output, and the previous version stays in play."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +14,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from containers_helpers import remove_instance_images  # noqa: E402
+from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+from test_web_api import auth, new_competition, new_team  # noqa: E402
 
-from referee.bots.netpolicy import AddressPolicy  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
 from referee.web.admission_queue import PIPELINE, image_tag  # noqa: E402
 from referee.web.app_state import DB  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -30,29 +27,12 @@ CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)
 
 
 @pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Awaitable[Any]], tmp_path: Path, docker_client: Any
-) -> AsyncIterator[Any]:
-    db_path = tmp_path / "service.sqlite"
-    db = ServiceDB(db_path)
-    token = db.ensure_admin_token()
-    db.close()
-    c = await aiohttp_client(
-        make_app(db_path, Settings(bot_policy=AddressPolicy(), validation_games=2, house_urls_anywhere=True))
-    )  # its house bot is on loopback
-    c.admin = token
-    yield c
-    remove_instance_images(docker_client, c.app[PIPELINE].instance)  # this install's own: base, SDK, teams
+async def client(service_client: Callable[..., Awaitable[Any]]) -> Any:
+    return await service_client(house_urls_anywhere=True)  # its house bot is on loopback
 
 
 async def upload(client: Any, cid: int, tid: int, token: str, kind: str, path: Path) -> dict[str, Any]:
-    r = await client.post(
-        f"/api/competitions/{cid}/teams/{tid}/uploads?kind={kind}",
-        data=path.read_bytes(),
-        headers={**auth(token), "X-Note": f"{kind} upload"},
-    )
-    assert r.status == 201, await r.text()
-    return await settled(client, cid, tid, token, (await r.json())["id"], timeout=300)
+    return await upload_settled(client, cid, tid, token, path.read_bytes(), kind=kind, note=f"{kind} upload")
 
 
 async def test_a_source_zip_is_built_checked_and_accepted_then_a_crash_is_refused(

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +45,18 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "web"))
 
-from helpers_web import LOOPBACK, Background, sample_bot_app  # noqa: E402
+from helpers_web import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    LOOPBACK,
+    Background,
+    expect_waits,
+    free_port,
+    new_admin_token,
+    referee_cli,
+    sample_bot_app,
+    wait_for_http,
+)
 
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
 
@@ -60,16 +69,6 @@ pytestmark = pytest.mark.slow
 
 ROOT = TESTS.parent
 SCREENS = Path("/tmp/referee-screens")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 #: Every wait of the test is bounded by these: generous, the machine is shared.
 SETTLE_S = 420.0
 PRACTICE_S = 300.0
@@ -98,12 +97,6 @@ PRINT_LINE = '    print(f"turn {request.turn} thinking", flush=True)\n'
 PRINTED = re.compile(r"^turn (\d+) thinking$", re.M)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env() -> dict[str, str]:
     """The student's shell: the referee and its SDK importable (this checkout's)."""
     return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
@@ -111,7 +104,7 @@ def _env() -> dict[str, str]:
 
 def _referee(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from referee.cli import main; main()", *args],
+        referee_cli(*args),
         env=_env(),
         capture_output=True,
         text=True,
@@ -137,9 +130,9 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     db_path = tmp_path / "service.sqlite"
     try:
         house = bg.serve(lambda: sample_bot_app("greedy"))
+        admin = new_admin_token(db_path)
         db = ServiceDB(db_path)
         try:
-            admin = db.ensure_admin_token()
             comp = db.add_competition("Class 26", LEAGUE.format(house=house))
             _, token = db.add_team(comp.id, "ada")
         finally:
@@ -179,7 +172,7 @@ def _clean_up(db_path: Path, client: Any) -> None:
 
 def _run_the_kit_locally(folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``python bot.py --port P`` in the kit's folder, waited for until it answers ``GET /``."""
-    port = _free_port()
+    port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "bot.py", "--port", str(port)],
@@ -190,17 +183,8 @@ def _run_the_kit_locally(folder: Path, log: Path) -> tuple[subprocess.Popen[byte
     )
     out.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"the kit's bot did not answer within 60 s: {log.read_text()}"
-        time.sleep(0.2)
+    wait_for_http(proc, f"{url}/", log, what="the kit's bot", within_s=60)
+    return proc, url
 
 
 def _zip_folder(folder: Path, to: Path) -> Path:
@@ -224,8 +208,7 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     errors: list[str] = []
-    expect.set_options(timeout=EXPECT_MS)
-    try:
+    with expect_waits(EXPECT_MS):
         with sync_playwright() as pw:
             browser = pw.chromium.launch(**launch)
             try:
@@ -376,7 +359,5 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
                 ctx.close()
             finally:
                 browser.close()
-    finally:
-        expect.set_options(timeout=None)
     print("student story: " + "; ".join(f"{k} at {v:.1f} s" for k, v in timings.items()))
     assert errors == [], errors

@@ -39,7 +39,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -53,7 +52,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import Background, sample_bot_app  # noqa: E402
+from helpers_web import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    Background,
+    free_port,
+    new_admin_token,
+    referee_cli,
+    sample_bot_app,
+    wait_for_http,
+)
 from test_builds import make_zip, python_bot_files  # noqa: E402
 
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
@@ -69,17 +77,6 @@ SCREENS = Path("/tmp/referee-screens")
 #: The longest any one step may take (seconds): the first build of an
 #: instance also builds its base and SDK images, on a shared machine.
 STEP_S = 420.0
-#: Debian's Chromium, as tests/web/conftest.py launches it for the browser tests there.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 
 @pytest.fixture
@@ -97,12 +94,6 @@ def chromium(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Service:
     """``referee serve`` over `db` in a subprocess with its own environment
     (``docker_host`` None: the real daemon), stderr appended to a log."""
@@ -117,34 +108,22 @@ class Service:
             env["DOCKER_HOST"] = docker_host
         env["PYTHONPATH"] = str(ROOT)
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from referee.cli import main; main()",
-                "serve",
-                "--db",
-                str(db),
-                "--port",
-                str(port),
-                "--house-urls-anywhere",
-                "--fault-retry",
-                "1",
-            ],
+            referee_cli(
+                "serve", "--db", str(db), "--port", str(port), "--house-urls-anywhere", "--fault-retry", "1"
+            ),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self._err,
         )
-        deadline = time.monotonic() + 90
-        while True:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"{self.base}/", timeout=5) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "referee serve did not answer within 90 s"
-            time.sleep(0.3)
+        wait_for_http(
+            self.proc,
+            f"{self.base}/",
+            self.log,
+            what="referee serve",
+            within_s=90,
+            request_timeout_s=5,
+            pause_s=0.3,
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -228,9 +207,9 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
     """A fresh service database (its admin token), a house bot on loopback;
     afterwards every image and container of this service's instance is removed."""
     db_path = tmp_path / "class.sqlite"
+    admin = new_admin_token(db_path)
     db = ServiceDB(db_path)
     try:
-        admin = db.ensure_admin_token()
         instance = db.instance_id()
     finally:
         db.close()
@@ -244,7 +223,7 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
             "house": house,
             "tmp": tmp_path,
             "services": services,
-            "port": _free_port(),
+            "port": free_port(),
         }
     finally:
         for svc in services:

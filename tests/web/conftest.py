@@ -16,20 +16,16 @@ from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers_web import LOOPBACK, new_admin_token, sample_bot_app, serve  # noqa: E402
+from helpers_web import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    LOOPBACK,
+    new_admin_token,
+    sample_bot_app,
+    serve,
+)
 
 from referee.web import Settings, make_app  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 
 @pytest.fixture

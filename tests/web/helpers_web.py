@@ -1,11 +1,19 @@
 """Helpers of the service's tests: league texts, sample bots and the service
-on loopback in a thread of their own (for the CLI and browser tests)."""
+on loopback in a thread of their own (for the CLI and browser tests), and
+what the browser tests share (Debian's Chromium, Playwright's waits)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +23,17 @@ from referee.bots.netpolicy import AddressPolicy, parse_networks
 
 #: The tests' bots run on loopback: the admin allows it (referee serve --bot-networks 127.0.0.0/8).
 LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
+#: The browser tests' Chromium (Debian's), and the flags it is launched with.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def league_text(
@@ -83,6 +102,10 @@ class Background:
 
         return str(self.call(go))
 
+    def serve_bots(self, kinds: dict[str, str]) -> dict[str, str]:
+        """Sample bots ({name: kind}, a kind of :func:`sample_bot_app`) served: {name: URL}."""
+        return {name: self.serve(functools.partial(sample_bot_app, kind)) for name, kind in kinds.items()}
+
     def close(self) -> None:
         async def stop() -> None:
             for r in reversed(self.runners):
@@ -94,6 +117,59 @@ class Background:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
             self.loop.close()
+
+
+@contextlib.contextmanager
+def expect_waits(ms: int) -> Iterator[None]:
+    """Playwright's expect() waits `ms` inside (a global of Playwright's: put
+    back to its default, 5 s, after)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=ms)
+    try:
+        yield
+    finally:
+        expect.set_options(timeout=None)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback just now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def referee_cli(*args: str) -> list[str]:
+    """The command line of ``referee ARGS`` run by this Python (for a subprocess)."""
+    return [sys.executable, "-c", "from referee.cli import main; main()", *args]
+
+
+def wait_for_http(
+    proc: subprocess.Popen[bytes],
+    url: str,
+    log: Path,
+    *,
+    what: str,
+    within_s: float,
+    request_timeout_s: float = 2.0,
+    pause_s: float = 0.2,
+) -> None:
+    """Wait until ``GET url`` answers 200 from `proc` (`what`, its output in
+    `log`); fails, with the end of that log, when `proc` ends first or
+    `within_s` pass."""
+    deadline = time.monotonic() + within_s
+    while True:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(url, timeout=request_timeout_s) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, (
+            f"{what} did not answer within {within_s:g} s: {log.read_text()[-3000:]}"
+        )
+        time.sleep(pause_s)
 
 
 def db_file(tmp: Path) -> Path:

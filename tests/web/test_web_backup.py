@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers_web import new_admin_token
 from test_web_api import auth, new_competition, new_team, submit
 
 from referee.web import Settings, make_app
@@ -150,8 +151,8 @@ def test_restore_checks_the_manifest_and_needs_force_to_replace(tmp_path: Path) 
     from referee.web import ServiceDB
 
     db_path = tmp_path / "a" / "service.sqlite"
+    new_admin_token(db_path)
     db = ServiceDB(db_path)
-    db.ensure_admin_token()
     comp = db.add_competition("one", "[tournament]\nname = 'one'\n")
     db.close()
     (db_path.parent / "service-data" / "notes.txt").write_text("kept")

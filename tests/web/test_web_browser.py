@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -26,13 +26,10 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """Three sample bots and the service (a house bot and two teams), on loopback."""
     bg = Background()
     try:
-        urls = {
-            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-            for name, kind in (("house", "greedy"), ("ada", "random"), ("grace", "greedy"))
-        }
+        urls = bg.serve_bots({"house": "greedy", "ada": "random", "grace": "greedy"})
         db_path = tmp_path / "service.sqlite"
+        token = new_admin_token(db_path)
         db = ServiceDB(db_path)
-        token = db.ensure_admin_token()
         comp = db.add_competition(
             "Class <3",
             league_text(name="class", rounds=2, concurrency=1, house={"house-greedy": urls["house"]}),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, new_admin_token, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -30,8 +30,8 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         house = bg.serve(lambda: sample_bot_app("greedy"))
         db_path = tmp_path / "service.sqlite"
+        admin = new_admin_token(db_path)
         db = ServiceDB(db_path)
-        admin = db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class", house={"house-greedy": house}))
         team, token = db.add_team(comp.id, "ada")
         db.add_submission(

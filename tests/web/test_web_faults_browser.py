@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import Background, league_text
+from helpers_web import Background, league_text, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -38,9 +38,9 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
 
     docker_or_skip()
     db_path = tmp_path / "service.sqlite"
+    admin = new_admin_token(db_path)
     db = ServiceDB(db_path)
     try:
-        admin = db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class"))
         team, token = db.add_team(comp.id, "ada")
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background
+from helpers_web import LOOPBACK, Background, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -30,9 +30,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     bg = Background()
     try:
         db_path = tmp_path / "service.sqlite"
+        new_admin_token(db_path)
         db = ServiceDB(db_path)
         try:
-            db.ensure_admin_token()
             comp = db.add_competition("Class <b>1</b>", LEAGUE)
             _, token = db.add_team(comp.id, "ada")
         finally:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, sample_bot_app
+from helpers_web import LOOPBACK, Background, expect_waits, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -105,16 +105,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         pytest.fail(f"CI=true, so the source upload must run, but: {no_builds}", pytrace=False)
     bg = Background()
     try:
-        bots = {
-            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-            for name, kind in (("house", "greedy"), ("ada", "greedy"), ("bea", "random"), ("bea2", "greedy"))
-        }
+        bots = bg.serve_bots({"house": "greedy", "ada": "greedy", "bea": "random", "bea2": "greedy"})
         db_path = tmp_path / "service.sqlite"
-        db = ServiceDB(db_path)
-        try:
-            admin = db.ensure_admin_token()
-        finally:
-            db.close()
+        admin = new_admin_token(db_path)
         # Every page here comes from 127.0.0.1, where a classroom's come from
         # many addresses: the per-client cap of live streams (tested on its
         # own) would otherwise refuse a page's stream while another page's
@@ -134,6 +127,8 @@ def remove_team_images(db_path: Path) -> None:
     teams', its base and SDK images), children first; best effort."""
     if not db_path.exists():
         return
+    from containers_helpers import remove_instance_images
+
     from referee.bots.docker_daemon import docker_client
     from referee.web.admission_queue import service_instance
 
@@ -143,30 +138,16 @@ def remove_team_images(db_path: Path) -> None:
     finally:
         db.close()
     try:
-        client = docker_client()
-        for _ in range(4):
-            tags = [t for i in inst.images(client) for t in i.get("RepoTags") or () if t != "<none>:<none>"]
-            if not tags:
-                break
-            for t in tags:
-                try:
-                    client.images.remove(t, force=False, noprune=False)
-                except Exception:  # noqa: BLE001 - a child still names it: the next pass
-                    pass
+        remove_instance_images(docker_client(), inst)
     except Exception:  # noqa: BLE001 - the daemon may be gone
         pass
 
 
 @pytest.fixture
 def patient_expect() -> Iterator[None]:
-    """expect() waits EXPECT_MS for this test (a global of Playwright's: put back after)."""
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=EXPECT_MS)
-    try:
+    """expect() waits EXPECT_MS for this test."""
+    with expect_waits(EXPECT_MS):
         yield
-    finally:
-        expect.set_options(timeout=None)  # Playwright's default (5 s)
 
 
 def api_json(base: str, path: str) -> Any:

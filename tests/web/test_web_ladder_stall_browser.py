@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, sample_bot_app
+from helpers_web import LOOPBACK, Background, new_admin_token
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.web import Settings, make_app
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -67,13 +67,9 @@ def accepted_team(base: str, admin: str, cid: int, name: str, url: str) -> None:
 def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     bg = Background()
     try:
-        bots = {k: bg.serve(lambda kind=k: sample_bot_app(kind)) for k in ("greedy", "random")}
+        bots = bg.serve_bots({"greedy": "greedy", "random": "random"})
         db_path = tmp_path / "service.sqlite"
-        db = ServiceDB(db_path)
-        try:
-            admin = db.ensure_admin_token()
-        finally:
-            db.close()
+        admin = new_admin_token(db_path)
         settings = Settings(poll_s=0.05, min_update_s=0.2, bot_policy=LOOPBACK, validation_games=2)
         base = bg.serve(lambda: make_app(db_path, settings))
         yield {"base": base, "admin": admin, "bots": bots}

@@ -45,6 +45,18 @@ async def until(check: Callable[[], bool], timeout: float = 30, what: str = "") 
         await asyncio.sleep(0.02)
 
 
+def quiet_app(db_path: Path, **settings: Any) -> tuple[int, web.Application]:
+    """A competition on a new database at `db_path`, and an app over it that
+    neither polls nor sends heartbeats (`settings` over that, sample bots on
+    loopback allowed): the competition's id and the app, to serve."""
+    db = ServiceDB(db_path)
+    try:
+        cid = db.add_competition("class", league_text()).id
+    finally:
+        db.close()
+    return cid, make_app(db_path, Settings(poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK, **settings))
+
+
 async def open_stream(client: Any, cid: int) -> Any:
     """An event stream, once its first update arrived."""
     r = await client.get(f"/api/competitions/{cid}/events")
@@ -90,15 +102,8 @@ async def test_a_client_gone_frees_its_slot_without_handler_cancellation(db_path
     """As ``referee serve`` runs it (aiohttp does not cancel a handler whose
     client left; the test client's server does): an idle stream whose
     client is gone is noticed, and its slot freed."""
-    db = ServiceDB(db_path)
-    try:
-        cid = db.add_competition("class", league_text()).id
-    finally:
-        db.close()
     # No poll and no heartbeat: no write, which would find the client gone.
-    app = make_app(
-        db_path, Settings(max_streams_per_client=1, poll_s=3600, heartbeat_s=3600, bot_policy=LOOPBACK)
-    )
+    cid, app = quiet_app(db_path, max_streams_per_client=1)
     runner, base = await serve(app)
     try:
         async with aiohttp.ClientSession() as session:
@@ -718,20 +723,7 @@ async def test_250_loopback_addresses_cannot_take_every_slot(db_path: Path) -> N
     cap counted exact addresses), and the next viewer got 503. Now 127/8 is
     one network (this host): they get 32, and a new client (here through
     the trusted proxy on 127.0.0.1, which forwards its address) gets one."""
-    db = ServiceDB(db_path)
-    try:
-        cid = db.add_competition("class", league_text()).id
-    finally:
-        db.close()
-    app = make_app(
-        db_path,
-        Settings(
-            poll_s=3600,
-            heartbeat_s=3600,
-            bot_policy=LOOPBACK,
-            trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),),
-        ),
-    )
+    cid, app = quiet_app(db_path, trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),))
     runner, base = await serve(app)
     url = f"{base}/api/competitions/{cid}/events"
     hub = app[HUB]
@@ -797,20 +789,7 @@ async def test_ipv6_clients_of_one_64_share_its_streams_over_http(db_path: Path)
     """A proxy forwards IPv6 clients of one /64, a new address for each
     stream: they share the network's 32 (and ::1, where available, is this
     host like 127.0.0.1)."""
-    db = ServiceDB(db_path)
-    try:
-        cid = db.add_competition("class", league_text()).id
-    finally:
-        db.close()
-    app = make_app(
-        db_path,
-        Settings(
-            poll_s=3600,
-            heartbeat_s=3600,
-            bot_policy=LOOPBACK,
-            trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),),
-        ),
-    )
+    cid, app = quiet_app(db_path, trusted_proxies=(ipaddress.ip_network("127.0.0.1/32"),))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
     await runner.setup()
     v6 = _has_ipv6_loopback()

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, new_admin_token, sample_bot_app
 
 from referee.admission import AdmissionLine, AdmissionReport
 from referee.web import ServiceDB, Settings, make_app
@@ -50,9 +50,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         house = bg.serve(lambda: sample_bot_app("greedy"))
         other = bg.serve(lambda: sample_bot_app("random"))
         db_path = tmp_path / "service.sqlite"
+        admin = new_admin_token(db_path)
         db = ServiceDB(db_path)
         try:
-            admin = db.ensure_admin_token()
             comp = db.add_competition(
                 "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
             )

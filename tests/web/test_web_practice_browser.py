@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, league_text, new_admin_token
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -26,13 +26,10 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A house bot and team "ada" with two accepted versions, on loopback."""
     bg = Background()
     try:
-        urls = {
-            name: bg.serve(lambda kind=kind: sample_bot_app(kind))
-            for name, kind in (("house", "greedy"), ("v1", "random"), ("v2", "greedy"))
-        }
+        urls = bg.serve_bots({"house": "greedy", "v1": "random", "v2": "greedy"})
         db_path = tmp_path / "service.sqlite"
+        new_admin_token(db_path)
         db = ServiceDB(db_path)
-        db.ensure_admin_token()
         comp = db.add_competition("Class", league_text(name="class", house={"house-greedy": urls["house"]}))
         team, token = db.add_team(comp.id, "ada")
         for v in ("v1", "v2"):

@@ -24,7 +24,6 @@ import ipaddress
 import logging
 import os
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
+from helpers_web import free_port, referee_cli
 
 from referee.web import commands
 from referee.web import server as web_server
@@ -49,12 +49,6 @@ LOGIN_HEAD = (
     b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
     b"Content-Length: 100\r\n\r\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _limit_files() -> None:
@@ -79,21 +73,11 @@ class Service:
     """``referee serve`` in a subprocess with 1024 open files at most, its stderr in a file."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log = tmp / "serve.err"
         self._err = self.log.open("wb")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from referee.cli import main; main()",
-                "serve",
-                "--db",
-                str(tmp / "s.sqlite"),
-                "--port",
-                str(self.port),
-                *args,
-            ],
+            referee_cli("serve", "--db", str(tmp / "s.sqlite"), "--port", str(self.port), *args),
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,
             stderr=self._err,

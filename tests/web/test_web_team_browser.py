@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, sample_bot_app
+from helpers_web import LOOPBACK, Background, expect_waits, league_text, new_admin_token, sample_bot_app
 
 from referee.web import ServiceDB, Settings, make_app
 
@@ -79,9 +79,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         bad = bg.serve(lambda: zoo_app("illegal", after=2, name="bea-bot"))
         illegal = bg.serve(lambda: zoo_app("illegal", name="ada-v3"))
         db_path = tmp_path / "service.sqlite"
+        admin = new_admin_token(db_path)
         db = ServiceDB(db_path)
         try:
-            admin = db.ensure_admin_token()
             comp = db.add_competition(
                 "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
             )
@@ -120,14 +120,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture
 def patient_expect() -> Iterator[None]:
-    """expect() waits EXPECT_MS for this test (a global of Playwright's: put back after)."""
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=EXPECT_MS)
-    try:
+    """expect() waits EXPECT_MS for this test."""
+    with expect_waits(EXPECT_MS):
         yield
-    finally:
-        expect.set_options(timeout=None)  # Playwright's default (5 s)
 
 
 # ------------------------------------------------------------ browser steps
