@@ -17,16 +17,10 @@ import pytest
 from bot_helpers import ROOT, SCRIPTED_NAMES, body, by_name, game_end
 
 from protocol import HEADER, decode_bot_info, decode_reply, sign
+from referee.bots import free_port
 
 NODE = shutil.which("node")
 SECRET = "node-secret"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_until_serving(proc: subprocess.Popen[bytes], url: str, unix: str | None = None) -> None:

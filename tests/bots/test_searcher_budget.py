@@ -37,6 +37,7 @@ from protocol import (
     decode_reply,
     encode,
 )
+from referee.bots import free_port
 from referee.game import new_game, view
 from sample_bots.sdk import deadline_guard_s
 from sample_bots.searcher import (
@@ -222,17 +223,10 @@ ATTEMPTS = 3  # a saturated machine can stall any process past 150 ms: two retri
 SEARCHED = re.compile(r"request (\S+): (\d+) worlds, (\d+) playouts")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _searcher_process(logfile: Path) -> Iterator[str]:
     """``python -m sample_bots.searcher`` at DEBUG, logging to ``logfile``: its URL."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("BOT_SECRET", None)
     with logfile.open("wb") as out:

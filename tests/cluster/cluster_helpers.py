@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from referee.bots import free_port
 from referee.bots.docker_daemon import DockerUnavailable, docker_client, docker_module
 from referee.tournament.league import parse_league
 from referee.tournament.runner import DETERMINISTIC_FIELDS, Tournament
@@ -64,12 +65,6 @@ def missing() -> str | None:
     except DockerUnavailable as e:
         return f"no Docker daemon answers: {e}"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(check: Any, timeout: float, what: str) -> None:

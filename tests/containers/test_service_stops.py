@@ -25,9 +25,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
-from helpers_web import free_port, league_text, new_admin_token, referee_cli, wait_for_http  # noqa: E402
+from helpers_web import league_text, new_admin_token, referee_cli, wait_for_http  # noqa: E402
 from test_builds import PY_BOT, make_zip  # noqa: E402
 
+from referee.bots import free_port  # noqa: E402
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
 from referee.web import ServiceDB  # noqa: E402
 

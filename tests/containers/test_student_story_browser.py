@@ -51,13 +51,13 @@ from helpers_web import (  # noqa: E402
     LOOPBACK,
     Background,
     expect_waits,
-    free_port,
     new_admin_token,
     referee_cli,
     sample_bot_app,
     wait_for_http,
 )
 
+from referee.bots import free_port  # noqa: E402
 from referee.web import ServiceDB, Settings, make_app  # noqa: E402
 
 if os.environ.get("CI") != "true":

@@ -56,7 +56,6 @@ from helpers_web import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_FLAGS,
     Background,
-    free_port,
     new_admin_token,
     referee_cli,
     sample_bot_app,
@@ -64,6 +63,7 @@ from helpers_web import (  # noqa: E402
 )
 from test_builds import make_zip, python_bot_files  # noqa: E402
 
+from referee.bots import free_port  # noqa: E402
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
 from referee.web import ServiceDB  # noqa: E402
 

@@ -24,6 +24,8 @@ from test_tournament_run import (
     write_league,
 )
 
+from referee.bots import free_port
+
 ADAPTIVE = """[stop]
 confidence = 0.95
 max_games = {max_games}
@@ -80,13 +82,6 @@ def test_adaptive_standings_do_not_depend_on_concurrency_nor_on_a_kill(tmp_path:
     assert (out / "standings.json").read_text() == a
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 #: The forty entries' game budget. A tactician beats a greedy bot in 58-60% of
 #: their meetings (72% over a deal's four rotations), so that every one of 14
 #: tactician entries ranks above every one of 13 greedy entries takes many more
@@ -128,7 +123,7 @@ def test_forty_entries_of_three_bots_settle_by_themselves(tmp_path: Path) -> Non
     urls = {}
     try:
         for module in ("tactician", "greedy", "random"):
-            port = _free_port()
+            port = free_port()
             procs.append(
                 subprocess.Popen(
                     [

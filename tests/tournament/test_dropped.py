@@ -3,7 +3,6 @@ run goes on for everyone else (issue 14; the classroom service's runs)."""
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
 from zoo import good_app, serve, zoo_app  # noqa: E402
 
 from protocol.messages import Timeouts  # noqa: E402
+from referee.bots import free_port
 from referee.bots.factory import BotSpec  # noqa: E402
 from referee.tournament.league import League, LeagueError  # noqa: E402
 from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
@@ -27,12 +27,6 @@ def league_of(urls: dict[str, str], rounds: int = 3) -> League:
         timeouts=Timeouts(move_ms=300),
         bots=[BotSpec(name=n, url=u) for n, u in urls.items()],
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_a_bot_that_dies_mid_run_is_dropped_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from test_tournament_run import (
     games_recorded,
     league_text,
     needs_node,
+    play_whole,
     write_league,
 )
 
@@ -47,16 +47,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def local_and_ray(league: Path, tmp_path: Path) -> tuple[Path, Path]:
     """The league played here and on Ray workers, each in a run where no bot
     faulted (:func:`fault_free`): the two output folders."""
-
-    def play(*extra: str) -> Callable[[Path], str]:
-        def run(out: Path) -> str:
-            r = run_cli("tournament", str(league), "--out", str(out), "--no-progress", *extra)
-            assert r.returncode == 0, r.stderr
-            return r.stderr
-
-        return run
-
-    return fault_free(tmp_path / "local", play()), fault_free(tmp_path / "ray", play("--executor", "ray"))
+    local = fault_free(tmp_path / "local", lambda out: play_whole(league, out, cli=run_cli))
+    return local, fault_free(
+        tmp_path / "ray", lambda out: play_whole(league, out, "--executor", "ray", cli=run_cli)
+    )
 
 
 def test_ray_standings_equal_local(tmp_path: Path) -> None:

@@ -88,25 +88,15 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 @needs_node
 def test_standings_do_not_depend_on_concurrency(tmp_path: Path) -> None:
     league = write_league(tmp_path, league_text(DETERMINISTIC))
-
-    def at(concurrency: int) -> Callable[[Path], str]:
-        def play(out: Path) -> str:
-            r = run_cli(
-                "tournament",
-                str(league),
-                "--out",
-                str(out),
-                "--concurrency",
-                str(concurrency),
-                "--no-progress",
-            )
-            assert r.returncode == 0, r.stderr
-            assert "tactician" in r.stdout and "head to head" in r.stdout
-            return r.stderr
-
-        return play
-
-    outs = [fault_free(tmp_path / f"out{c}", at(c)) for c in (1, 8)]
+    outs = [
+        fault_free(
+            tmp_path / f"out{c}",
+            lambda out, c=c: play_whole(
+                league, out, "--concurrency", str(c), prints=("tactician", "head to head")
+            ),
+        )
+        for c in (1, 8)
+    ]
     a, b = ((o / "standings.json").read_text() for o in outs)
     assert a == b
     assert (outs[0] / "head_to_head.json").read_text() == (outs[1] / "head_to_head.json").read_text()
@@ -222,10 +212,19 @@ def fault_free(out: Path, play: Callable[[Path], str]) -> Path:
     return out
 
 
-def play_whole(league: Path, out: Path) -> str:
-    """``referee tournament`` to the end; its stderr."""
-    r = run_cli("tournament", str(league), "--out", str(out), "--no-progress")
+def play_whole(
+    league: Path,
+    out: Path,
+    *extra: str,
+    cli: Callable[..., subprocess.CompletedProcess[str]] = run_cli,
+    prints: tuple[str, ...] = (),
+) -> str:
+    """``referee tournament LEAGUE --out OUT EXTRA...`` to the end (through
+    `cli`), its standings printing each of `prints`; its stderr."""
+    r = cli("tournament", str(league), "--out", str(out), "--no-progress", *extra)
     assert r.returncode == 0, r.stderr
+    for text in prints:
+        assert text in r.stdout, r.stdout
     return r.stderr
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import socket
 import subprocess
 import sys
 import threading
@@ -130,13 +129,6 @@ def expect_waits(ms: int) -> Iterator[None]:
         yield
     finally:
         expect.set_options(timeout=None)
-
-
-def free_port() -> int:
-    """A TCP port free on loopback just now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def referee_cli(*args: str) -> list[str]:

@@ -34,8 +34,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
-from helpers_web import free_port, referee_cli
+from helpers_web import referee_cli
 
+from referee.bots import free_port  # noqa: E402
 from referee.web import commands
 from referee.web import server as web_server
 from referee.web.server import Limits, RepeatFilter, client_key, make_runner
