@@ -51,6 +51,7 @@ from referee.bots.marks import without_marks
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.record import latency_stats
 from referee.report import describe
+from referee.textsafe import for_terminal
 
 
 class CheckLine(msgspec.Struct):
@@ -65,10 +66,12 @@ class CheckLine(msgspec.Struct):
     fix: str = ""
 
     def render(self) -> str:
+        """The line as printed; the detail quotes the bot (its name, its
+        output), so its control characters are escaped (:func:`for_terminal`)."""
         text = f"{'PASS' if self.ok else 'FAIL'}  {self.what}: {self.detail}"
         if not self.ok and self.fix:
             text += f"\n      fix: {self.fix}"
-        return text
+        return for_terminal(text)
 
 
 _FIXES = {

@@ -40,6 +40,7 @@ from referee.config import ConfigError, load_toml_struct
 from referee.match import play_match
 from referee.record import FaultPolicy, MatchResult
 from referee.report import format_h2h, format_result, format_settled, format_table
+from referee.textsafe import for_terminal, json_for_terminal
 
 __all__ = ["main", "make_bot"]
 
@@ -63,6 +64,13 @@ LOG_DIR = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help="Where command bots' (cmd:COMMAND) stdout and stderr go (default: a new temporary folder).",
 )
+
+
+def _echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """click.echo for every line these commands print: it may quote a bot (its
+    self-declared name, its output, its errors), so no control character
+    reaches the terminal as one (:func:`referee.textsafe.for_terminal`)."""
+    click.echo(for_terminal(text), err=err, nl=nl)
 
 
 def _logs(log_dir: Path | None) -> Path:
@@ -187,16 +195,16 @@ def match(
     timeouts = Timeouts(move_ms=move_ms, bank_ms=bank_ms)
     policy = FaultPolicy(strikes=strikes, forfeit_on_first=forfeit_on_first)
     logs = _logs(log_dir)
-    click.echo(engine_status(), err=True)
+    _echo(engine_status(), err=True)
     result = asyncio.run(_match(specs, seed, rules, timeouts, policy, secret, replay_path, logs))
     if as_json:
-        click.echo(msgspec.json.encode(result).decode())
+        click.echo(json_for_terminal(msgspec.json.encode(result).decode()))
         return
-    click.echo(format_result(result))
+    _echo(format_result(result))
     if replay_path is not None:
-        click.echo(f"replay written to {replay_path}")
+        _echo(f"replay written to {replay_path}")
     if any(isinstance(s, str) and s.startswith("cmd:") for s in specs):
-        click.echo(f"command bots' logs in {logs}")
+        _echo(f"command bots' logs in {logs}")
 
 
 async def _match(
@@ -227,7 +235,7 @@ async def _match(
             if isinstance(outcome, BaseException) and not isinstance(outcome, BotError):
                 raise outcome
         if problems:
-            raise click.ClickException("cannot start the game:\n" + "\n".join(problems))
+            raise click.ClickException(for_terminal("cannot start the game:\n" + "\n".join(problems)))
         return await play_match(bots, seed, rules=rules, timeouts=timeouts, policy=policy, replay=replay_path)
 
 
@@ -253,7 +261,7 @@ def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> N
         logs = _logs(log_dir)
         bot = make_bot(url, session=None, log_dir=logs, secret=secret, param_hint="URL")
         assert isinstance(bot, CommandBot)
-        click.echo(f"starting {url[len('cmd:') :]}")
+        _echo(f"starting {url[len('cmd:') :]}")
         lines = asyncio.run(_check_command(bot, secret, timeouts))
         where = f"the bot's stdout and stderr: {bot.stdout_path}, {bot.stderr_path}"
     else:
@@ -261,15 +269,15 @@ def check(url: str, secret: str | None, move_ms: int, log_dir: Path | None) -> N
             parse_spec(url)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="URL") from None
-        click.echo(f"checking {url}")
+        _echo(f"checking {url}")
         lines = asyncio.run(run_checks(url, secret=secret, timeouts=timeouts))
         where = ""
     for line in lines:
-        click.echo(line.render())
+        _echo(line.render())
     failed = sum(1 for line in lines if not line.ok)
-    click.echo(f"{len(lines) - failed} passed, {failed} failed")
+    _echo(f"{len(lines) - failed} passed, {failed} failed")
     if where:
-        click.echo(where)
+        _echo(where)
     if failed:
         sys.exit(1)
 
@@ -374,8 +382,8 @@ def tournament(
             replays=not no_replays,
             executor=ex,
         )
-        click.echo(engine_status(), err=True)
-        click.echo(
+        _echo(engine_status(), err=True)
+        _echo(
             f"{league.tournament.name}: {len(league.bots)} bots, {_games(t)}, "
             f"{league.tournament.table_size} per table, concurrency {t.concurrency} -> {t.out}",
             err=True,
@@ -389,17 +397,17 @@ def tournament(
 
         standings = asyncio.run(run())
     except (LeagueError, ExecutorError) as e:
-        click.echo(f"error: {e}", err=True)
+        _echo(f"error: {e}", err=True)
         sys.exit(2)
     except Interrupted as e:
         cmd = f"referee tournament {shlex.quote(str(league_file))} --out {shlex.quote(str(t.out))} --resume"
-        click.echo(f"\n{e}. To continue:\n  {cmd}", err=True)
+        _echo(f"\n{e}. To continue:\n  {cmd}", err=True)
         sys.exit(130)
-    click.echo(format_table(standings))
-    click.echo(format_settled(standings, t.confidence))
-    click.echo("")
-    click.echo(format_h2h([s.bot for s in standings], t.head_to_head))
-    click.echo(f"\nstandings: {t.out / 'standings.json'}", err=True)
+    _echo(format_table(standings))
+    _echo(format_settled(standings, t.confidence))
+    _echo("")
+    _echo(format_h2h([s.bot for s in standings], t.head_to_head))
+    _echo(f"\nstandings: {t.out / 'standings.json'}", err=True)
 
 
 def _games(t: Any) -> str:
@@ -421,15 +429,15 @@ def standings(out: Path, as_json: bool) -> None:
     try:
         rows = load_standings(out)
     except LeagueError as e:
-        click.echo(f"error: {e}", err=True)
+        _echo(f"error: {e}", err=True)
         sys.exit(2)
     if as_json:
-        click.echo((out / "standings.json").read_text(), nl=False)
+        click.echo(json_for_terminal((out / "standings.json").read_text()), nl=False)
         return
-    click.echo(format_table(rows))
-    click.echo(format_settled(rows, load_confidence(out)))
-    click.echo("")
-    click.echo(format_h2h([s.bot for s in rows], load_h2h(out)))
+    _echo(format_table(rows))
+    _echo(format_settled(rows, load_confidence(out)))
+    _echo("")
+    _echo(format_h2h([s.bot for s in rows], load_h2h(out)))
 
 
 # ------------------------------- the classroom service and container clean-up

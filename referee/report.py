@@ -3,6 +3,12 @@
 One home for every table the command line and the service show, drawn with
 `rich <https://rich.readthedocs.io>`_: aligned columns, and no colour or
 cursor movement when the output is not a terminal (CI logs, pipes, files).
+
+A bot's name and its faults' details are the bot's (or its team's) text:
+each is shown with its control characters escaped
+(:func:`referee.textsafe.for_terminal`), and given to rich as
+:class:`~rich.text.Text`, never as markup (a bot named ``[bold red]x`` is
+shown so).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from rich.text import Text
 from protocol.messages import Action
 
 from .record import MatchResult
+from .textsafe import for_terminal
 
 if TYPE_CHECKING:  # types only: the report sits beside every layer, below none
     from .tournament.ratings import HeadToHead, Standing
@@ -53,7 +60,17 @@ def _render(table: Table) -> str:
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
-def _table(*columns: tuple[str, str]) -> Table:
+def _line(text: str) -> str:
+    """Untrusted text (a name, a fault's detail) for one line of output."""
+    return for_terminal(text, multiline=False)
+
+
+def _cell(text: str) -> Text:
+    """Untrusted text for a table cell or header: escaped, and not rich markup."""
+    return Text(_line(text))
+
+
+def _table(*columns: tuple[str | Text, str]) -> Table:
     """A borderless table; each column is (header, 'left' | 'right')."""
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -107,7 +124,7 @@ def format_result(result: MatchResult) -> str:
         stats = result.latency[seat]
         table.add_row(
             str(seat),
-            name,
+            _cell(name),
             str(result.places[seat]),
             str(result.points[seat]),
             str(len(result.faults[seat])),
@@ -123,7 +140,10 @@ def format_result(result: MatchResult) -> str:
         lines.append("faults:")
         for seat, f in faults:
             over = f" (+{f.overrun_ms:.1f} ms)" if f.overrun_ms is not None else ""
-            lines.append(f"  seat {seat} {result.names[seat]}, turn {f.turn}: {f.kind}{over}: {f.detail}")
+            lines.append(
+                f"  seat {seat} {_line(result.names[seat])}, turn {f.turn}: {_line(f.kind)}{over}: "
+                + _line(f.detail)
+            )
     else:
         lines.append("no faults")
     return "\n".join(lines)
@@ -180,9 +200,9 @@ def format_table(standings: Sequence[Standing]) -> str:
             if s.rank_low
             else "-"
         )
-        row = [
+        row: list[str | Text] = [
             str(s.rank),
-            s.bot + (" (retired)" if s.retired else ""),
+            _cell(s.bot + (" (retired)" if s.retired else "")),
             f"{s.mu:.2f}",
             f"{s.sigma:.2f}",
             f"{s.score:.2f}",
@@ -229,14 +249,16 @@ def format_settled(standings: Sequence[Standing], confidence: float) -> str:
             groups[-1].append(b)
         else:
             groups.append([a, b])
-    shown = ", ".join(f"{g[0].rank}-{g[-1].rank} ({', '.join(x.bot for x in g)})" for g in groups)
+    shown = ", ".join(f"{g[0].rank}-{g[-1].rank} ({', '.join(_line(x.bot) for x in g)})" for g in groups)
     lines = [f"not settled at {confidence:.0%}: ranks {shown}"]
     estimates = []
     for a, b in open_pairs:
         more = a.games_to_separate(b, confidence)
         if more is None:
             p = a.p_above_next if a.p_above_next is not None else 0.5
-            lines.append(f"  {a.bot} and {b.bot} look equal (p = {p:.2f}): more games may not separate them")
+            lines.append(
+                f"  {_line(a.bot)} and {_line(b.bot)} look equal (p = {p:.2f}): more games may not separate them"
+            )
             continue
         estimates.append(more)
     if estimates:
@@ -247,9 +269,9 @@ def format_settled(standings: Sequence[Standing], confidence: float) -> str:
 def format_h2h(bots: Sequence[str], h2h: Sequence[HeadToHead]) -> str:
     """Win rate of the row bot against the column bot, with the 95% interval."""
     cells = {(h.bot, h.opponent): h for h in h2h}
-    table = _table(("", "left"), *((b, "right") for b in bots))
+    table = _table(("", "left"), *((_cell(b), "right") for b in bots))
     for a in bots:
-        row = [a]
+        row: list[str | Text] = [_cell(a)]
         for b in bots:
             h = cells.get((a, b))
             row.append("-" if h is None else f"{h.rate:.2f} [{h.low:.2f},{h.high:.2f}]")

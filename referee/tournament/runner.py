@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
 import hashlib
 import json
 import math
@@ -33,6 +32,7 @@ from ..bots.http import make_session
 from ..bots.nodepool import ImageSeat, NodeBot
 from ..record import MatchResult
 from ..report import Progress
+from ..textsafe import csv_writer, for_terminal
 from .executors import Executor, GameJob, LocalExecutor
 from .league import League, LeagueError
 from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
@@ -108,7 +108,9 @@ class Tournament:
         self.replays = replays
         #: Where games run (in this process by default); see executors.py.
         self.executor: Executor = executor or LocalExecutor()
-        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        say = log or (lambda msg: print(msg, file=sys.stderr))
+        #: Its lines may quote a bot (its name, its error): no escape sequence reaches a terminal.
+        self.log: Callable[[str], None] = lambda msg: say(for_terminal(msg))
         #: Which games, block by block (round-robin, balanced or adaptive).
         self.scheduler: Scheduler = make_scheduler(league)
         #: The league's confidence: what "settled" means in the standings.
@@ -582,7 +584,7 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
         + "\n"
     )
     with (out / "standings.csv").open("w", newline="") as f:
-        w = csv.writer(f)
+        w = csv_writer(f)  # a bot named =HYPERLINK(...) is text to a spreadsheet
         columns = STANDINGS_FIELDS + (("points",) if series else ())
         w.writerow(columns)
         for i, r in enumerate(rows):

@@ -121,7 +121,7 @@ ALLOWED = {
     "referee.bots": ("protocol", "referee", "referee.bots", "referee.config"),
     "referee.record": ("protocol", "referee.game"),
     "referee.replay": ("protocol", "referee.game", "referee.record", "referee.report"),
-    "referee.report": ("protocol", "referee.record", "referee.tournament.ratings"),
+    "referee.report": ("protocol", "referee.record", "referee.textsafe", "referee.tournament.ratings"),
     "referee.match": (
         "protocol",
         "referee",
@@ -157,8 +157,8 @@ def test_dependencies_point_down(layer: str) -> None:
 #: the bottom: a module may import its own layer and the layers below it.
 LAYERS = (
     ("protocol", ("protocol",)),
-    # the package root (version()), its compiled-engine check, TOML loading
-    ("support", ("referee", "referee._compiled", "referee.config")),
+    # the package root (version()), its compiled-engine check, TOML loading, untrusted text leaving
+    ("support", ("referee", "referee._compiled", "referee.config", "referee.textsafe")),
     ("engine", ("referee.game",)),
     ("transports", ("referee.bots",)),
     # one game: the runner, its record, replays and report; a bot's checks

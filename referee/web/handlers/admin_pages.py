@@ -6,12 +6,12 @@ the JSON API; the checks are the API's own."""
 
 from __future__ import annotations
 
-import csv
 import io
 from urllib.parse import quote
 
 from aiohttp import web
 
+from ...textsafe import Verbatim, csv_writer
 from ...tournament.ladder import ladder_entries
 from .. import pages
 from ..app_state import DB
@@ -165,9 +165,9 @@ def _competition_page(
     csv_href = None
     if created:
         buf = io.StringIO()
-        writer = csv.writer(buf)
+        writer = csv_writer(buf)  # a team named =HYPERLINK(...) is text to a spreadsheet
         writer.writerow(["team_id", "team", "token"])
-        writer.writerows(created)
+        writer.writerows((tid, name, Verbatim(token)) for tid, name, token in created)
         csv_href = "data:text/csv;charset=utf-8," + quote(buf.getvalue())
     response = pages.render(
         request,
