@@ -37,6 +37,13 @@ it is guarded (:func:`~referee.bots.container_limits.file_key`,
   check and the connection is not followed. A refusal is a ``connection``
   fault saying what was found.
 
+What an image's config asks of the daemon is not the team's to ask: its
+``HEALTHCHECK`` never runs (:data:`NO_HEALTHCHECK`: the daemon would exec
+it every interval on the host's CPU, outside every limit) and its
+``STOPSIGNAL`` is replaced (:data:`STOP_SIGNAL`); its ``VOLUME`` paths get a
+tmpfs; its ``USER`` is replaced (below). Its ``ENTRYPOINT``, ``CMD``,
+``ENV`` and ``WORKDIR`` are the bot's own, run inside the sandbox.
+
 A container never runs as root: it runs as the referee's own uid:gid (so the
 socket it creates is the referee's to use), as ``65534:65534`` (nobody) when
 the referee is root, or as the limits' ``user`` (uid or gid 0 refused); a
@@ -147,6 +154,13 @@ __all__ = [
 CONTAINER_SOCKET: Final = "/run/bot/bot.sock"
 #: Longest unix socket path (sun_path is 108 bytes on Linux, NUL included).
 _MAX_SOCKET_PATH: Final = 100
+#: The health check every bot container runs with: none (``docker run --no-healthcheck``),
+#: whatever the image's ``HEALTHCHECK`` says: the daemon runs a health check as an exec
+#: on the host's CPU, outside the container's limits (issue 32: 1 ms cost 0.63 cores).
+NO_HEALTHCHECK: Final = {"test": ["NONE"]}
+#: The signal ``docker stop`` (and the daemon's own shutdown) sends, whatever the
+#: image's ``STOPSIGNAL`` says (the referee itself removes containers with SIGKILL).
+STOP_SIGNAL: Final = "SIGTERM"
 
 
 # ------------------------------------------------------------- the bot
@@ -526,6 +540,10 @@ class ContainerBot(ManagedBot):
                 network_mode="none",
                 ipc_mode="private",
                 runtime=runtime,
+                # the image's HEALTHCHECK never runs (the daemon would exec it on the host's
+                # CPU, outside the container's limits), and its STOPSIGNAL is not the team's
+                healthcheck=NO_HEALTHCHECK,
+                stop_signal=STOP_SIGNAL,
                 volumes={str(self._socket_dir): {"bind": CONTAINER_SOCKET_DIR, "mode": "rw"}},
                 log_config=docker_mod.types.LogConfig(
                     type="json-file", config={"max-size": str(parse_size(lim.log_limit)), "max-file": "1"}

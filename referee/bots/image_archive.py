@@ -12,8 +12,9 @@ The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
 ``index.json``) never reach the daemon, so an archive that claims
 ``referee-base:<instance>`` or another team's tag renames nothing. The loaded
 image is then given the service's labels by a build ``FROM`` its id that
-only adds them (no ``RUN``, no network) and is tagged with the service's
-`tag`.
+only adds them (no ``RUN``, no network), with its ``HEALTHCHECK`` cleared
+and its ``STOPSIGNAL`` reset (:data:`ADMITTED_CONFIG`), and is tagged with
+the service's `tag`.
 
 It returns a :class:`~referee.bots.builds.BuildResult` (see :mod:`referee.bots.builds`).
 Blocking: call it with ``asyncio.to_thread`` from the web layer.
@@ -28,7 +29,7 @@ import posixpath
 import tarfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -61,10 +62,12 @@ from .builds import (
 )
 
 __all__ = [
+    "ADMITTED_CONFIG",
     "DEFAULT_LOAD_TIMEOUT_S",
     "DEFAULT_MAX_IMAGE_BYTES",
     "MAX_ARCHIVE_ENTRIES",
     "MAX_LAYERS",
+    "load_bytes",
     "load_image_archive",
 ]
 
@@ -76,6 +79,13 @@ DEFAULT_LOAD_TIMEOUT_S: Final = 300.0
 MAX_LAYERS: Final = 100
 #: Most entries in a ``docker save`` archive.
 MAX_ARCHIVE_ENTRIES: Final = 10_000
+#: A file-system block: the least disk a file takes (:func:`load_bytes`).
+BLOCK: Final = 4096
+#: What the labelling build resets of the image's config, so that the daemon
+#: does no work on the team's behalf: no ``HEALTHCHECK`` (an exec every interval,
+#: on the host's CPU), the usual ``STOPSIGNAL``. (``ONBUILD`` and ``VOLUME`` are
+#: refused; ``ContainerBot`` overrides both of these at ``docker run`` as well.)
+ADMITTED_CONFIG: Final = "HEALTHCHECK NONE\nSTOPSIGNAL SIGTERM\n"
 
 
 class _Manifest(msgspec.Struct):
@@ -165,6 +175,13 @@ def _index(f: IO[bytes], size: int) -> dict[str, archives.Entry]:
     return members
 
 
+def load_bytes(counts: list[archives.LayerCount], archive_size: int) -> int:
+    """The disk a load takes at most: what the layers unpack to (a layer named
+    twice counted twice), a file-system block per entry (a 10-byte file takes
+    4 KiB), and the archive itself, which the daemon unpacks from a copy."""
+    return sum(c.unpacked + c.files * BLOCK for c in counts) + archive_size
+
+
 def _volumes(image_config: _ImageConfig) -> list[str]:
     return sorted(str(v) for v in image_config.volumes or {})
 
@@ -202,6 +219,7 @@ def load_image_archive(
     max_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
     max_unpacked: int = DEFAULT_MAX_IMAGE_UNPACKED,
+    before_load: Callable[[int], None] | None = None,
 ) -> BuildResult:
     """Load the ``docker save`` archive at `path` as `tag`, safely (blocking).
 
@@ -213,6 +231,12 @@ def load_image_archive(
     :data:`INPUT_LABEL`) and tags it `tag`. The result's ``image_id`` is the
     labelled image (the one to pin and run), ``parent_id`` the uploaded
     image's own id.
+
+    `before_load` is called, once the layers are counted and before the
+    daemon gets a byte, with the disk the load will take (:func:`load_bytes`:
+    what the layers unpack to, a block per file, and the archive, which the
+    daemon keeps while it loads); it raises to stop the load (the service's
+    disk floor), and what it raises goes through.
     """
     check_tag(tag)
     image_labels(labels, "image", "")  # ValueError now for a bad one
@@ -350,6 +374,8 @@ def load_image_archive(
                 f"{mb(max_unpacked)}), {sum(c.files for c in counts)} entries, "
                 f"{'/'.join(sorted({c.kind for c in counts}))}; counted in {time.perf_counter() - t_count:.1f} s"
             )
+            if before_load is not None:
+                before_load(load_bytes(counts, size))
             clean = msgspec.json.encode([{"Config": config_name, "RepoTags": None, "Layers": layer_names}])
             files.insert(0, ("manifest.json", clean))
             parent = "sha256:" + hashlib.sha256(config_bytes).hexdigest()
@@ -392,7 +418,7 @@ def load_image_archive(
                     )
                 ours[key] = ""  # a team's own referee.* labels never pass for the service's
         context = io.BytesIO()
-        dockerfile = f"FROM {parent}\n{label_line(ours)}\n".encode()
+        dockerfile = f"FROM {parent}\n{ADMITTED_CONFIG}{label_line(ours)}\n".encode()
         context.write(
             tar_header("Dockerfile", len(dockerfile))
             + dockerfile

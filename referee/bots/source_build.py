@@ -10,14 +10,22 @@ and built with the service's **own** Dockerfile (a team's Dockerfile is
 copied as a plain file and ignored) FROM the local base image, with no
 network, memory capped and a time limit: the build is cancelled when it
 runs over (closing the connection makes the daemon stop it and remove its
-container). Its only ``RUN`` step compiles the bot (``compileall`` for
-Python, ``node --check`` for Node): the team's code is never run during
-the build (see *The build's sandbox* below).
+container). Its one step that runs anything, in a container of its own
+under the bots' runtime, compiles the bot (``compileall`` for Python,
+``node --check`` for Node): the team's code is never run during the build
+(see *The build's sandbox* below).
 
 The build's sandbox (no file of a team runs at build time, and if one
 could, it would be boxed in):
 
-- The ``RUN`` step is ``/usr/local/bin/python -I -S -m compileall -q
+- The compile step is not a ``RUN`` step of the build (the daemon runs
+  those under its default runtime, runc, whatever the bots run under): the
+  build only copies the files in, then the step runs in a container of its
+  own (:func:`_compile`) under the bots' runtime (gVisor with ``--runtime
+  runsc`` or the league's ``[containers] runtime``), with no network, and
+  that container is committed as the bot's image.
+
+- The step is ``/usr/local/bin/python -I -S -m compileall -q
   /app/bot`` or ``/usr/local/bin/node --check /app/bot/ENTRY``, by absolute
   path (no ``PATH`` lookup, so no ``node_modules/.bin``), with the working
   folder ``/``, not the team's: ``-I`` leaves the current folder, the
@@ -30,8 +38,8 @@ could, it would be boxed in):
   ``1000000..1999999``: neither root nor a bot's 65534), the owner of the
   bot's files (``COPY --chown``), with no capability left, and the
   ``nproc`` ulimit (:data:`~referee.bots.builds.BUILD_PIDS`, which counts that uid's processes
-  on the host) is a real pids cap of this build alone (the legacy builder
-  has no pids limit); a CPU quota (:data:`~referee.bots.builds.BUILD_CPUS`), the memory cap and
+  on the host) is a real pids cap of this build alone, with the container's
+  pids limit; a CPU quota (:data:`~referee.bots.builds.BUILD_CPUS`), the memory cap and
   a file-size ulimit (the growth cap) as well.
 - What the build adds to its parent image (the team's files and their
   ``.pyc``: the image's ``Size`` less its parent's) is capped
@@ -44,12 +52,15 @@ Blocking: call it with ``asyncio.to_thread`` from the web layer.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
 import re
+import secrets
 import shutil
+import socket
 import stat
 import tarfile
 import tempfile
@@ -65,6 +76,7 @@ from . import archives, baseimage
 from .builds import (
     CHUNK,
     DEFAULT_MAX_BUILD_GROWTH,
+    LOG_LIMIT,
     BuildLimits,
     BuildLog,
     BuildResult,
@@ -83,7 +95,9 @@ from .builds import (
     mb,
     remove_image,
 )
-from .instance import Instance, current
+from .container_limits import GVISOR_MEMORY, GVISOR_THREADS, ContainerLimits
+from .docker_daemon import MANAGED_LABEL, docker_module, effective_runtime, is_gvisor
+from .instance import INSTANCE_LABEL, Instance, current
 
 __all__ = [
     "BOT_DIR",
@@ -523,37 +537,145 @@ def ensure_sdk_image(client: DockerClient | None = None, *, instance: Instance |
     )
 
 
-def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
-    """The build of `bot`: its files owned by `uid`, compiled as `uid`
-    (see the module's *The build's sandbox*)."""
-    if bot.kind == "python":  # the SDK image sets PYTHONPATH=/app and BOT_UNIX
-        env = "ENV PYTHONDONTWRITEBYTECODE=1"
+def _commands(bot: _Bot) -> tuple[list[str], list[str]]:
+    """(the compile step's command, the bot's CMD)."""
+    if bot.kind == "python":
         # -I: no cwd, script folder, PYTHON* variable nor user site on sys.path;
         # -S: no site (sitecustomize, usercustomize, .pth files)
-        check = ["/usr/local/bin/python", "-I", "-S", "-m", "compileall", "-q", BOT_DIR]
-        cmd = ["python", bot.entry]
+        return ["/usr/local/bin/python", "-I", "-S", "-m", "compileall", "-q", BOT_DIR], ["python", bot.entry]
+    return ["/usr/local/bin/node", "--check", f"{BOT_DIR}/{bot.entry}"], ["node", bot.entry]
+
+
+def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
+    """The build of `bot`'s image before its compile step: its files owned
+    by `uid` (see the module's *The build's sandbox*; the compile step runs
+    after, in a container of its own: :func:`_compile`)."""
+    if bot.kind == "python":  # the SDK image sets PYTHONPATH=/app and BOT_UNIX
+        env = "ENV PYTHONDONTWRITEBYTECODE=1"
     else:
         env = "ENV BOT_UNIX=/run/bot/bot.sock NODE_ENV=production"
-        check = ["/usr/local/bin/node", "--check", f"{BOT_DIR}/{bot.entry}"]
-        cmd = ["node", bot.entry]
+    check, cmd = _commands(bot)
     return "\n".join(
         [
             "# The service's own Dockerfile for a source bot (referee.bots.builds).",
             f"FROM {base_id}",
             env,  # the same for every bot: these steps come from the cache
-            "WORKDIR /",  # the compile step runs outside the team's folder
             f"CMD {json.dumps(cmd)}",
             f'COPY --chown={uid}:{uid} ["bot/", "{BOT_DIR}/"]',
-            # Compiled, never run, as the build's own uid (no root, its own nproc
-            # count): a syntax error fails the build, the error in its log.
-            f"USER {uid}:{uid}",
-            f"RUN {json.dumps(check)}",
             "USER 65534:65534",
             f"WORKDIR {BOT_DIR}",
             label_line(labels),
+            f"# then, in a container of its own as {uid}:{uid}, from /: {json.dumps(check)}",
             "",
         ]
     )
+
+
+def _compile(
+    client: DockerClient,
+    image_id: str,
+    *,
+    tag: str,
+    bot: _Bot,
+    uid: int,
+    labels: Mapping[str, str],
+    limits: BuildLimits,
+    runtime: str | None,
+    deadline: float,
+    log: BuildLog,
+    step_failed: str,
+    instance: Instance,
+) -> str:
+    """The compile step: `bot`'s check run in a container of its own from
+    `image_id` (the bot's files in place), under `runtime` (the bots' own:
+    gVisor under ``--runtime runsc``; a build's ``RUN`` step would run
+    under the daemon's default, runc, whatever the bots run under), as
+    `uid` from ``/``, no network, no capability, under `limits`; then
+    committed as `tag` with the image's own config (its labels, user,
+    folder and CMD). The committed image's id (blocking)."""
+    docker_mod = docker_module()
+    check, cmd = _commands(bot)
+    gvisor = is_gvisor(runtime, client)
+    pids = limits.pids + (GVISOR_THREADS if gvisor else 0)
+    ours = {
+        MANAGED_LABEL: "1",  # found and removed by `referee cleanup` when the service is killed meanwhile
+        "referee.pid": str(os.getpid()),
+        "referee.host": socket.gethostname(),
+        INSTANCE_LABEL: instance.id,
+    }
+    try:
+        container = client.containers.create(
+            image_id,
+            command=check,
+            name=f"{instance.container_prefix}build-{secrets.token_hex(4)}",
+            user=f"{uid}:{uid}",
+            working_dir="/",  # the compile step runs outside the team's folder
+            labels=ours,
+            network_mode="none",
+            mem_limit=limits.memory + (GVISOR_MEMORY if gvisor else 0),
+            memswap_limit=limits.memory + (GVISOR_MEMORY if gvisor else 0),
+            nano_cpus=int(limits.cpus * 1e9),
+            pids_limit=pids,
+            ulimits=[
+                docker_mod.types.Ulimit(name="nproc", soft=limits.pids, hard=limits.pids),
+                docker_mod.types.Ulimit(
+                    name="fsize", soft=limits.max_growth_bytes, hard=limits.max_growth_bytes
+                ),
+            ],
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            runtime=runtime,
+            healthcheck={"test": ["NONE"]},
+            log_config=docker_mod.types.LogConfig(
+                type="json-file", config={"max-size": str(LOG_LIMIT), "max-file": "1"}
+            ),
+        )
+    except docker_mod.errors.APIError as e:
+        raise Refused(f"the Docker daemon refused the build: {daemon_message(e)}") from None
+    try:
+        try:
+            container.start()
+        except docker_mod.errors.APIError as e:
+            raise Refused(f"the Docker daemon refused the build: {daemon_message(e)}") from None
+        try:
+            status = container.wait(timeout=max(0.5, deadline - time.perf_counter()))
+        except Exception:  # noqa: BLE001 - requests' timeout: still compiling at the deadline
+            raise TookTooLong() from None
+        with contextlib.suppress(docker_mod.errors.DockerException):
+            log.add(bytes(container.logs(stdout=True, stderr=True)[:LOG_LIMIT]).decode(errors="replace"))
+        container.reload()
+        state = container.attrs.get("State") or {}
+        ran_under = (container.attrs.get("HostConfig") or {}).get("Runtime") or "the daemon's default"
+        code = int(status.get("StatusCode", -1))
+        log.line(f"the compile step ran under the runtime {ran_under} as {uid}:{uid}: exit code {code}")
+        if state.get("OOMKilled") or code == 137:
+            raise Refused(
+                f"the build ran out of its {mb(limits.memory)} of memory (compiling the bot's files): "
+                "a module that big cannot be compiled here; split it or make it smaller"
+            )
+        if code != 0:
+            raise Refused(step_failed)
+        repository, _, version = tag.rpartition(":")
+        try:
+            image = container.commit(
+                repository=repository,
+                tag=version,
+                conf={
+                    "User": "65534:65534",
+                    "WorkingDir": BOT_DIR,
+                    "Cmd": cmd,
+                    "Entrypoint": None,
+                    "Healthcheck": {"Test": ["NONE"]},
+                    # the container's own labels stay on the container (a commit would merge them in)
+                    "Labels": {**labels, **dict.fromkeys(ours, ""), INSTANCE_LABEL: labels[INSTANCE_LABEL]},
+                },
+            )
+        except docker_mod.errors.APIError as e:
+            raise Refused(f"the Docker daemon refused the build: {daemon_message(e)}") from None
+        return str(image.id)
+    finally:
+        with contextlib.suppress(docker_mod.errors.DockerException):
+            container.remove(force=True)
 
 
 def _context(extracted: _Extracted, bot: _Bot, dockerfile: str, out: IO[bytes]) -> None:
@@ -597,6 +719,7 @@ def build_source(
     workdir: str | os.PathLike[str] | None = None,
     max_growth_bytes: int = DEFAULT_MAX_BUILD_GROWTH,
     instance: Instance | None = None,
+    limits: ContainerLimits | None = None,
 ) -> BuildResult:
     """Build the bot source archive at `path` into the image `tag` (blocking).
 
@@ -607,7 +730,9 @@ def build_source(
     add to its parent image (the bot's files and their compiled form).
     `workdir`: where the temporary build folder goes (default: the system's
     temp folder). `instance`: whose base images it is built FROM (default:
-    the process's).
+    the process's). `limits`: the competition's container limits, whose
+    runtime the compile step runs under like its bots (the operator's
+    ``--runtime`` over them: :func:`~referee.bots.docker_daemon.effective_runtime`).
     """
     check_tag(tag)
     image_labels(labels, "python", "")  # ValueError now for a bad one
@@ -678,7 +803,8 @@ def build_source(
                 ) from None
         deadline += time.perf_counter() - t_ours
         log.line(f"a {bot.kind} bot: {bot.root}{bot.entry}")
-        dockerfile = _dockerfile(bot, parent, image_labels(labels, bot.kind, digest), build_uid(digest))
+        ours = image_labels(labels, bot.kind, digest)
+        dockerfile = _dockerfile(bot, parent, ours, build_uid(digest))
         log.line("the service's Dockerfile:\n" + dockerfile)
         with tempfile.TemporaryFile(dir=tmp) as context:
             _context(extracted, bot, dockerfile, context)
@@ -689,15 +815,33 @@ def build_source(
                 if bot.kind == "python"
                 else f"node --check found an error in {bot.entry}"
             )
-            image_id = daemon_build(
+            build_limits = BuildLimits(max_growth_bytes=max_growth_bytes)
+            staged = daemon_build(
                 client,
                 context,
                 tag=tag,
                 timeout_s=deadline - time.perf_counter(),
                 log=log,
-                step_failed=f"{check}: the build log shows the error; fix it and upload again",
-                limits=BuildLimits(max_growth_bytes=max_growth_bytes),
+                limits=build_limits,
             )
+        try:
+            image_id = _compile(
+                client,
+                staged,
+                tag=tag,
+                bot=bot,
+                uid=build_uid(digest),
+                labels=ours,
+                limits=build_limits,
+                runtime=effective_runtime(limits or ContainerLimits())[0],
+                deadline=deadline,
+                log=log,
+                step_failed=f"{check}: the build log shows the error; fix it and upload again",
+                instance=instance or current(),
+            )
+        except (Refused, TookTooLong):
+            remove_image(tag, client, image_id=staged)  # the bot's files, never compiled: gone
+            raise
         _check_growth(client, tag, image_id, parent, files=extracted.total, cap=max_growth_bytes, log=log)
         log.line(f"built {tag}: {image_id} in {time.perf_counter() - t_team:.1f} s")
         return result(image_id, None)

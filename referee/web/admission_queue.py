@@ -57,6 +57,7 @@ import msgspec
 from aiohttp import web
 
 from ..admission import AdmissionReport, admit
+from ..bots.container_limits import ContainerLimits
 from ..bots.factory import BotSpec
 from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
@@ -76,7 +77,7 @@ from .health import (
 )
 from .ladder_service import submission_accepted
 from .run_start import check_league_text, house_bots
-from .storage import after_accepted, at_start
+from .storage import after_accepted, at_start, check_room_to_load
 
 log = logging.getLogger("referee.web.admission_queue")
 
@@ -451,7 +452,9 @@ class Pipeline:
                 image_id = reused
                 log.info("submission %s: resumed with its image %s", sid, image_id)
             else:
-                made = await asyncio.to_thread(self._make_image, sub, team.id, settings.build_timeout_s)
+                made = await asyncio.to_thread(
+                    self._make_image, sub, team.id, settings.build_timeout_s, league.containers
+                )
                 made_id, build_log, why = made
                 if made_id is None:
                     fault = refusal_is_service(why)
@@ -549,8 +552,12 @@ class Pipeline:
         with contextlib.suppress(Exception):  # best effort: the daemon may be busy or gone
             builds.remove_image(tag, image_id=image_id)
 
-    def _make_image(self, sub: Submission, tid: int, timeout_s: float) -> tuple[str | None, str, str | None]:
-        """(image id, log, why refused) for an upload or a named image (blocking)."""
+    def _make_image(
+        self, sub: Submission, tid: int, timeout_s: float, limits: ContainerLimits
+    ) -> tuple[str | None, str, str | None]:
+        """(image id, log, why refused) for an upload or a named image (blocking);
+        a source build's compile step runs under the runtime of `limits` (the
+        competition's), the operator's ``--runtime`` over it, as its bots do."""
         from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
         from ..bots.image_archive import load_image_archive
         from ..bots.source_build import build_source
@@ -576,14 +583,24 @@ class Pipeline:
         tag = image_tag(tid, sub.id, self.instance)
         path = Path(sub.upload)
         # the upload stays until its image is recorded (issue 25): a stop here resumes from step 1
+        settings = self.app[SETTINGS]
         if sub.kind == "archive":
+            data_dir = self.app[DB].data_dir
+            try:
+                daemon_root = str(client.info().get("DockerRootDir") or "") or None
+            except Exception:  # noqa: BLE001 - the load says what is wrong with the daemon
+                daemon_root = None
             result = load_image_archive(
                 path,
                 tag=tag,
                 labels=labels,
                 client=client,
                 timeout_s=timeout_s,
-                max_unpacked=self.app[SETTINGS].max_image_unpacked,
+                max_unpacked=settings.max_image_unpacked,
+                # issue 32: the disk floor counts what the image unpacks to, before the daemon loads it
+                before_load=lambda need: check_room_to_load(
+                    data_dir, settings.min_free_disk, need, daemon_root
+                ),
             )
         else:
             result = build_source(
@@ -594,7 +611,8 @@ class Pipeline:
                 timeout_s=timeout_s,
                 workdir=path.parent,
                 instance=self.instance,
-                max_growth_bytes=self.app[SETTINGS].max_build_growth,
+                max_growth_bytes=settings.max_build_growth,
+                limits=limits,
             )
         return (result.image_id if result.ok else None), result.log, result.reason
 

@@ -9,7 +9,11 @@ it streams (:class:`UploadGuard`):
   upload of the team meanwhile is answered 429 at once, with Retry-After;
 - **the data disk's floor** (``referee serve --min-free-disk``): below it an
   upload is refused with 507, before its body is read and again while it
-  streams. The server's disk, not the team's fault;
+  streams. The server's disk, not the team's fault. And an uploaded image
+  counts what it unpacks to: before the daemon loads a ``docker save``
+  archive, :func:`check_room_to_load` makes its submission wait (a service
+  fault, tried again by itself) when its unpacked layers and the archive
+  would take the disk below the floor;
 - **each team's storage quota** (``--team-image-quota``): the sizes of the
   team's images the service keeps (as the daemon counts them, by the image
   ids of its submissions), its uploads waiting to be built, and the upload in
@@ -47,6 +51,7 @@ from ..tournament.league import LeagueError
 from .app_state import DB, SETTINGS
 from .db import ServiceDB, Team
 from .errors import fail
+from .health import ServiceFault
 from .run_start import decode_league
 
 log = logging.getLogger("referee.web.storage")
@@ -70,6 +75,13 @@ def free_bytes(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
+def _floor_words(free: int, floor: int) -> str:
+    return (
+        f"{_mib(max(free, 0))} free, and the service keeps at least {_mib(floor)} free for its "
+        "database and games. This is not your team's fault"
+    )
+
+
 def check_disk(data_dir: Path, floor: int, incoming: int = 0) -> None:
     """507 when the data folder's disk has less than `floor` free (with
     `incoming` more bytes written)."""
@@ -79,10 +91,39 @@ def check_disk(data_dir: Path, floor: int, incoming: int = 0) -> None:
     if free - incoming < floor:
         fail(
             507,
-            f"the server's disk is full: {_mib(max(free, 0))} free, and the service keeps at least "
-            f"{_mib(floor)} free for its database and games. This is not your team's fault: the upload "
-            "was not stored; try again later, and tell the organisers",
+            f"the server's disk is full: {_floor_words(free, floor)}: the upload was not stored; try "
+            "again later, and tell the organisers",
         )
+
+
+def check_room_to_load(data_dir: Path, floor: int, need: int, daemon_root: str | None = None) -> None:
+    """Before the daemon loads an image that takes `need` bytes of disk
+    (:func:`referee.bots.image_archive.load_bytes`): a
+    :class:`~referee.web.health.ServiceFault` (the submission waits, tried
+    again) when the data folder's disk, or the daemon's (`daemon_root`, its
+    ``DockerRootDir``, when it is on this machine), would keep less than
+    `floor` free. The server's disk, not the team's fault."""
+    if floor <= 0:
+        return
+    seen: set[int] = set()
+    for folder in (str(data_dir), daemon_root):
+        if not folder:
+            continue
+        try:
+            device = os.stat(folder).st_dev
+        except OSError:  # the daemon's folder is on another machine: its disk is not ours to see
+            continue
+        if device in seen:
+            continue
+        seen.add(device)
+        free = free_bytes(Path(folder))
+        if free - need < floor:
+            raise ServiceFault(
+                f"the server's disk is full: the image takes {_mib(need)} once loaded (unpacked, with "
+                f"its archive while it loads), {_floor_words(free, floor)}: nothing was loaded; it is "
+                "tried again by itself once there is room (the organisers: free some disk, or lower "
+                "--min-free-disk)"
+            )
 
 
 # ------------------------------------------------------------ what needs an image
@@ -378,6 +419,7 @@ __all__ = [
     "at_start",
     "begin_upload",
     "check_disk",
+    "check_room_to_load",
     "free_bytes",
     "pins",
     "prune",
