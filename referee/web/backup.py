@@ -16,21 +16,33 @@ a run's copy records has its replay in the copy). Other files are copied as
 they are; SQLite's ``-wal``/``-shm``/``-journal`` files are not (the copies
 hold their contents).
 
-A restore checks the manifest (every file there, of its size and hash) and
-the schema version before it touches anything, refuses to replace a
-database that is there unless ``--force``, and writes the database and the
-data folder beside their places first, then moves them in. The folders the
-database names (a run's ``out_dir``) are rewritten to the new place.
+A restore takes the backup folder as untrusted input (issue 32, item 3):
+it refuses a folder that holds a link (or anything but files and folders)
+and a manifest that names a file outside it, checks the manifest (every
+file there, of its size and hash; each file is copied through a descriptor
+that follows no link, and its hash checked again as it is copied), refuses
+to replace a database that is there unless ``--force``, and writes the
+database and the data folder beside their places first (``*.restoring``).
+The folders the database names (a run's ``out_dir``) are rewritten to the
+new place; then the copy is checked as the service would check it
+(:func:`~referee.web.db_check.check_database`: SQLite's full integrity
+check, its own schema version, every path it holds inside the new data
+folder) and no competition's league may start commands on the server
+unless ``--allow-house-commands``. Only then are they moved in; a restore
+that fails leaves the database and data folder that were there as they
+were, and no ``*.restoring`` file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -160,8 +172,39 @@ def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: Non
     return manifest
 
 
+def _only_files(folder: Path) -> None:
+    """A backup folder holds files and folders only: a link (to a file or a
+    folder, inside it or not), a FIFO or a device in it is refused, named."""
+    for root, dirs, names in os.walk(folder):
+        for name in sorted(dirs + names):
+            path = Path(root) / name
+            mode = path.lstat().st_mode
+            rel = path.relative_to(folder).as_posix()
+            if stat.S_ISLNK(mode):
+                raise BackupError(
+                    f"{folder}: {rel} is a link (to {os.readlink(path)}): a backup made by referee backup "
+                    "holds no links; refusing it (nothing was changed): restore a backup you made"
+                )
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise BackupError(
+                    f"{folder}: {rel} is not a file nor a folder: refusing the backup (nothing was changed)"
+                )
+
+
+def _entry_path(folder: Path, entry: str) -> Path:
+    """The manifest's `entry` in the backup folder; refused when it leaves it."""
+    rel = Path(entry)
+    if not entry or ".." in rel.parts or rel.is_absolute() or "\x00" in entry:
+        raise BackupError(
+            f"{folder}: the manifest names {entry!r}, outside the backup: refusing it (nothing was changed)"
+        )
+    return folder / rel
+
+
 def read_manifest(folder: Path) -> Manifest:
-    """The backup's manifest, its files checked (each there, of its size and hash)."""
+    """The backup's manifest, its files checked (each there, inside the
+    folder, a file and no link, of its size and hash)."""
+    _only_files(folder)
     try:
         manifest = msgspec.json.decode((folder / MANIFEST).read_bytes(), type=Manifest)
     except FileNotFoundError:
@@ -176,9 +219,7 @@ def read_manifest(folder: Path) -> Manifest:
     if DB_NAME not in names:
         raise BackupError(f"{folder}: its manifest lists no {DB_NAME}: the backup is damaged")
     for f in manifest.files:
-        path = folder / f.path
-        if ".." in Path(f.path).parts or Path(f.path).is_absolute():
-            raise BackupError(f"{folder}: the manifest names {f.path!r}, outside the backup")
+        path = _entry_path(folder, f.path)
         if not path.is_file():
             raise BackupError(f"{folder}: {f.path} is missing: the backup is incomplete")
         if path.stat().st_size != f.size or _sha256(path) != f.sha256:
@@ -192,6 +233,83 @@ def read_manifest(folder: Path) -> Manifest:
             f"this referee's ({SCHEMA_VERSION}): restore it with the referee that made it"
         )
     return manifest
+
+
+def _copy_checked(src: Path, dst: Path, entry: FileEntry) -> None:
+    """Copy the backup's file `src` to `dst` through a descriptor that
+    follows no link, checking its size and hash as it is read (the file
+    cannot be swapped after the manifest was checked)."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise BackupError(
+            f"{src}: cannot be read without following a link ({e.strerror}): refusing it"
+        ) from None
+    h = hashlib.sha256()
+    size = 0
+    with os.fdopen(fd, "rb") as f, dst.open("xb") as out:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise BackupError(f"{src}: not a file: refusing it")
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+    if size != entry.size or h.hexdigest() != entry.sha256:
+        raise BackupError(f"{src}: changed while it was restored (size or SHA-256): the backup is damaged")
+
+
+@contextlib.contextmanager
+def _staged(*paths: Path) -> Iterator[None]:
+    """Remove the staged copies (and SQLite's files beside them) unless the block ends well."""
+    try:
+        yield
+    except BaseException:
+        for path in paths:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    path.with_name(path.name + suffix).unlink()
+        raise
+
+
+def _check_copy(folder: Path, stage_db: Path, stage_data: Path) -> None:
+    """The staged copy, before anything is written to it, as the service
+    would check it: each database a SQLite file, whole (SQLite's full
+    integrity check) and of a schema this referee knows."""
+    from .db_check import DatabaseProblem, check_database
+
+    try:
+        check_database(stage_db, thorough=True, paths=False, immutable=True, shown=str(folder / DB_NAME))
+        for root, _dirs, names in os.walk(stage_data):
+            for name in names:
+                path = Path(root) / name
+                if _is_sqlite(path):
+                    rel = f"{DATA_NAME}/{path.relative_to(stage_data).as_posix()}"
+                    check_database(path, thorough=True, paths=False, immutable=True, shown=str(folder / rel))
+    except DatabaseProblem as e:
+        raise BackupError(f"{e}; refusing the backup (nothing was changed)") from None
+
+
+def _check_rows(folder: Path, stage_db: Path, data: Path, allow_house_commands: bool) -> None:
+    """The staged database, its paths rewritten: every path it holds inside
+    the data folder `data`, and no league that starts commands unless allowed."""
+    from .db_check import DatabaseProblem, check_paths_of, house_commands_in
+
+    shown = str(folder / DB_NAME)
+    try:
+        check_paths_of(stage_db, data, shown=shown)
+    except DatabaseProblem as e:
+        raise BackupError(f"{e}; refusing the backup (nothing was changed)") from None
+    if not allow_house_commands:
+        found = house_commands_in(stage_db)
+        if found:
+            h = found[0]
+            raise BackupError(
+                f"{shown}: competition {h.competition_id} ({h.name!r}), {h.where}: {h.refusal}; refusing "
+                "the backup (nothing was changed): add --allow-house-commands if the service that will "
+                "serve it runs with that flag and you trust this backup"
+            )
 
 
 def _in_use(db_path: Path) -> bool:
@@ -208,6 +326,7 @@ def _rewrite_paths(path: Path, old: str, new: str) -> None:
         return
     db = sqlite3.connect(path, isolation_level=None)
     try:
+        db.execute("PRAGMA journal_mode=DELETE")  # no -wal beside the staged copy
         db.execute("BEGIN IMMEDIATE")
         tables = [
             str(r[0])
@@ -230,9 +349,17 @@ def _rewrite_paths(path: Path, old: str, new: str) -> None:
 
 
 def restore(
-    folder: Path, db_path: Path, *, force: bool = False, say: Callable[[str], None] = lambda _m: None
+    folder: Path,
+    db_path: Path,
+    *,
+    force: bool = False,
+    allow_house_commands: bool = False,
+    say: Callable[[str], None] = lambda _m: None,
 ) -> Manifest:
-    """Put the backup `folder` in place as the service database `db_path` and its data folder."""
+    """Put the backup `folder` in place as the service database `db_path`
+    and its data folder, once all of it is checked (see the module's
+    documentation); :class:`BackupError` when it cannot be, with nothing changed."""
+    folder = folder.resolve()
     manifest = read_manifest(folder)
     data = data_dir_of(db_path)
     if db_path.exists() and not force:
@@ -247,37 +374,72 @@ def restore(
         )
     if not db_path.exists() and data.exists() and any(data.iterdir()) and not force:
         raise BackupError(f"{data}: a data folder is there already: add --force to replace it")
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    by_path = {f.path: f for f in manifest.files}
     stage_db = db_path.with_name(db_path.name + ".restoring")
     stage_data = data.with_name(data.name + ".restoring")
-    for leftover in (stage_db,):
-        leftover.unlink(missing_ok=True)
-    shutil.rmtree(stage_data, ignore_errors=True)
-    shutil.copyfile(folder / DB_NAME, stage_db)
-    stage_data.mkdir(mode=0o700)
-    new_data = str(data.resolve())
-    for f in manifest.files:
-        if not f.path.startswith(DATA_NAME + "/"):
-            continue
-        dst = stage_data / f.path.removeprefix(DATA_NAME + "/")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / f.path, dst)
-        if _is_sqlite(dst):
-            _rewrite_paths(dst, manifest.data_dir, new_data)
-    _rewrite_paths(stage_db, manifest.data_dir, new_data)
-    # In place: the old data folder out of the way, then the new one and the database.
-    if data.exists():
-        old = data.with_name(data.name + ".replaced")
-        shutil.rmtree(old, ignore_errors=True)
-        data.rename(old)
-        shutil.rmtree(old, ignore_errors=True)
-    stage_data.rename(data)
-    for suffix in ("-wal", "-shm"):
-        db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
-    os.replace(stage_db, db_path)
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        with _staged(stage_db, stage_data):
+            for leftover in (stage_db,):
+                leftover.unlink(missing_ok=True)
+            shutil.rmtree(stage_data, ignore_errors=True)
+            _copy_checked(folder / DB_NAME, stage_db, by_path[DB_NAME])
+            stage_data.mkdir(mode=0o700)
+            new_data = str(data.resolve())
+            copied: list[Path] = []
+            for f in manifest.files:
+                if not f.path.startswith(DATA_NAME + "/"):
+                    continue
+                dst = stage_data / f.path.removeprefix(DATA_NAME + "/")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                _copy_checked(_entry_path(folder, f.path), dst, f)
+                copied.append(dst)
+            _check_copy(folder, stage_db, stage_data)
+            for dst in copied:
+                if _is_sqlite(dst):
+                    _rewrite_paths(dst, manifest.data_dir, new_data)
+            _rewrite_paths(stage_db, manifest.data_dir, new_data)
+            _check_rows(folder, stage_db, data, allow_house_commands)
+            _swap(stage_db, stage_data, db_path, data)
+    except sqlite3.Error as e:
+        from .db_check import explain
+
+        raise BackupError(
+            f"{explain(folder / DB_NAME, e)}; refusing the backup (nothing was changed)"
+        ) from None
+    except OSError as e:
+        raise BackupError(
+            f"{db_path}: cannot write the restored copy ({e.strerror}: {e.filename}): nothing was changed; "
+            "restore to a folder the service's user may write, on a read-write mount"
+        ) from None
     os.chmod(db_path, 0o600)
     say(
         f"restored {folder} (made {manifest.made_at}, schema version {manifest.schema_version}) to {db_path}, "
         f"data folder {data}"
     )
     return manifest
+
+
+def _swap(stage_db: Path, stage_data: Path, db_path: Path, data: Path) -> None:
+    """In place: the old data folder aside, the new one and the database in;
+    the old data folder back when a step fails (nothing half-restored)."""
+    old = data.with_name(data.name + ".replaced")
+    shutil.rmtree(old, ignore_errors=True)
+    moved = False
+    if data.exists():
+        data.rename(old)
+        moved = True
+    try:
+        stage_data.rename(data)
+        try:
+            for suffix in ("-wal", "-shm"):
+                db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
+            os.replace(stage_db, db_path)
+        except BaseException:
+            data.rename(stage_data)
+            raise
+    except BaseException:
+        if moved:
+            old.rename(data)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -315,6 +315,7 @@ def serve(
     )
 
     registry = checked_registry(executor, registry)
+    db = open_service_db(db_path)  # first: a database the service cannot use stops it before anything starts
     if executor == "ray":
         from ..tournament.executors import ExecutorError
         from .run_start import start_ray
@@ -322,8 +323,8 @@ def serve(
         try:
             start_ray(address)
         except ExecutorError as e:
+            db.close()
             raise click.ClickException(str(e)) from None
-    db = open_service_db(db_path)
     try:
         token = db.ensure_admin_token(reset=reset_admin_token)
         # This install's id on the Docker daemon (kept in the database): in its image tags,
@@ -334,6 +335,7 @@ def serve(
         outer = current()
         instance = use(service_instance(db))
         click.get_current_context().call_on_close(lambda: use(outer))  # a command run in a test's process
+        refuse_house_commands(db, allow_house_commands)
     finally:
         db.close()
     if token is not None:
@@ -395,7 +397,19 @@ def serve(
     metavar="NAME",
     help="Run the teams' containers under this runtime of the Docker daemon (runsc: gVisor).",
 )
-def start(db_path: Path, competition: str, resume: bool, runtime: str | None = None) -> None:
+@click.option(
+    "--allow-house-commands",
+    is_flag=True,
+    help="Play a league whose house bots start commands or open unix sockets on this machine "
+    "(as referee serve --allow-house-commands). Off: such a league is refused.",
+)
+def start(
+    db_path: Path,
+    competition: str,
+    resume: bool,
+    runtime: str | None = None,
+    allow_house_commands: bool = False,
+) -> None:
     """Play a run of COMPETITION (its id or name) here, with the teams'
     latest bots; a server over the same database shows it live."""
     if runtime is not None:
@@ -418,7 +432,7 @@ def start(db_path: Path, competition: str, resume: bool, runtime: str | None = N
             click.echo(f"error: no competition {competition!r}", err=True)
             sys.exit(2)
         try:
-            run, league = prepare_run(db, comp.id, resume=resume)
+            run, league = prepare_run(db, comp.id, resume=resume, allow_commands=allow_house_commands)
         except StartError as e:
             click.echo(f"error: {e.message}", err=True)
             sys.exit(2)
@@ -485,12 +499,17 @@ def backup_command(db_path: Path, out: Path) -> None:
     OUT, consistently, while the service runs (SQLite's online backup for
     every database, each copy checked); OUT/manifest.json lists every file
     with its size and SHA-256."""
+    import sqlite3
+
     from .backup import BackupError, backup
+    from .db_check import explain
 
     try:
         backup(db_path, out, say=click.echo)
     except BackupError as e:
         raise click.ClickException(str(e)) from None
+    except sqlite3.Error as e:
+        raise click.ClickException(f"{explain(db_path, e)} (no backup was made)") from None
 
 
 @click.command("restore")
@@ -503,28 +522,65 @@ def backup_command(db_path: Path, out: Path) -> None:
     help="Where the service database goes (its data folder beside it).",
 )
 @click.option("--force", is_flag=True, help="Replace the database and data folder that are there.")
-def restore_command(folder: Path, db_path: Path, force: bool) -> None:
+@click.option(
+    "--allow-house-commands",
+    is_flag=True,
+    help="Accept a backup whose leagues have house bots that start commands or open unix sockets "
+    "(for a service run with referee serve --allow-house-commands). Off: such a backup is refused.",
+)
+def restore_command(folder: Path, db_path: Path, force: bool, allow_house_commands: bool = False) -> None:
     """Restore the backup FOLDER (made by referee backup) as the service
     database --db and its data folder, after checking every file against
-    its manifest; a database that is there is replaced only with --force
-    (stop the service first)."""
+    its manifest and the database as the service would (whole, a schema
+    this referee knows, every path inside the data folder, no house command
+    unless --allow-house-commands); a database that is there is replaced
+    only with --force (stop the service first). A backup is untrusted
+    input: a link in it, or a file outside it, refuses it whole."""
     from .backup import BackupError, restore
 
     try:
-        restore(folder, db_path, force=force, say=click.echo)
+        restore(folder, db_path, force=force, allow_house_commands=allow_house_commands, say=click.echo)
     except BackupError as e:
         raise click.ClickException(str(e)) from None
 
 
 def open_service_db(db_path: Path) -> ServiceDB:
-    """The service database, upgraded to this code's schema; a database
-    written by a newer referee stops the command with the reason."""
+    """The service database, checked (:func:`~referee.web.db_check.check_database`:
+    SQLite, whole, a schema this referee knows, writable, every path it holds
+    inside its data folder) and upgraded to this code's schema. A database
+    that fails stops the command with one line (what, the file, what to do),
+    before anything reads a row of it."""
+    import sqlite3
+
     from .db import SchemaError, ServiceDB
+    from .db_check import DatabaseProblem, check_database, check_writable, explain
 
     try:
+        if db_path.exists():
+            check_writable(db_path)
+            check_database(db_path)
         return ServiceDB(db_path)
-    except SchemaError as e:
+    except (DatabaseProblem, SchemaError) as e:
         raise click.ClickException(str(e)) from None
+    except (sqlite3.Error, OSError) as e:
+        raise click.ClickException(explain(db_path, e)) from None
+
+
+def refuse_house_commands(db: ServiceDB, allowed: bool) -> list[str]:
+    """At the service's start: one line (said on stderr) for each competition
+    whose league, or a stored league a run would resume with, has a house
+    bot that is a command or a unix socket while the service runs without
+    ``--allow-house-commands`` (a league made under the flag, restored, or
+    edited by hand): its runs, ladder, final and practice games are refused
+    (:func:`~referee.web.run_start.check_house_commands`), not played."""
+    from .db_check import house_command_leagues
+
+    if allowed:
+        return []
+    lines = [f"refused: {h.line()}" for h in house_command_leagues(db.db)]
+    for line in lines:
+        click.echo(line, err=True)
+    return lines
 
 
 def use_runtime(runtime: str) -> None:

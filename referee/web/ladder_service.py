@@ -286,7 +286,10 @@ async def _house_pins(app: web.Application, comp: Competition, what: str) -> Map
     settings = app[SETTINGS]
     try:
         return await pin_house_text(
-            comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+            comp.league_toml,
+            settings.bot_policy,
+            anywhere=settings.house_urls_anywhere,
+            allow_commands=settings.allow_house_commands,
         )
     except StartError as e:
         raise PhaseError(e.status, f"{what}: {e.message}") from None
@@ -477,7 +480,13 @@ async def autoplay(app: web.Application) -> None:
         if final is None or final.status == "finished":
             continue
         try:
-            run, league = await db.call(prepare_run, comp.id, resume=True, policy=app[SETTINGS].bot_policy)
+            run, league = await db.call(
+                prepare_run,
+                comp.id,
+                resume=True,
+                policy=settings.bot_policy,
+                allow_commands=settings.allow_house_commands,
+            )
         except StartError as e:
             log.error("competition %s: its final cannot resume: %s", comp.id, e.message)
             continue

@@ -690,7 +690,10 @@ class PracticeQueue:
         assert comp is not None
         try:
             house = await pin_house_text(
-                comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+                comp.league_toml,
+                settings.bot_policy,
+                anywhere=settings.house_urls_anywhere,
+                allow_commands=settings.allow_house_commands,
             )
             league = await db.call(practice_league, game, settings.bot_policy, house)
         except (PickError, StartError) as e:

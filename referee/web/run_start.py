@@ -257,6 +257,40 @@ def _ended(e: BaseException) -> tuple[str, str]:
 
 #: The ``referee serve`` flag that lets a league file's house URL bots be anywhere.
 HOUSE_URLS_FLAG = "referee serve --house-urls-anywhere"
+#: The ``referee serve`` flag that lets a league file start commands and open unix sockets on the server.
+HOUSE_COMMANDS_FLAG = "referee serve --allow-house-commands"
+
+
+def house_command_refusal(league: League) -> str | None:
+    """Why the service may not play `league` unless ``--allow-house-commands``
+    (its first house bot that is a command, or a unix socket, named); None:
+    it starts no program and opens no socket on the server. The one rule of
+    the league files sent through the web and of every league the service
+    plays: a run, the ladder, a final, a practice game."""
+    for bot in league.bots:
+        if bot.command is not None and bot.image is None:
+            return (
+                f"house bot {bot.name!r} is a command: a league of the service may not start programs "
+                f"on the server unless {HOUSE_COMMANDS_FLAG} allows it"
+            )
+        if bot.url is not None and bot.url.startswith("unix:"):
+            return (
+                f"house bot {bot.name!r} is a unix socket: a league of the service may not open sockets "
+                f"on the server unless {HOUSE_COMMANDS_FLAG} allows it"
+            )
+    return None
+
+
+def check_house_commands(league: League, *, allow_commands: bool) -> None:
+    """:class:`StartError` (409) when `league` breaks :func:`house_command_refusal`
+    and the service was not started with ``--allow-house-commands``."""
+    if allow_commands:
+        return
+    refusal = house_command_refusal(league)
+    if refusal is not None:
+        raise StartError(
+            409, f"{refusal}: restart the service with the flag, or remove that bot from the league"
+        )
 
 
 def house_urls(league: League) -> list[BotSpec]:
@@ -266,7 +300,12 @@ def house_urls(league: League) -> list[BotSpec]:
 
 
 async def pin_house_urls(
-    league: League, policy: AddressPolicy | None, *, anywhere: bool = False, resolve: Resolve | None = None
+    league: League,
+    policy: AddressPolicy | None,
+    *,
+    anywhere: bool = False,
+    resolve: Resolve | None = None,
+    allow_commands: bool = False,
 ) -> dict[str, PinnedURL]:
     """Each house URL bot of an admin's league file admitted as a team's URL
     is (:func:`~referee.bots.netpolicy.admit_url` under `policy`, the
@@ -278,7 +317,15 @@ async def pin_house_urls(
 
     Raises :class:`StartError` (409) naming the house bot (the first in the
     file's order), the address and the flag. The names resolve at the same
-    time (a league of 100 house bots waits one resolver timeout at most)."""
+    time (a league of 100 house bots waits one resolver timeout at most).
+
+    First of all, a house bot that is a command or a unix socket is refused
+    (:func:`check_house_commands`) unless `allow_commands` (the service's
+    ``--allow-house-commands``): every run, ladder, final and practice game
+    of the service resolves its house bots here before it plays, so a
+    league stored under that flag (or restored, or edited by hand) plays no
+    command once the service runs without it."""
+    check_house_commands(league, allow_commands=allow_commands)
     if anywhere or policy is None:
         return {}
 
@@ -320,17 +367,15 @@ async def pin_house_urls(
 
 
 async def pin_house_text(
-    text: str, policy: AddressPolicy | None, *, anywhere: bool = False
+    text: str, policy: AddressPolicy | None, *, anywhere: bool = False, allow_commands: bool = False
 ) -> dict[str, PinnedURL]:
     """:func:`pin_house_urls` of a competition's league text (none when it
     does not parse: what reads it next says why)."""
-    if anywhere or policy is None:
-        return {}
     try:
         league = check_league_text(text)
     except LeagueError:
         return {}
-    return await pin_house_urls(league, policy)
+    return await pin_house_urls(league, policy, anywhere=anywhere, allow_commands=allow_commands)
 
 
 def pinned_house(bots: list[BotSpec], house: Mapping[str, PinnedURL] | None) -> list[BotSpec]:
@@ -386,12 +431,16 @@ def prepare_run(
     resume: bool,
     policy: AddressPolicy | None = None,
     house: Mapping[str, PinnedURL] | None = None,
+    allow_commands: bool = False,
 ) -> tuple[Run, League]:
     """Mark a run of competition ``cid`` as running: a new run with the
     teams' latest accepted bots (a URL bot only while its pinned address is
     one `policy` allows) and the house bots (a URL one at its address in
     `house`, :func:`pin_house_urls`), or (``resume``) the last run again.
-    The run and the league to play; :class:`StartError` when it cannot start."""
+    The run and the league to play; :class:`StartError` when it cannot start,
+    or when the league it would play (a resumed run's, as stored) has a
+    house bot that is a command or a unix socket and not `allow_commands`
+    (``--allow-house-commands``)."""
     from ..tournament.schedule import make_scheduler
 
     comp = db.competition(cid)
@@ -403,7 +452,9 @@ def prepare_run(
             raise StartError(409, "nothing to resume: this competition has no run yet")
         if last.status == "finished":
             raise StartError(409, f"run {last.id} is finished: start a new run instead")
-        league = with_secrets(db, decode_league(last.league_json), last.secrets_from)
+        stored = decode_league(last.league_json)
+        check_house_commands(stored, allow_commands=allow_commands)
+        league = with_secrets(db, stored, last.secrets_from)
         run = db.begin_run(
             cid,
             out_dir=last.out_dir,
@@ -423,6 +474,7 @@ def prepare_run(
         league = build_league(comp.league_toml, pairs, league_filename(db, cid), house)
     except LeagueError as e:
         raise StartError(409, f"cannot start: {e}") from None
+    check_house_commands(league, allow_commands=allow_commands)
     scheduler = make_scheduler(league)
     total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
     secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()

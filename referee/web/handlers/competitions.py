@@ -113,25 +113,14 @@ async def check_league_input(request: web.Request, league_text: str) -> League:
             )
         except BotError as e:
             fail(422, f"'league': {e}", "league")
-    if not request.app[SETTINGS].allow_house_commands:
-        for bot in league.bots:
-            if bot.command is not None and bot.image is None:
-                fail(
-                    422,
-                    f"'league': house bot {bot.name!r} is a command: a league sent through the web may "
-                    "not start programs on the server (referee serve --allow-house-commands allows it)",
-                    "league",
-                )
-            if bot.url is not None and bot.url.startswith("unix:"):
-                fail(
-                    422,
-                    f"'league': house bot {bot.name!r} is a unix socket: a league sent through the web "
-                    "may not open sockets on the server (referee serve --allow-house-commands allows it)",
-                    "league",
-                )
     settings = request.app[SETTINGS]
-    try:  # a house URL bot is where a team's URL may be: refused now, not at the first run
-        await pin_house_urls(league, settings.bot_policy, anywhere=settings.house_urls_anywhere)
+    try:  # a house command bot needs the flag; a house URL bot is where a team's URL may be: refused now
+        await pin_house_urls(
+            league,
+            settings.bot_policy,
+            anywhere=settings.house_urls_anywhere,
+            allow_commands=settings.allow_house_commands,
+        )
     except StartError as e:
         fail(422, f"'league': {e.message}", "league")
     return league

@@ -49,14 +49,22 @@ async def start_run(request: web.Request) -> web.Response:
             {}
             if body.resume
             else await pin_house_text(
-                comp.league_toml, settings.bot_policy, anywhere=settings.house_urls_anywhere
+                comp.league_toml,
+                settings.bot_policy,
+                anywhere=settings.house_urls_anywhere,
+                allow_commands=settings.allow_house_commands,
             )
         )
     except StartError as e:
         fail(e.status, f"cannot start: {e.message}")
     try:
         run, league = await db.call(
-            prepare_run, comp.id, resume=body.resume, policy=settings.bot_policy, house=house
+            prepare_run,
+            comp.id,
+            resume=body.resume,
+            policy=settings.bot_policy,
+            house=house,
+            allow_commands=settings.allow_house_commands,
         )
     except StartError as e:
         fail(e.status, e.message)
