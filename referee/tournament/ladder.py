@@ -61,7 +61,7 @@ from .store import Store
 LADDER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ladder_entries (
     name TEXT PRIMARY KEY,
-    team TEXT,                  -- NULL: a house bot
+    team TEXT,                  -- NULL: a house bot; else the team's name when it entered (a label)
     submission INTEGER,         -- the service's submission id
     spec TEXT NOT NULL,         -- the BotSpec without its secret
     mu0 REAL NOT NULL,
@@ -71,7 +71,8 @@ CREATE TABLE IF NOT EXISTS ladder_entries (
     first_index INTEGER NOT NULL,
     status TEXT NOT NULL,       -- active, retired, dropped, unreachable
     reason TEXT,
-    ended_at REAL
+    ended_at REAL,
+    team_id INTEGER             -- the service's team id: who the entry is (NULL: a house bot, an old row)
 );
 CREATE TABLE IF NOT EXISTS ladder_plan (
     idx INTEGER PRIMARY KEY,
@@ -91,7 +92,11 @@ ENTRY_STATUSES: tuple[EntryStatus, ...] = get_args(EntryStatus)
 
 
 class Entry(msgspec.Struct, kw_only=True):
-    """One version of a team's bot (or a house bot) in the ladder."""
+    """One version of a team's bot (or a house bot) in the ladder.
+
+    Who it is is `team_id` (the service's team id) and `submission`;
+    `team` and `name` are labels, the team's name when the entry came in
+    (a team renamed later keeps its entries' names: issue 32)."""
 
     name: str
     team: str | None
@@ -105,6 +110,14 @@ class Entry(msgspec.Struct, kw_only=True):
     status: EntryStatus = "active"
     reason: str | None = None
     ended_at: float | None = None
+    team_id: int | None = None
+
+
+def team_key(e: Entry | Wanted) -> int | str | None:
+    """Which team an entry is of, for the ladder's own bookkeeping (a new
+    version retires its team's previous one, a dropped one puts it back):
+    its team id, else (a ladder that never had ids) its team's name."""
+    return e.team_id if e.team_id is not None else e.team
 
 
 class Wanted(msgspec.Struct, kw_only=True):
@@ -114,6 +127,7 @@ class Wanted(msgspec.Struct, kw_only=True):
     spec: BotSpec
     team: str | None = None
     submission: int | None = None
+    team_id: int | None = None
 
 
 def entry_name(team: str, version: int) -> str:
@@ -152,12 +166,47 @@ def is_filler(entry: Entry) -> bool:
 
 def open_ladder_store(path: Path) -> Store:
     store = Store(path)
-    store.db.executescript(LADDER_SCHEMA)
+    _migrate(store.db)
     return store
 
 
+def _migrate(db: sqlite3.Connection) -> None:
+    """The ladder's tables, a store made before entries had a team id given one
+    (NULL in old rows: the service fills it from the submission, :func:`set_team_ids`)."""
+    db.executescript(LADDER_SCHEMA)
+    if "team_id" not in _columns(db):
+        db.execute("ALTER TABLE ladder_entries ADD COLUMN team_id INTEGER")
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {str(r[1]) for r in db.execute("PRAGMA table_info(ladder_entries)")}
+
+
+def set_team_ids(out_dir: str | Path, team_of: Callable[[int], int | None]) -> int:
+    """Give each team entry of the ladder in `out_dir` stored without a team
+    id (a ladder older than ids) the id of its submission's team
+    (`team_of(submission id)`); the rows changed. Before the ladder starts."""
+    path = Path(out_dir) / "tournament.sqlite"
+    if not path.exists():
+        return 0
+    with Store(path) as store:
+        _migrate(store.db)
+        rows = store.db.execute(
+            "SELECT name, submission FROM ladder_entries WHERE team_id IS NULL AND submission IS NOT NULL"
+        ).fetchall()
+        changed = 0
+        with store.db:
+            for name, sid in rows:
+                tid = team_of(int(sid))
+                if tid is not None:
+                    store.db.execute("UPDATE ladder_entries SET team_id = ? WHERE name = ?", (tid, name))
+                    changed += 1
+        return changed
+
+
 _ENTRY_COLUMNS = (
-    "name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason, ended_at"
+    "name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason, ended_at,"
+    " team_id"
 )
 _ENTRY_NAMES = _ENTRY_COLUMNS.replace(" ", "").split(",")
 
@@ -170,7 +219,7 @@ def _entry(row: Sequence[object]) -> Entry:
 
 
 def read_entries(store: Store) -> list[Entry]:
-    store.db.executescript(LADDER_SCHEMA)
+    _migrate(store.db)
     rows = store.db.execute(
         f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name"
     ).fetchall()
@@ -200,7 +249,8 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
         tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"ladder_entries", "ladder_plan", "games"} <= tables:
             return []
-        rows = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name").fetchall()
+        columns = _ENTRY_COLUMNS if "team_id" in _columns(db) else _ENTRY_COLUMNS.replace("team_id", "NULL")
+        rows = db.execute(f"SELECT {columns} FROM ladder_entries ORDER BY joined_at, name").fetchall()
         owing: set[str] = set()
         for (seats,) in db.execute("SELECT seats FROM ladder_plan WHERE idx NOT IN (SELECT idx FROM games)"):
             owing.update(json.loads(seats))
@@ -214,7 +264,7 @@ def put_entry(store: Store, e: Entry) -> None:
     out: the counterpart of :func:`read_entries`."""
     store.db.execute(
         "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
-        " first_index, status, reason, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " first_index, status, reason, ended_at, team_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             e.name,
             e.team,
@@ -228,6 +278,7 @@ def put_entry(store: Store, e: Entry) -> None:
             e.status,
             e.reason,
             e.ended_at,
+            e.team_id,
         ),
     )
 
@@ -523,6 +574,7 @@ class Ladder(Tournament):
             name=w.name,
             team=w.team,
             submission=w.submission,
+            team_id=w.team_id,
             spec=msgspec.structs.replace(w.spec, name=w.name),
             mu0=mu,
             sigma0=sigma,
@@ -573,13 +625,14 @@ class Ladder(Tournament):
                 None
                 if w.team is None
                 else next(
-                    (e for e in self.entries.values() if e.status == "active" and e.team == w.team), None
+                    (e for e in self.entries.values() if e.status == "active" and team_key(e) == team_key(w)),
+                    None,
                 )
             )
             results.append(await self._enter(w, previous))
-        teams = {w.team for w in wanted if w.team is not None}
+        teams = {team_key(w) for w in wanted if w.team is not None}
         for e in list(self.entries.values()):
-            if e.status == "active" and e.team is not None and e.team not in teams:
+            if e.status == "active" and e.team is not None and team_key(e) not in teams:
                 # e.g. its pinned address is one the service no longer allows
                 self._retire(e, "retired", "no longer in play: the service withdrew it")
                 self.log(f"ladder: {e.name!r} is withdrawn")
@@ -632,17 +685,21 @@ class Ladder(Tournament):
         """`dropped`'s team's previous version back in play (the newest one
         replaced by a newer version that can still be reached), so that a
         team whose new version fails keeps playing; the entry now in play."""
-        team = dropped.team
-        if team is None or self._store is None:
+        team = team_key(dropped)
+        if dropped.team is None or self._store is None:
             return None
-        mine = [e for e in self.entries.values() if e.team == team]
+        mine = [e for e in self.entries.values() if e.team is not None and team_key(e) == team]
         if any(e.status == "active" for e in mine):
             return None
         for e in sorted(mine, key=lambda x: x.joined_at, reverse=True):
             if e.status != "retired" or not (e.reason or "").startswith("replaced by"):
                 continue
             why = await self._reinstate(e, f"back in play: {dropped.name} was dropped ({dropped.reason})")
-            if any(x.status == "active" for x in self.entries.values() if x.team == team and x is not e):
+            if any(
+                x.status == "active"
+                for x in self.entries.values()
+                if x.team is not None and team_key(x) == team and x is not e
+            ):
                 # a newer version entered meanwhile: it plays (e's status, read
                 # again: the awaits above may have put it back in play)
                 if self.entries[e.name].status == "active":

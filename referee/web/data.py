@@ -324,12 +324,15 @@ async def team_standings(
     snap = await run_snapshot(app, run)
     rows = {s.bot: s for s in snap.standings + snap.retired}
     of = len(snap.standings)
+    names = await app[DB].call(grading.team_bots, run, team)  # by the team's id (issue 32)
     if run.kind != "ladder":
-        s = rows.get(team.name)
-        return run, [] if s is None else [
-            TeamStanding(name=team.name, status="playing", reason=None, standing=s, of=of)
+        return run, [
+            TeamStanding(name=n, status="playing", reason=None, standing=rows[n], of=of)
+            for n in names
+            if n in rows
         ]
-    entries = [e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.team == team.name]
+    mine = set(names)
+    entries = [e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name in mine]
     return run, [
         TeamStanding(name=e.name, status=e.status, reason=e.reason, standing=rows.get(e.name), of=of)
         for e in reversed(entries)
@@ -340,17 +343,23 @@ async def team_standings(
 
 
 def _team_and_bot(
-    db: ServiceDB, cid: int, name: str, run: Run | None, bot_name: str
+    db: ServiceDB, cid: int, run: Run | None, bot_name: str
 ) -> tuple[Team | None, Submission | None, int]:
     """The team, and the version of its bot that played as `bot_name` in
-    `run` (with its number; without a run: the version in play)."""
-    team = db.team_named(cid, name)
-    if team is None:
-        return None, None, 0
+    `run` (with its number), found by ids; a bot not in `run` (or without
+    a run): the team of that name now and its version in play."""
     if run is not None:
         found = grading.whose(db, run, bot_name).get(bot_name)
-        if found is not None and found.sub is not None:
-            return team, found.sub, found.version or 0
+        if found is not None:
+            if found.sub is None:
+                sub = db.playing_submission(found.team.id)
+                return found.team, sub, db.submission_number(sub.id) if sub else 0
+            return found.team, found.sub, found.version or 0
+        if any(b.name == bot_name for b in decode_league(run.league_json).bots):
+            return None, None, 0  # a house bot of the run
+    team = db.team_named(cid, bot_name)
+    if team is None:
+        return None, None, 0
     sub = db.playing_submission(team.id)
     return team, sub, db.submission_number(sub.id) if sub else 0
 
@@ -359,14 +368,12 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
     """A bot of the competition (a team's or a house bot) in ``run``: 404 if there is none."""
     league: League | None = decode_league(run.league_json) if run else None
     in_league = league is not None and any(b.name == name for b in league.bots)
-    team_name = name
     if run is not None and run.kind == "ladder":  # a team's version in the ladder: "alice v3"
         entry = next(
             (e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None
         )
         in_league = entry is not None and entry.status != "unreachable"
-        team_name = entry.team if entry is not None and entry.team is not None else name
-    team, sub, version = await app[DB].call(_team_and_bot, comp.id, team_name, run, name)
+    team, sub, version = await app[DB].call(_team_and_bot, comp.id, run, name)
     house = house_of(comp)
     if not in_league and team is None and name not in house:
         fail(404, f"no bot {name!r} in competition {comp.id}")

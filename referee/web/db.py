@@ -303,6 +303,15 @@ class Session(msgspec.Struct, kw_only=True):
     expires_at: float
 
 
+class SlotRevoked(Exception):
+    """An upload's slot was taken back while it streamed: the team's token
+    was replaced, or the team withdrawn (:meth:`ServiceDB.add_submission`)."""
+
+    def __init__(self, tid: int) -> None:
+        super().__init__(f"team {tid}'s upload slot was taken back")
+        self.team_id = tid
+
+
 class Run(msgspec.Struct, kw_only=True):
     id: int
     competition_id: int
@@ -600,13 +609,16 @@ class ServiceDB:
                 "UPDATE teams SET withdrawn_at = COALESCE(withdrawn_at, ?) WHERE id = ?", (time.time(), tid)
             )
             db.execute("DELETE FROM sessions WHERE team_id = ?", (tid,))
+            db.execute("DELETE FROM upload_slots WHERE team_id = ?", (tid,))  # an upload streaming is refused
 
     def new_team_token(self, tid: int) -> str:
-        """A new token for the team (shown once): the old one stops and the team's sessions end at once."""
+        """A new token for the team (shown once): the old one stops and the team's sessions end at once,
+        and an upload streaming under the old one is refused at its end (its slot is taken back)."""
         token = new_token()
         with self.transaction() as db:
             db.execute("UPDATE teams SET token_sha256 = ? WHERE id = ?", (hash_token(token), tid))
             db.execute("DELETE FROM sessions WHERE team_id = ?", (tid,))
+            db.execute("DELETE FROM upload_slots WHERE team_id = ?", (tid,))
         return token
 
     # ------------------------------------------- league versions (issue 25)
@@ -690,7 +702,9 @@ class ServiceDB:
         now = time.time()
         with self.transaction() as db:
             if slot is not None:
-                db.execute("DELETE FROM upload_slots WHERE team_id = ? AND token = ?", (tid, slot))
+                gone = db.execute("DELETE FROM upload_slots WHERE team_id = ? AND token = ?", (tid, slot))
+                if gone.rowcount == 0:  # the team's token was replaced (or it withdrew) while it streamed
+                    raise SlotRevoked(tid)
             if rate_limit is not None:
                 count, window = rate_limit
                 recent = db.execute(

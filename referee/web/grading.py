@@ -41,36 +41,56 @@ def _same_bot(a: BotSpec, b: BotSpec) -> bool:
 
 
 def whose(db: ServiceDB, run: Run, only: str | None = None) -> dict[str, Who]:
-    """The run's team bots by their names there (`only`: that one alone): a
-    ladder's entries name their submission; a run's or the final's bot is
-    its team's submission whose image or pinned address the league file of
-    the run holds."""
+    """The run's team bots by their names there (`only`: that one alone),
+    found by ids, never by a team's name now (issue 32: a team renamed, or
+    two teams' names swapped, changes labels only). A ladder's entry names
+    its submission, whose team it is; a run's or the final's bot is the
+    submission the run recorded for it (:attr:`Run.secrets_from`). A run
+    that recorded none for a bot (one made before every bot's submission was
+    recorded) is matched by its image or pinned address among the
+    submissions accepted before it started, and only when several teams'
+    match, by the name it played under as the last resort."""
     out: dict[str, Who] = {}
-    teams = {t.name: t for t in db.teams(run.competition_id)}
     if run.kind == "ladder":
         for e in ladder_entries(run.out_dir):
-            if only is not None and e.name != only:
+            if (only is not None and e.name != only) or e.submission is None:
                 continue
-            team = teams.get(e.team or "")
-            if team is not None and e.submission is not None:
-                out[e.name] = Who(team, db.submission(e.submission), db.submission_number(e.submission))
+            sub = db.submission(e.submission)
+            team = db.team(sub.team_id) if sub is not None else None
+            if team is not None and team.competition_id == run.competition_id:
+                out[e.name] = Who(team, sub, db.submission_number(e.submission))
         return out
+    recorded = msgspec.json.decode(run.secrets_from or "{}", type=dict[str, int])
+    teams: list[Team] | None = None
     for spec in decode_league(run.league_json).bots:
-        team = teams.get(spec.name) if only is None or spec.name == only else None
-        if team is None:
+        if only is not None and spec.name != only:
             continue
-        found = next(
-            (
-                (s, v)
-                for s, v in db.numbered_submissions(team.id, 10_000)
-                if s.status == "accepted"
-                and s.created_at <= run.started_at
-                and _same_bot(team_entry(team, s), spec)
-            ),
-            None,
-        )
-        out[spec.name] = Who(team, *found) if found else Who(team, None, None)
+        sid = recorded.get(spec.name)
+        sub = db.submission(sid) if sid is not None else None
+        team = db.team(sub.team_id) if sub is not None else None
+        if sub is not None and team is not None and team.competition_id == run.competition_id:
+            out[spec.name] = Who(team, sub, db.submission_number(sub.id))
+            continue
+        if teams is None:
+            teams = db.teams(run.competition_id)
+        found = [
+            Who(t, s, v)
+            for t in teams
+            for s, v in db.numbered_submissions(t.id, 10_000)
+            if s.status == "accepted" and s.created_at <= run.started_at and _same_bot(team_entry(t, s), spec)
+        ]
+        mine = {w.team.id for w in found}
+        if len(mine) > 1:  # the same bot submitted by two teams: the name it played under decides
+            found = [w for w in found if w.team.name == spec.name]
+        if found:
+            out[spec.name] = max(found, key=lambda w: w.sub.id if w.sub is not None else 0)
     return out
+
+
+def team_bots(db: ServiceDB, run: Run, team: Team) -> list[str]:
+    """The names team `team`'s bot played under in `run` (a ladder: each of
+    its versions', oldest first), by its id: :func:`whose`."""
+    return [name for name, who in whose(db, run).items() if who.team.id == team.id]
 
 
 def _cell(s: Standing, key: str, who: Who | None, first: bool, last: bool) -> object:

@@ -34,12 +34,12 @@ from aiohttp import web
 from ..bots.factory import BotSpec
 from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..tournament.executors import Executor, LocalExecutor
-from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries
+from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries, set_team_ids
 from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted
 from ..tournament.schedule import make_scheduler
 from .app_state import DB, RUNS, SETTINGS
-from .db import Competition, Run, ServiceDB
+from .db import Competition, Run, ServiceDB, Team
 from .run_start import (
     RunThread,
     StartError,
@@ -87,20 +87,38 @@ def wanted_of(
         same = {n: p for n, p in (house or {}).items() if any(b.name == n and b.url == p.url for b in kept)}
         house_bots = pinned_house(kept, same)
     out = [Wanted(name=b.name, spec=b) for b in house_bots]
+    entries = ladder_entries(ladder.out_dir) if ladder is not None and ladder.out_dir else []
+    named = {e.submission: e.name for e in entries if e.submission is not None}
+    taken = {e.name for e in entries} | {b.name for b in house_bots}
     for team in db.playing_teams(cid):  # a withdrawn team's entries retire
         sub = db.playing_submission(team.id)
         if sub is None or not still_allowed(sub, policy):
             continue
         spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
-        out.append(
-            Wanted(
-                name=entry_name(team.name, db.submission_number(sub.id)),
-                team=team.name,
-                submission=sub.id,
-                spec=spec,
-            )
-        )
+        name = named.get(sub.id) or new_entry_name(team, db.submission_number(sub.id), taken)
+        taken.add(name)
+        out.append(Wanted(name=name, team=team.name, team_id=team.id, submission=sub.id, spec=spec))
     return out
+
+
+def new_entry_name(team: Team, version: int, taken: set[str]) -> str:
+    """The ladder's name of a team's version entering it: "NAME vN" under the
+    team's name now. An entry keeps the name it came in with (issue 32: a
+    renamed team's versions in play keep theirs; who an entry is, is its team
+    id and submission), so a name two teams' versions would share after a
+    rename takes the team's id too."""
+    name = entry_name(team.name, version)
+    suffix, i = f" (team {team.id})", 1
+    while name in taken:
+        name = f"{entry_name(team.name, version)}{suffix}" + (f" #{i}" if i > 1 else "")
+        i += 1
+    return name
+
+
+def team_of_submission(db: ServiceDB, sid: int) -> int | None:
+    """The id of the team whose submission `sid` is (None: there is none)."""
+    sub = db.submission(sid)
+    return None if sub is None else sub.team_id
 
 
 def known_of(db: ServiceDB, out_dir: str) -> dict[str, BotSpec]:
@@ -330,6 +348,8 @@ def _start_ladder(
     if isinstance(run, str):
         raise PhaseError(409, f"cannot open: {run}")
     db.set_phase(cid, "open", concurrency=concurrency)
+    if run.out_dir:  # a ladder from before entries had team ids: each gets its submission's team's
+        set_team_ids(run.out_dir, lambda sid: team_of_submission(db, sid))
     return run, league, wanted_of(db, cid, policy, house), known_of(db, run.out_dir)
 
 
@@ -430,7 +450,8 @@ def _prepare_final(
     league.tournament.schedule = "adaptive"
     league.tournament.seed = _secret_seed() if seed is None else seed
     limit = make_scheduler(league).limit or 0
-    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
+    # every team bot's submission (not only those with a secret): who each bot of the run is (issue 32)
+    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs}).decode()
     run = db.begin_run(
         cid,
         out_dir="",

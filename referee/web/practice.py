@@ -75,7 +75,7 @@ from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from ..tournament.results import games_list
 from .app_state import DB, SETTINGS
-from .db import Competition, ServiceDB, Team
+from .db import Competition, ServiceDB, Submission, Team
 from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
     StartError,
@@ -281,26 +281,68 @@ def league_of(comp: Competition, db: ServiceDB) -> League:
     return check_league_text(comp.league_toml, league_filename(db, comp.id))
 
 
-def choices(db: ServiceDB, team: Team) -> tuple[list[Choice], int]:
+def choices(db: ServiceDB, team: Team, gone: frozenset[str] = frozenset()) -> tuple[list[Choice], int]:
     """What `team` may pick as opponents now, and how many a game seats
-    besides its own bot. :class:`LeagueError` when the league is broken."""
+    besides its own bot: never a withdrawn team's bot, nor an earlier
+    version whose image is `gone` from the server (pruned: :func:`images_gone`).
+    :class:`LeagueError` when the league is broken."""
     comp = db.competition(team.competition_id)
     assert comp is not None
     league = league_of(comp, db)
     out = [Choice(value=f"house:{b.name}", label=f"house bot {b.name}") for b in league.bots]
     newest = db.playing_submission(team.id)
     for sub in db.submissions(team.id, limit=1000):
-        if sub.status == "accepted" and (newest is None or sub.id != newest.id):
+        if sub.status == "accepted" and (newest is None or sub.id != newest.id) and image_of(sub) not in gone:
             out.append(
                 Choice(
                     value=f"version:{sub.id}", label=f"your earlier version v{db.submission_number(sub.id)}"
                 )
             )
     if league.ladder.practice_against_teams:
-        for other in db.teams(team.competition_id):
+        for other in db.playing_teams(team.competition_id):  # a withdrawn team's bot is gone (issue 32)
             if other.id != team.id and db.playing_submission(other.id) is not None:
                 out.append(Choice(value=f"team:{other.id}", label=f"team {other.name}'s current version"))
     return out, league.tournament.table_size - 1
+
+
+def image_of(sub: Submission) -> str | None:
+    """The image a submission's bot runs (None: a URL bot)."""
+    return None if sub.kind == "url" else sub.image_id or sub.image
+
+
+def earlier_images(db: ServiceDB, team: Team) -> list[str]:
+    """The images of the team's accepted versions (those practice may seat)."""
+    return [i for s in db.submissions(team.id, limit=1000) if s.status == "accepted" and (i := image_of(s))]
+
+
+def images_gone(images: list[str]) -> frozenset[str]:
+    """Those of `images` no longer on the Docker daemon (a superseded
+    version's image is pruned once nothing needs it: :mod:`.storage`);
+    blocking. None gone when Docker cannot be asked (a game then fails with
+    Docker's own reason, as the service's)."""
+    if not images:
+        return frozenset()
+    from ..bots.docker_daemon import DockerUnavailable, docker_client, image_exists
+
+    try:
+        client = docker_client()
+        return frozenset(i for i in images if not image_exists(i, client))
+    except (DockerUnavailable, ImportError):  # no Docker here: nothing can be told gone
+        return frozenset()
+
+
+async def gone_images(app: web.Application, team: Team) -> frozenset[str]:
+    """The team's earlier versions' images no longer on the server (:func:`images_gone`)."""
+    images = await app[DB].call(earlier_images, team)
+    return await asyncio.to_thread(images_gone, images)
+
+
+def gone_version(version: int) -> str:
+    return (
+        f"your earlier version v{version} can no longer play: its image was removed from the server to "
+        "save space (the service keeps the images of the versions in play and of the games that still "
+        "need them). Pick another opponent, or submit that version again to play against it"
+    )
 
 
 class PickError(Exception):
@@ -310,10 +352,11 @@ class PickError(Exception):
         self.message = message
 
 
-def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
-    """The table a team's picks make, its own newest version first; :class:`PickError` saying why not."""
+def seats_for(db: ServiceDB, team: Team, picks: list[str], gone: frozenset[str] = frozenset()) -> list[Seat]:
+    """The table a team's picks make, its own newest version first
+    (`gone`: the images no longer on the server); :class:`PickError` saying why not."""
     try:
-        allowed, wanted = choices(db, team)
+        allowed, wanted = choices(db, team, gone)
     except LeagueError as e:
         raise PickError(409, f"the competition's league file is broken (the admin's to fix): {e}") from None
     newest = db.playing_submission(team.id)
@@ -340,7 +383,19 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
     ]
     for pick in picks:
         if pick not in values:
-            kind = pick.partition(":")[0]
+            kind, _, rest = pick.partition(":")
+            picked = _picked(db, team, kind, rest)
+            if isinstance(picked, Team):
+                raise PickError(
+                    409,
+                    f"opponent {pick!r} cannot be picked: team {picked.name!r} was withdrawn from the "
+                    "competition, and a withdrawn team's bot plays no more games, practice games included",
+                )
+            if picked is not None and image_of(picked) in gone:
+                raise PickError(
+                    409,
+                    f"opponent {pick!r} cannot be picked: {gone_version(db.submission_number(picked.id))}",
+                )
             if kind == "team":
                 why = (
                     "this competition's league file does not let teams practise against other teams "
@@ -382,6 +437,21 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str]) -> list[Seat]:
     return seats
 
 
+def _picked(db: ServiceDB, team: Team, kind: str, rest: str) -> Team | Submission | None:
+    """What a pick refused names, to say why: a withdrawn team of the
+    competition, or an earlier accepted version of the team's own."""
+    if not rest.isdigit() or len(rest) > 18:
+        return None
+    if kind == "team":
+        other = db.team(int(rest))
+        ok = other is not None and other.competition_id == team.competition_id and other.withdrawn_at
+        return other if ok else None
+    if kind == "version":
+        sub = db.submission(int(rest))
+        return sub if sub is not None and sub.team_id == team.id and sub.status == "accepted" else None
+    return None
+
+
 def practice_league(
     db: ServiceDB, game: PracticeGame, policy: AddressPolicy | None, house: Mapping[str, PinnedURL]
 ) -> League:
@@ -403,6 +473,12 @@ def practice_league(
             assert s.submission is not None
             sub = db.submission(s.submission)
             team = db.team(sub.team_id) if sub is not None else None
+            if team is not None and team.withdrawn_at is not None:
+                raise PickError(
+                    409,
+                    f"{s.name} can no longer play: its team was withdrawn from the competition "
+                    "(a withdrawn team's bot plays no more games)",
+                )
             if sub is None or team is None or not still_allowed(sub, policy):
                 raise PickError(
                     409, f"{s.name} can no longer play: its address is not one the service allows"
@@ -696,6 +772,7 @@ class PracticeQueue:
                 allow_commands=settings.allow_house_commands,
             )
             league = await db.call(practice_league, game, settings.bot_policy, house)
+            await self._images_there(game, league)
         except (PickError, StartError) as e:
             await db.call(set_ended, game.id, "failed", e.message)
             return
@@ -739,6 +816,20 @@ class PracticeQueue:
             await db.call(set_ended, game.id, "failed", f"the game could not be played: {why}", results)
             return
         await db.call(set_ended, game.id, "finished", None, results)
+
+    async def _images_there(self, game: PracticeGame, league: League) -> None:
+        """:class:`PickError` when a seat's image was pruned since the game was asked for."""
+        gone = await asyncio.to_thread(images_gone, [b.image for b in league.bots if b.image])
+        for seat, bot in zip(game.seats, league.bots, strict=True):
+            if bot.image in gone and seat.submission is not None:
+                version = await self.app[DB].call(ServiceDB.submission_number, seat.submission)
+                if seat.kind == "version":
+                    raise PickError(409, gone_version(version))
+                raise PickError(
+                    409,
+                    f"{seat.name} can no longer play: its image is no longer on the server "
+                    f"(the service's fault, not your bot's): {SERVICE_FAULT}",
+                )
 
     async def stop(self) -> None:
         """Stop promptly: the game playing is abandoned (played again at the next start)."""

@@ -31,6 +31,7 @@ from ..app_state import DB
 from ..auth import require_team
 from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
+from ..grading import team_bots
 from ..sessions import SignedIn, signed_in
 from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
@@ -76,24 +77,31 @@ class Viewed(msgspec.Struct, kw_only=True):
     versions: list[str]
 
 
+def _nothing(team: Team) -> BotDiagnostics:
+    """The diagnostics of a team that played no game of the run shown."""
+    return BotDiagnostics(
+        bot=team.name,
+        games=[],
+        fault_count=0,
+        faults=[],
+        latency=LatencyStats(),
+        histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1),
+    )
+
+
 async def diagnostics_of(
     request: web.Request, comp: Competition, team: Team
 ) -> tuple[Viewed, BotDiagnostics]:
     run = await _run_for(request, comp)
     if run is None or not run.out_dir:
-        return Viewed(run=run, version=team.name, versions=[]), BotDiagnostics(
-            bot=team.name,
-            games=[],
-            fault_count=0,
-            faults=[],
-            latency=LatencyStats(),
-            histogram=[0] * (len(LATENCY_BUCKETS_MS) + 1),
-        )
+        return Viewed(run=run, version=team.name, versions=[]), _nothing(team)
     out = Path(run.out_dir)
-    name = team.name
+    # the names the team's bot played under, found by its id (issue 32: never by its name now)
+    mine = await request.app[DB].call(team_bots, run, team)
+    name = mine[0] if mine else team.name
     versions: list[str] = []
     if run.kind == "ladder":  # one of the team's versions: ?version=NAME, else its newest that played
-        entries = [e for e in await asyncio.to_thread(ladder_entries, out) if e.team == team.name]
+        entries = [e for e in await asyncio.to_thread(ladder_entries, out) if e.name in set(mine)]
         # Every version, also those dropped or unreachable (issue 26: a faulting
         # version's diagnostics stay the team's to see after it submits again).
         versions = [e.name for e in entries]
@@ -101,7 +109,9 @@ async def diagnostics_of(
         want = request.query.get("version")
         if want is not None and want not in versions:
             fail(404, f"no version {want[:60]!r} of team {team.name!r} in the ladder")
-        name = want or (played[-1] if played else versions[-1] if versions else team.name)
+        name = want or (played[-1] if played else versions[-1] if versions else "")
+    if name not in mine:  # the team played no game of this run: nothing of another bot's is shown
+        return Viewed(run=run, version=team.name, versions=versions), _nothing(team)
     diag = await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
     return Viewed(run=run, version=name, versions=versions), diag
 
@@ -180,12 +190,6 @@ def _own_frames(path: Path, seat: int, log_paths: list[Path]) -> dict[str, Any]:
     return frames(record, public=True, output_seat=seat, outputs=outputs)
 
 
-async def _team_names(out_dir: Path, team: Team) -> set[str]:
-    """The names of the team's bot in a run: its name, and in a ladder its versions'."""
-    entries = await asyncio.to_thread(ladder_entries, out_dir)
-    return {team.name, *(e.name for e in entries if e.team == team.name)}
-
-
 async def own_run_game(request: web.Request, comp: Competition, team: Team) -> dict[str, Any]:
     """Game `idx` of run `rid` from the team's seat, with its bot's output
     by turn. The fair-play rule of the public replay holds (403 until every
@@ -199,7 +203,8 @@ async def own_run_game(request: web.Request, comp: Competition, team: Team) -> d
         fail(404, f"no run {rid} in competition {comp.id}")
     await data.replay(request.app, run, idx)  # its 403 and 404
     out = Path(run.out_dir)
-    found = await asyncio.to_thread(_seat_and_output, out, idx, await _team_names(out, team))
+    mine = set(await db.call(team_bots, run, team))  # by the team's id (issue 32)
+    found = await asyncio.to_thread(_seat_and_output, out, idx, mine)
     if found is None:
         fail(404, f"team {team.name!r} did not play game {idx} of run {rid}")
     path, seat, name = found

@@ -31,6 +31,7 @@ from ..practice import (
     PracticeRequest,
     choices,
     get_game,
+    gone_images,
     info,
     limits_of,
     team_games,
@@ -47,7 +48,7 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 
 
 def _new_game(
-    db: ServiceDB, team: Team, picks: list[str], per_hour: int
+    db: ServiceDB, team: Team, picks: list[str], per_hour: int, gone: frozenset[str]
 ) -> PracticeGame | tuple[int, str, int]:
     """The game asked for, or (status, why, retry after) when the limits say no (in one go, in the db's thread)."""
     now = time.time()
@@ -65,15 +66,16 @@ def _new_game(
             (f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s"),
             wait,
         )
-    return _add_game(db, team, _seats_for(db, team, picks), now)
+    return _add_game(db, team, _seats_for(db, team, picks, gone), now)
 
 
 async def ask(app: web.Application, team: Team, picks: list[str]) -> PracticeGame:
     per_hour = app[SETTINGS].practice_per_hour
     if per_hour <= 0:
         fail(409, "practice games are off on this server (referee serve --practice-per-hour 0)")
+    gone = await gone_images(app, team)  # an earlier version whose image was pruned cannot play
     try:
-        got = await app[DB].call(_new_game, team, picks, per_hour)
+        got = await app[DB].call(_new_game, team, picks, per_hour, gone)
     except PickError as e:
         fail(e.status, e.message, "opponents")
     if isinstance(got, tuple):
@@ -100,9 +102,11 @@ async def _reader(request: web.Request, team: Team) -> None:
 
 
 async def _listing(app: web.Application, team: Team) -> PracticeList:
+    gone = await gone_images(app, team)  # not offered: an earlier version whose image was pruned
+
     def read(db: ServiceDB) -> PracticeList:
         try:
-            allowed, wanted = choices(db, team)
+            allowed, wanted = choices(db, team, gone)
         except Exception:  # noqa: BLE001 - a broken league file: nothing to pick (asking says why)
             allowed, wanted = [], 0
         return PracticeList(

@@ -12,7 +12,7 @@ from ..app_state import DB, SETTINGS
 from ..auth import require_admin, require_team
 from ..boardcache import forget
 from ..data import numbered, submission_detail, submission_info
-from ..db import Competition, ServiceDB, Submission, Team
+from ..db import Competition, ServiceDB, SlotRevoked, Submission, Team
 from ..errors import fail
 from ..run_start import containers_enabled, house_bots
 from ..schemas import (
@@ -105,18 +105,28 @@ async def make_submission(
             f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
             "accepted before the freeze)",
         )
-    sub = await db.call(
-        ServiceDB.add_submission,
-        team.id,
-        kind=kind,
-        url=url,
-        image=image,
-        secret=secret,
-        note=note,
-        rate_limit=limit,
-        upload=None if upload is None else str(upload),
-        slot=slot,
-    )
+    try:
+        sub = await db.call(
+            ServiceDB.add_submission,
+            team.id,
+            kind=kind,
+            url=url,
+            image=image,
+            secret=secret,
+            note=note,
+            rate_limit=limit,
+            upload=None if upload is None else str(upload),
+            slot=slot,
+        )
+    except SlotRevoked:
+        if upload is not None:
+            upload.unlink(missing_ok=True)
+        fail(
+            401,
+            "the upload was not stored: the team's token was replaced (or the team withdrawn) while it "
+            "streamed, and the old token no longer submits. Upload again with the team's new token (on "
+            "the team page: sign in again with it)",
+        )
     if sub is None:
         if upload is not None:
             upload.unlink(missing_ok=True)
