@@ -305,6 +305,8 @@ class _PrivateCluster:
 
     def __init__(self, ray: Any) -> None:
         self.folder = tempfile.mkdtemp(prefix="referee-ray-")  # 0700
+        #: Ray's own files, under the 0700 folder: Ray makes its temp folder 0777 itself.
+        self.ray_folder = os.path.join(self.folder, "r")
         self.token_path = os.path.join(self.folder, "auth_token")
         fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -402,7 +404,7 @@ class RayExecutor:
                         logging_level=logging.WARNING,
                         log_to_driver=False,
                         _node_ip_address="127.0.0.1",
-                        _temp_dir=self._private.folder,
+                        _temp_dir=self._private.ray_folder,
                     )
                 else:
                     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)

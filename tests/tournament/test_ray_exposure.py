@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,9 @@ def test_a_stranger_driver_cannot_join_the_own_cluster(own_cluster: str) -> None
 
     if not executors.ray_has_token_auth():
         pytest.skip("this Ray has no token authentication (2.52 on): loopback is its only guard")
+    # The token is the cluster's own, in a file and folder only this user reads.
+    token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+    assert (stat.S_IMODE(token.stat().st_mode), stat.S_IMODE(token.parent.stat().st_mode)) == (0o600, 0o700)
     # The stranger keeps a loopback address as given (else Ray swaps it for the machine's).
     stranger = _python(
         STRANGER, own_cluster, env=_env(RAY_AUTH_MODE="disabled", **{executors.RAY_ONE_MACHINE: "0"})
