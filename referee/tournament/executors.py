@@ -20,9 +20,14 @@ not depend on the executor.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import ipaddress
 import logging
 import os
+import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
@@ -210,10 +215,145 @@ class GameWorker:
             self._session = None
 
 
+#: Ray's switch for clusters of one machine. Ray names it for Windows and macOS, but it holds on
+#: Linux too: with it off, a node asked for 127.0.0.1 keeps that address, and then its GCS, raylet,
+#: workers and agents listen on loopback only. Without it Ray swaps 127.0.0.1 for the machine's
+#: first address, and its gRPC servers listen on every interface (0.0.0.0 and ::).
+RAY_ONE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: What the cluster's processes authenticate with (Ray 2.52 on): ``token``, and the file holding it.
+RAY_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", RAY_ONE_MACHINE)
+#: Set once the service has warned of a cluster reachable beyond loopback: the practice
+#: games' own processes, which join the same cluster, inherit it and do not warn again.
+EXPOSURE_WARNED = "REFEREE_RAY_EXPOSURE_WARNED"
+SCALE_OUT_DOC = "docs/scale-out.md#who-can-reach-the-cluster"
+
+
+def _host(address: str) -> str:
+    """The host of ``HOST:PORT``, ``[V6]:PORT`` or ``ray://HOST:PORT``."""
+    address = address.split("://", 1)[-1]
+    host = address.rpartition(":")[0] if ":" in address else address
+    return host.strip("[]")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: nothing says where it points (no look-up here)
+
+
+def exposed_ports(gcs_address: str, nodes: Sequence[dict[str, Any]]) -> list[str]:
+    """The cluster's ports on an address that is not loopback (``HOST:PORT``,
+    or ``HOST:PORT (what)``): the GCS's, and each live node's raylet,
+    object manager and metrics ports (as ``ray.nodes()`` gives them). A
+    worker's ports are on its node's address too."""
+    found: list[str] = []
+    if not _loopback(_host(gcs_address)):
+        found.append(f"{gcs_address} (GCS)")
+    for node in nodes:
+        host = str(node.get("NodeManagerAddress") or "")
+        if not node.get("Alive") or not host or _loopback(host):
+            continue
+        for key, what in (
+            ("NodeManagerPort", "raylet"),
+            ("ObjectManagerPort", "object manager"),
+            ("MetricsExportPort", "metrics"),
+        ):
+            port = node.get(key)
+            if isinstance(port, int) and port > 0:
+                found.append(f"{host}:{port} ({what})")
+    return found
+
+
+def exposure_warning(address: str, exposed: Sequence[str], token: bool) -> str:
+    """What the service says at start when the cluster it joins listens beyond loopback."""
+    shown = ", ".join(exposed[:6]) + (f" and {len(exposed) - 6} more" if len(exposed) > 6 else "")
+    auth = (
+        "this service sends its Ray token (RAY_AUTH_MODE=token): every node must require it too"
+        if token
+        else "this service sends no Ray token (RAY_AUTH_MODE is not 'token'): only the network guards it"
+    )
+    return (
+        f"the Ray cluster at {address} listens beyond loopback ({shown}): whoever reaches these "
+        f"ports can run any code as the cluster's user, so they must be reachable only on a "
+        f"private network or behind a firewall that lets in the cluster's machines alone, with "
+        f"Ray's token authentication on. Here {auth}. See {SCALE_OUT_DOC}."
+    )
+
+
+def ray_has_token_auth() -> bool:
+    """Whether this Ray authenticates every call with a token (2.52 on)."""
+    raylet = _raylet()
+    return hasattr(raylet, "AuthenticationTokenLoader") and hasattr(raylet, "Config")
+
+
+def _raylet() -> Any:
+    import ray._raylet
+
+    return ray._raylet
+
+
+class _PrivateCluster:
+    """What a cluster of this process's own needs to stay its own: a folder
+    only its user reads (Ray's sockets, logs and session files), a fresh
+    random token there (0600) that every call to the cluster must carry, and
+    Ray kept on loopback. The environment it changes (inherited by the
+    cluster's processes and by a practice game's process, which joins it) is
+    put back by :meth:`close`."""
+
+    def __init__(self, ray: Any) -> None:
+        self.folder = tempfile.mkdtemp(prefix="referee-ray-")  # 0700
+        #: Ray's own files, under the 0700 folder: Ray makes its temp folder 0777 itself.
+        self.ray_folder = os.path.join(self.folder, "r")
+        self.token_path = os.path.join(self.folder, "auth_token")
+        fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        self._saved = {k: os.environ.get(k) for k in RAY_AUTH_VARIABLES}
+        self._constants: Any = None
+        self._one_machine = True
+        os.environ.pop("RAY_AUTH_TOKEN", None)  # it would come before the file
+        os.environ[RAY_ONE_MACHINE] = "0"
+        #: Whether this Ray authenticates with a token; an older one is guarded by loopback alone.
+        self.token = ray_has_token_auth()
+        if self.token:
+            os.environ["RAY_AUTH_MODE"] = "token"
+            os.environ["RAY_AUTH_TOKEN_PATH"] = self.token_path
+            # Ray reads both once per process: again, for a process that used Ray before.
+            _raylet().Config.initialize("")
+            _raylet().AuthenticationTokenLoader.instance().reset_cache()
+        from ray._private import ray_constants
+
+        # Read when Ray was imported (maybe before this): set for this process too.
+        self._constants = ray_constants
+        self._one_machine = ray_constants.ENABLE_RAY_CLUSTER
+        ray_constants.ENABLE_RAY_CLUSTER = False
+        atexit.register(self.close, ray)
+
+    def close(self, ray: Any = None) -> None:
+        if ray is not None:
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if self._constants is not None:
+            self._constants.ENABLE_RAY_CLUSTER = self._one_machine
+            self._constants = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+        atexit.unregister(self.close)
+
+
 class RayExecutor:
     """Games on Ray workers: `workers` async actors, each running up to
     `per_worker` games at once. `address`: an existing cluster (``auto`` or
-    ``ray://host:10001``); None starts a local one.
+    ``ray://host:10001``), with a warning when it listens beyond loopback;
+    None starts a local one of this process's own, on loopback only, that
+    only a caller with its token (a file in its own folder) may use.
 
     Games with image bots go to the node workers instead: one actor per live
     node (pinned there), whose pool starts each bot's container on that
@@ -250,12 +390,13 @@ class RayExecutor:
             self.registry = Registry(registry) if registry is not None else None
         except ValueError as e:
             raise ExecutorError(str(e)) from None
+        self._private: _PrivateCluster | None = None
         if not ray.is_initialized():
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
             try:
                 if address is None:
                     # A local cluster of its own ("local": never a cluster
-                    # another program left running), on loopback.
+                    # another program left running), on loopback, with a token.
+                    self._private = _PrivateCluster(ray)
                     ray.init(
                         address="local",
                         num_cpus=max(2, os.cpu_count() or 2),
@@ -263,14 +404,19 @@ class RayExecutor:
                         logging_level=logging.WARNING,
                         log_to_driver=False,
                         _node_ip_address="127.0.0.1",
+                        _temp_dir=self._private.ray_folder,
                     )
                 else:
                     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             except Exception as e:  # Ray raises many kinds here
+                if self._private is not None:
+                    self._private.close()
                 raise ExecutorError(
                     f"cannot start or reach the Ray cluster ({address or 'local'}): {e}"
                 ) from None
             self._owns_ray = True
+            if address is not None:
+                self._warn_if_exposed(address)
         else:
             self._owns_ray = False
         self._actor_class = ray.remote(num_cpus=0.5, max_concurrency=per_worker)(GameWorker)
@@ -291,6 +437,26 @@ class RayExecutor:
 
     def _new_worker(self) -> Any:
         return self._actor_class.remote()
+
+    def _warn_if_exposed(self, address: str) -> None:
+        """Warn (once for the service and its practice processes) when the
+        cluster joined listens on an address beyond loopback."""
+        if os.environ.get(EXPOSURE_WARNED):
+            return
+        try:
+            gcs = str(self.ray.get_runtime_context().gcs_address)
+            nodes = self.ray.nodes()
+        except Exception as e:  # a Ray client connection (ray://) has no GCS address
+            gcs, nodes = address, []
+            log.debug("cannot list the Ray cluster's addresses: %s", e)
+        exposed = exposed_ports(gcs, nodes)
+        if not exposed:
+            return
+        os.environ[EXPOSURE_WARNED] = "1"
+        token = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+        message = exposure_warning(address, exposed, token)
+        # On the service's log; on stderr when there is none yet (Python's last resort).
+        log.warning("%s", message)
 
     # ----------------------------------------------------------- node workers
 
@@ -452,3 +618,6 @@ class RayExecutor:
         self.nodes = {}
         if self._owns_ray:
             await asyncio.to_thread(self.ray.shutdown)
+        if self._private is not None:
+            self._private.close()
+            self._private = None
