@@ -363,19 +363,28 @@ def bounds_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], s
 EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 #: The last time a page can show (year 9999 in UTC).
 LAST_TIME: Final = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
-#: How far ahead a deadline may be: ten years (with their leap days).
-DEADLINE_AHEAD: Final = datetime.timedelta(days=3653)
+#: How far ahead of now a deadline may be, in years.
+DEADLINE_YEARS: Final = 10
 
 
 def deadline_problem(when: float, now: float | None) -> str | None:
     """Why a deadline at Unix time `when` may not be set at Unix time `now`:
     before 1970, or more than ten years ahead (None: it may). `now` None:
     only what a page can show (a league already stored, read again)."""
-    high = LAST_TIME.timestamp() if now is None else now + DEADLINE_AHEAD.total_seconds()
+    high = LAST_TIME.timestamp() if now is None else _years_after(now, DEADLINE_YEARS)
     if EPOCH.timestamp() <= when <= high:
         return None
     last = _utc(high) if now is None else f"ten years from now ({_utc(high)})"
     return f"is out of range: a deadline is a time from {_utc(EPOCH.timestamp())} to {last}"
+
+
+def _years_after(t: float, years: int) -> float:
+    """The same day and time `years` later (28 February for a 29th), at most :data:`LAST_TIME`."""
+    start = datetime.datetime.fromtimestamp(max(t, 0), datetime.UTC)
+    if start.year + years > LAST_TIME.year:
+        return LAST_TIME.timestamp()
+    day = 28 if (start.month, start.day) == (2, 29) else start.day
+    return start.replace(year=start.year + years, day=day).timestamp()
 
 
 def _utc(t: float) -> str:
@@ -425,11 +434,11 @@ def parse_league(
         raise LeagueError(f"{filename}: not valid TOML: {e}") from None
     except RecursionError:  # tomllib recurses once per level of [ or {: 10,000 of them are a crash
         raise LeagueError(f"{filename}: {TOO_DEEP}") from None
-    except ValueError as e:  # Python reads no integer of more than 4300 digits
+    except ValueError:  # Python reads no integer of more than 4300 digits
         no = next((n for n, line in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", line)), 1)
         raise LeagueError(
-            f"{filename}:{no}: a number of more than 4300 digits ({e}): every number of a league file "
-            "has a range of a few digits (docs/league-file.md)"
+            f"{filename}:{no}: a number of more than 4300 digits: every number of a league file has a "
+            "range of a few digits (docs/league-file.md lists them)"
         ) from None
     depth = nesting(data)  # dotted keys nest without recursion: a.a.a...a = 1
     if depth > MAX_NESTING:
