@@ -274,9 +274,10 @@ CONCURRENCY: Final = Bound(1, 256, "games at once")
 #: A seed: what SQLite stores (a signed 64-bit integer); a league's, and a
 #: final's in the service's API.
 SEED: Final = Bound(0, 2**63 - 1, "a seed")
-#: The most games a league plays: a round-robin of this many or more is
-#: refused at load time, and ``[stop] max_games`` is at most this.
+#: A round-robin of this many games or more is refused at load time.
 ROUND_ROBIN_LIMIT: Final = 1_000_000
+#: The most ``[stop] max_games`` may be (a practice league's "no stop": 10 million).
+MAX_GAMES: Final = 10_000_000
 
 #: How a container bot may be confined (``[containers]``, a bot's ``limits``);
 #: the smallest values are :func:`~referee.bots.container_limits.check_limits`'s.
@@ -305,7 +306,7 @@ BOUNDS: Final[dict[str, dict[str, Bound | SizeBound | IdsBound]]] = {
     "stop": {
         "confidence": Bound(0.5, 1, "a probability", whole=False, exclusive=True),
         "top": Bound(1, 1000, "ranks"),
-        "max_games": Bound(MIN_PLAYERS, ROUND_ROBIN_LIMIT, "games"),
+        "max_games": Bound(MIN_PLAYERS, MAX_GAMES, "games"),
     },
     "rules": {"turn_limit": Bound(1, 100_000, "turns")},
     "rules.deck": {

@@ -80,7 +80,7 @@ FIELDS: dict[str, dict[str, Range | Size]] = {
     "stop": {
         "confidence": Range(0.5, 1, whole=False, exclusive=True),
         "top": Range(1, 1000),
-        "max_games": Range(2, 1_000_000),
+        "max_games": Range(2, 10_000_000),
     },
     "rules": {"turn_limit": Range(1, 100_000)},
     "rules.deck": {

@@ -234,7 +234,7 @@ def test_adaptive_league_with_its_stop_table() -> None:
         (
             '"adaptive"',
             "max_games = 1.5",
-            r"\[stop\] 'max_games': must be a whole number from 2 to 1000000 \(games\), got 1.5",
+            r"\[stop\] 'max_games': must be a whole number from 2 to 10000000 \(games\), got 1.5",
         ),
         (
             '"adaptive"',
