@@ -15,15 +15,17 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from protocol.messages import Rules, Timeouts
+from protocol.messages import MAX_PLAYERS, MIN_PLAYERS, Rules, Timeouts
 
-from ..bots.container_limits import ContainerLimits, check_limits
+from ..bots.container_limits import ContainerLimits, check_limits, parse_size
 from ..bots.factory import BotSpec
 from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy
@@ -70,9 +72,6 @@ class Ratings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 #: The values of ``[tournament] schedule``.
 SCHEDULES = ("round-robin", "balanced", "adaptive")
-
-#: A round-robin of this many games or more is refused at load time.
-ROUND_ROBIN_LIMIT = 1_000_000
 
 
 class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -165,6 +164,234 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "league"
 
 
+# ------------------------------------------------------------------ bounds
+
+
+class Bound(NamedTuple):
+    """The numbers a key of the league file may hold: from `low` to `high`,
+    both included (both excluded when `exclusive`)."""
+
+    low: float
+    high: float
+    #: What the number counts, shown with the range ("games at once").
+    what: str = ""
+    #: A whole number (an int); else any number (an int or a float).
+    whole: bool = True
+    exclusive: bool = False
+
+    def describe(self) -> str:
+        """``a whole number from 1 to 256 (games at once)``."""
+        kind = "a whole number" if self.whole else "a number"
+        span = (
+            f"between {_number(self.low)} and {_number(self.high)} (both excluded)"
+            if self.exclusive
+            else f"from {_number(self.low)} to {_number(self.high)}"
+        )
+        return f"{kind} {span}" + (f" ({self.what})" if self.what else "")
+
+    def admits(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if isinstance(value, float) and (self.whole or not math.isfinite(value)):
+            return False
+        return self.low < value < self.high if self.exclusive else self.low <= value <= self.high
+
+    def problem(self, value: object) -> str | None:
+        """Why `value` may not be this key's (None: it may)."""
+        return None if self.admits(value) else f"must be {self.describe()}, got {shown(value)}"
+
+
+class SizeBound(NamedTuple):
+    """A size in bytes written as Docker writes it (``"128m"``), from `low` to `high`."""
+
+    low: int
+    high: int
+    what: str = ""
+
+    def describe(self) -> str:
+        return f'a size from {_size(self.low)} to {_size(self.high)} (like "128m"{", " + self.what if self.what else ""})'
+
+    def problem(self, value: object) -> str | None:
+        try:
+            size = parse_size(value) if isinstance(value, str) else None
+        except (ValueError, OverflowError):  # OverflowError: 400 nines are an infinite float
+            size = None
+        if size is not None and self.low <= size <= self.high:
+            return None
+        return f"must be {self.describe()}, got {shown(value)}"
+
+
+class IdsBound(NamedTuple):
+    """``uid`` or ``uid:gid``: each a Linux id (32 bits, the last one meaning "none")."""
+
+    high: int = 2**32 - 2
+
+    def describe(self) -> str:
+        return f'a uid or "uid:gid" of ids from 1 to {self.high}'
+
+    def problem(self, value: object) -> str | None:
+        # the form and root are checked by check_limits; here only how big the ids are
+        if isinstance(value, str) and re.fullmatch(r"[0-9]{1,40}(:[0-9]{1,40})?", value):
+            if all(int(part) <= self.high for part in value.split(":")):
+                return None
+            return f"must be {self.describe()}, got {shown(value)}"
+        return None
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 2**64 else repr(x)
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("g", 1024**3), ("m", 1024**2), ("k", 1024)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def shown(value: object) -> str:
+    """A value of the file as an error message quotes it (a huge one shortened)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        text = str(value) if abs(value) < 10**30 else f"a number of {len(str(abs(value)))} digits"
+        return text
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    if isinstance(value, float | datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat() if not isinstance(value, float) else repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+#: Games played at once: ``[tournament] concurrency`` and ``[ladder]
+#: concurrency``, and what the service's admin may give when opening a
+#: competition (its API and its form).
+CONCURRENCY: Final = Bound(1, 256, "games at once")
+#: A seed: what SQLite stores (a signed 64-bit integer); a league's, and a
+#: final's in the service's API.
+SEED: Final = Bound(0, 2**63 - 1, "a seed")
+#: A round-robin of this many games or more is refused at load time.
+ROUND_ROBIN_LIMIT: Final = 1_000_000
+#: The most ``[stop] max_games`` may be (a practice league's "no stop": 10 million).
+MAX_GAMES: Final = 10_000_000
+
+#: How a container bot may be confined (``[containers]``, a bot's ``limits``);
+#: the smallest values are :func:`~referee.bots.container_limits.check_limits`'s.
+CONTAINER_BOUNDS: Final[dict[str, Bound | SizeBound | IdsBound]] = {
+    "memory": SizeBound(6 * 1024**2, 64 * 1024**3, "swap included"),
+    "cpus": Bound(0.01, 64, "cores' worth of time", whole=False),
+    "pids": Bound(4, 4096, "processes and threads"),
+    "tmpfs": SizeBound(4096, 64 * 1024**3),
+    "ready_timeout_s": Bound(0.1, 600, "seconds", whole=False),
+    "user": IdsBound(),
+    "log_limit": SizeBound(1024, 1024**3),
+    "socket_folder": SizeBound(4096, 1024**3),
+}
+
+#: Every number a league file may hold, by table, with its range (the
+#: ``[[bots]]`` tables' ``limits``: :data:`CONTAINER_BOUNDS`, as ``[containers]``).
+#: docs/league-file.md lists them; a value outside is refused naming its line.
+BOUNDS: Final[dict[str, dict[str, Bound | SizeBound | IdsBound]]] = {
+    "tournament": {
+        "seed": SEED,
+        "table_size": Bound(MIN_PLAYERS, MAX_PLAYERS, "players at a table"),
+        "rounds": Bound(1, 1000, "rounds"),
+        "concurrency": CONCURRENCY,
+    },
+    "ladder": {"concurrency": CONCURRENCY, "catch_up": Bound(0, 10_000, "games")},
+    "stop": {
+        "confidence": Bound(0.5, 1, "a probability", whole=False, exclusive=True),
+        "top": Bound(1, 1000, "ranks"),
+        "max_games": Bound(MIN_PLAYERS, MAX_GAMES, "games"),
+    },
+    "rules": {"turn_limit": Bound(1, 100_000, "turns")},
+    "rules.deck": {
+        "copies": Bound(1, 10, "copies of each rank per colour"),
+        "clear": Bound(0, 100, "cards"),
+        "clear_plus1": Bound(0, 100, "cards"),
+        "clear_plus2": Bound(0, 100, "cards"),
+    },
+    "timeouts": {
+        "move_ms": Bound(1, 60_000, "milliseconds"),
+        "bank_ms": Bound(0, 3_600_000, "milliseconds"),
+        "start_ms": Bound(1, 300_000, "milliseconds"),
+        "end_ms": Bound(1, 60_000, "milliseconds"),
+    },
+    "faults": {"strikes": Bound(1, 1000, "faults")},
+    "ratings": {
+        "mu": Bound(-10_000, 10_000, whole=False),
+        "sigma": Bound(0.001, 10_000, whole=False),
+        "beta": Bound(0.001, 10_000, whole=False),
+        "tau": Bound(0, 10_000, whole=False),
+        "draw_probability": Bound(0, 0.99, whole=False),
+    },
+    "containers": CONTAINER_BOUNDS,
+}
+
+
+def bounds_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str]]:
+    """Every value of `data` (a league file as parsed TOML, or a League as
+    builtins) outside its range: [(table, key, message)], in file order of
+    the tables above."""
+    found: list[tuple[tuple[str | int, ...], str, str]] = []
+
+    def check(
+        where: tuple[str | int, ...], table: object, bounds: dict[str, Bound | SizeBound | IdsBound]
+    ) -> None:
+        if not isinstance(table, dict):
+            return
+        for key, bound in bounds.items():
+            if key in table and table[key] is not None and (problem := bound.problem(table[key])):
+                found.append((where, key, problem))
+
+    for path, bounds in BOUNDS.items():
+        node: object = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        check(tuple(path.split(".")), node, bounds)
+    bots = data.get("bots")
+    for i, bot in enumerate(bots if isinstance(bots, list) else []):
+        if isinstance(bot, dict):
+            check(("bots", i, "limits"), bot.get("limits"), CONTAINER_BOUNDS)
+    return found
+
+
+#: The first time a deadline may be: times are kept as Unix times.
+EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: The last time a page can show (year 9999 in UTC).
+LAST_TIME: Final = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
+#: How far ahead of now a deadline may be, in years.
+DEADLINE_YEARS: Final = 10
+
+
+def deadline_problem(when: float, now: float | None) -> str | None:
+    """Why a deadline at Unix time `when` may not be set at Unix time `now`:
+    before 1970, or more than ten years ahead (None: it may). `now` None:
+    only what a page can show (a league already stored, read again)."""
+    high = LAST_TIME.timestamp() if now is None else _years_after(now, DEADLINE_YEARS)
+    if EPOCH.timestamp() <= when <= high:
+        return None
+    last = _utc(high) if now is None else f"ten years from now ({_utc(high)})"
+    return f"is out of range: a deadline is a time from {_utc(EPOCH.timestamp())} to {last}"
+
+
+def _years_after(t: float, years: int) -> float:
+    """The same day and time `years` later (28 February for a 29th), at most :data:`LAST_TIME`."""
+    start = datetime.datetime.fromtimestamp(max(t, 0), datetime.UTC)
+    if start.year + years > LAST_TIME.year:
+        return LAST_TIME.timestamp()
+    day = 28 if (start.month, start.day) == (2, 29) else start.day
+    return start.replace(year=start.year + years, day=day).timestamp()
+
+
+def _utc(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 # ------------------------------------------------------------------ loading
 
 
@@ -183,10 +410,17 @@ def load_league(path: str | Path) -> League:
     return parse_league(text, str(p))
 
 
-def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool = False) -> League:
+def parse_league(
+    text: str,
+    filename: str = "league.toml",
+    *,
+    bots_to_come: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> League:
     """Parse and check a league file's text. `bots_to_come`: more bots join
     later (the classroom service's teams), so having none yet, or fewer than a
-    table's seats, is not an error."""
+    table's seats, is not an error. `clock`: the time the ``[competition]``
+    deadlines are checked against (at most ten years ahead)."""
     lines = TomlLines(text)
     for no, line in enumerate(text.splitlines(), 1):
         # tomllib's time grows with the square of a dotted key's parts (10,000: 1.2 s, 30,000: 20 s)
@@ -201,6 +435,12 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
         raise LeagueError(f"{filename}: not valid TOML: {e}") from None
     except RecursionError:  # tomllib recurses once per level of [ or {: 10,000 of them are a crash
         raise LeagueError(f"{filename}: {TOO_DEEP}") from None
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        no = next((n for n, line in enumerate(text.splitlines(), 1) if re.search(r"[0-9_]{4300}", line)), 1)
+        raise LeagueError(
+            f"{filename}:{no}: a number of more than 4300 digits: every number of a league file has a "
+            "range of a few digits (docs/league-file.md lists them)"
+        ) from None
     depth = nesting(data)  # dotted keys nest without recursion: a.a.a...a = 1
     if depth > MAX_NESTING:
         raise LeagueError(f"{filename}: {too_deep(depth)}")
@@ -215,6 +455,8 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
             f"{filename}:{lines.line_of(where, key)}: {_describe(where)}unknown key '{key}'"
             f" (expected one of: {', '.join(allowed)})"
         )
+    for where, key, message in bounds_problems(data):  # before anything is sized by them
+        raise LeagueError(f"{filename}:{lines.line_of(where, key)}: {_describe(where, key)}{message}")
     rules = data.get("rules")
     if isinstance(rules, dict) and "play_for_places" not in rules:
         rules["play_for_places"] = True  # [D11] tournaments play for places
@@ -225,7 +467,7 @@ def parse_league(text: str, filename: str = "league.toml", *, bots_to_come: bool
         raise LeagueError(f"{filename}:{lines.line_of(at, field)}: {_describe(at, field)}{message}") from None
     league.path = str(Path(filename).resolve())
     _merge_limits(league, data, filename, lines)
-    check_league(league, filename, lines, bots_to_come=bots_to_come)
+    check_league(league, filename, lines, bots_to_come=bots_to_come, now=clock())
     return league
 
 
@@ -244,20 +486,24 @@ def _merge_limits(league: League, data: dict[str, Any], filename: str, lines: To
             ) from None
 
 
-def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_come: bool = False) -> None:
+def check_league(
+    league: League,
+    filename: str,
+    lines: TomlLines,
+    *,
+    bots_to_come: bool = False,
+    now: float | None = None,
+) -> None:
     """The checks a type cannot express, each naming its key and line
-    (`bots_to_come`: as in :func:`parse_league`)."""
+    (`bots_to_come`: as in :func:`parse_league`; `now`: the time the
+    deadlines may be at most ten years ahead of, None: not checked)."""
 
     def fail(where: tuple[str | int, ...], key: str | None, message: str) -> None:
         raise LeagueError(f"{filename}:{lines.line_of(where, key)}: {_describe(where, key)}{message}")
 
+    for table, key, message in bounds_problems(msgspec.to_builtins(league)):
+        fail(table, key, message)
     t = league.tournament
-    if not 2 <= t.table_size <= 6:
-        fail(("tournament",), "table_size", f"a table seats 2 to 6 players, got {t.table_size}")
-    if t.rounds < 1:
-        fail(("tournament",), "rounds", f"must be at least 1, got {t.rounds}")
-    if t.concurrency < 1:
-        fail(("tournament",), "concurrency", f"must be at least 1, got {t.concurrency}")
     if t.schedule not in SCHEDULES:
         fail(
             ("tournament",),
@@ -265,16 +511,12 @@ def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_com
             f"expected one of {', '.join(repr(s) for s in SCHEDULES)}, got {t.schedule!r}",
         )
     ladder = league.ladder
-    if ladder.concurrency is not None and ladder.concurrency < 1:
-        fail(("ladder",), "concurrency", f"must be at least 1, got {ladder.concurrency}")
     if ladder.ratings not in LADDER_RATINGS:
         fail(
             ("ladder",),
             "ratings",
             f"expected one of {', '.join(repr(s) for s in LADDER_RATINGS)}, got {ladder.ratings!r}",
         )
-    if ladder.catch_up < 0:
-        fail(("ladder",), "catch_up", f"must be 0 or more, got {ladder.catch_up}")
     if ladder.fill not in LADDER_FILLS:
         fail(
             ("ladder",),
@@ -291,6 +533,8 @@ def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_com
                 f"{when.isoformat()} has no time zone: write it with its offset or Z "
                 f"(e.g. {when.isoformat()}+02:00, {when.isoformat()}Z for UTC)",
             )
+        if when is not None and (problem := deadline_problem(when.timestamp(), now)):
+            fail(("competition",), key, f"{when.isoformat()} {problem}")
     if (
         deadlines.freeze_at is not None
         and deadlines.final_at is not None
@@ -303,10 +547,6 @@ def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_com
             f"({deadlines.freeze_at.isoformat()}): the final starts once frozen",
         )
     stop = league.stop
-    if not 0.5 < stop.confidence < 1:
-        fail(("stop",), "confidence", f"must be between 0.5 and 1 (both excluded), got {stop.confidence}")
-    if stop.top is not None and stop.top < 1:
-        fail(("stop",), "top", f"must be at least 1, got {stop.top}")
     if stop.max_games is not None and stop.max_games < t.table_size:
         fail(
             ("stop",),
@@ -326,17 +566,6 @@ def check_league(league: League, filename: str, lines: TomlLines, *, bots_to_com
         league.rules.validate(t.table_size)
     except ValueError as e:
         fail(("rules",), None, str(e))
-    for key in ("move_ms", "start_ms", "end_ms"):
-        if getattr(league.timeouts, key) <= 0:
-            fail(
-                ("timeouts",),
-                key,
-                f"must be a positive number of milliseconds, got {getattr(league.timeouts, key)}",
-            )
-    if league.timeouts.bank_ms < 0:
-        fail(("timeouts",), "bank_ms", f"must be 0 or more, got {league.timeouts.bank_ms}")
-    if league.faults.strikes < 1:
-        fail(("faults",), "strikes", f"must be at least 1, got {league.faults.strikes}")
     for key, message in check_limits(league.containers):
         fail(("containers",), key, message)
     if not league.bots and not bots_to_come:

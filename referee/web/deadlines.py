@@ -32,7 +32,7 @@ import aiohttp_jinja2
 import msgspec
 from aiohttp import web
 
-from ..tournament.league import LeagueError
+from ..tournament.league import LeagueError, deadline_problem
 from . import ladder_service
 from .app_state import DB
 from .boardcache import forget
@@ -65,16 +65,22 @@ def _league_times(text: str) -> tuple[float | None, float | None]:
 
 
 def deadlines_of(db: ServiceDB, comp: Competition) -> Deadlines:
-    """The competition's deadlines in force (in the database's thread)."""
+    """The competition's deadlines in force (in the database's thread). A
+    stored time no page can show (before 1970 or past the year 9999: stored
+    before they were refused, or restored) is no deadline."""
     override = db.deadlines(comp.id)
     if override is not None:
-        return Deadlines(*override, source="admin")
+        return Deadlines(_shown(override[0]), _shown(override[1]), source="admin")
     return Deadlines(*_league_times(comp.league_toml))
 
 
-def parse_time(text: str, field: str) -> float | None:
-    """An ISO 8601 time with its zone as a Unix time ('' : none);
-    ValueError naming `field` otherwise."""
+def _shown(t: float | None) -> float | None:
+    return t if t is not None and deadline_problem(t, None) is None else None
+
+
+def parse_time(text: str, field: str, now: float) -> float | None:
+    """An ISO 8601 time with its zone as a Unix time ('' : none), from 1970
+    to ten years after `now`; ValueError naming `field` otherwise."""
     text = text.strip()
     if not text:
         return None
@@ -89,6 +95,9 @@ def parse_time(text: str, field: str) -> float | None:
             f"'{field}': {text} has no time zone: write it with its offset or Z "
             f"(e.g. {text}+02:00, {text}Z for UTC)"
         )
+    problem = deadline_problem(when.timestamp(), now)
+    if problem is not None:
+        raise ValueError(f"'{field}': {text} {problem}")
     return when.timestamp()
 
 
@@ -167,15 +176,34 @@ async def countdown_of(request: web.Request, comp: Competition) -> list[Countdow
     return countdowns(comp, await request.app[DB].call(deadlines_of, comp))
 
 
+class Refused(msgspec.Struct, frozen=True):
+    """The admin's deadlines form refused: what was typed, shown again, and why."""
+
+    freeze_at: str
+    final_at: str
+    error: str
+
+
+#: Where the deadlines form's handler leaves its :class:`Refused` on the
+#: request for :func:`page_context`.
+REFUSED = "referee.deadlines_refused"
+
+
 async def page_context(request: web.Request, comp: Competition) -> None:
     """What the pages' countdown (``countdown.html``) and the admin page's
     deadlines form need, added to the request's template context:
-    ``countdown`` and ``deadlines`` (with ``deadline_values``: as ISO in UTC)."""
+    ``countdown`` and ``deadlines`` (with ``deadline_values``: as ISO in UTC,
+    or as typed with ``deadlines_error`` when the form was refused)."""
     d = await request.app[DB].call(deadlines_of, comp)
+    refused: Refused | None = request.get(REFUSED)
+    values = {"freeze_at": iso_z(d.freeze_at) or "", "final_at": iso_z(d.final_at) or ""}
     extra = {
         "countdown": countdowns(comp, d),
         "deadlines": d,
-        "deadline_values": {"freeze_at": iso_z(d.freeze_at) or "", "final_at": iso_z(d.final_at) or ""},
+        "deadline_values": values
+        if refused is None
+        else {"freeze_at": refused.freeze_at, "final_at": refused.final_at},
+        "deadlines_error": refused.error if refused is not None else None,
     }
     request[aiohttp_jinja2.REQUEST_CONTEXT_KEY] = {
         **request.get(aiohttp_jinja2.REQUEST_CONTEXT_KEY, {}),

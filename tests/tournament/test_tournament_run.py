@@ -354,4 +354,7 @@ def test_bad_league_file_exit_code_and_message(tmp_path: Path) -> None:
     )
     r = run_cli("tournament", str(path))
     assert r.returncode == 2
-    assert "league.toml:2: [tournament] 'table_size': a table seats 2 to 6 players, got 7" in r.stderr
+    assert (
+        "league.toml:2: [tournament] 'table_size': must be a whole number from 2 to 6 (players at a table), got 7"
+        in r.stderr
+    )

@@ -4,29 +4,30 @@ page's buttons, one check each (:mod:`referee.web.ladder_service`)."""
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 from aiohttp import web
 
+from ...tournament.league import CONCURRENCY, SEED
 from .. import deadlines, grading, ladder_service
 from ..app_state import DB
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
 from ..db import Competition, ServiceDB
-from ..errors import fail
+from ..errors import fail, message_of
 from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
 from ..validation import has_body, read_body
-from .admin_pages import require_signed_in
+from .admin_pages import competition_page, require_signed_in
 from .common import competition_of, json_response, run_of
-
-#: The most games a ladder plays at once.
-MAX_CONCURRENCY = 256
 
 
 def _check_concurrency(concurrency: int | None) -> int | None:
-    if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
-        fail(422, f"'concurrency': must be between 1 and {MAX_CONCURRENCY}, got {concurrency}", "concurrency")
+    """The games a ladder plays at once: the league file's range (:data:`CONCURRENCY`)."""
+    if concurrency is not None and (problem := CONCURRENCY.problem(concurrency)):
+        fail(422, f"'concurrency': {problem}", "concurrency")
     return concurrency
 
 
@@ -91,8 +92,8 @@ async def start_final(request: web.Request) -> web.Response:
     await require_admin(request)
     comp = await competition_of(request)
     body = await read_body(request, StartFinal) if await has_body(request) else StartFinal()
-    if body.seed is not None and not 0 <= body.seed < 2**63:
-        fail(422, f"'seed': must be between 0 and 2**63 - 1, got {body.seed}", "seed")
+    if body.seed is not None and (problem := SEED.problem(body.seed)):
+        fail(422, f"'seed': {problem}", "seed")
     rid = await _change(request, comp, "final", seed=body.seed)
     return await _answer(request, comp.id, rid, 202)
 
@@ -167,9 +168,10 @@ async def _set_deadlines(
         await db.call(ServiceDB.set_deadlines, comp.id, None)
     else:
         times = []
+        now = time.time()
         for field, text in (("freeze_at", freeze_at), ("final_at", final_at)):
             try:
-                times.append(deadlines.parse_time(text or "", field))
+                times.append(deadlines.parse_time(text or "", field, now))
             except ValueError as e:
                 fail(422, str(e), field)
         freeze, final = times
@@ -202,13 +204,21 @@ async def put_deadlines(request: web.Request) -> web.Response:
 
 
 async def admin_deadlines(request: web.Request) -> web.Response:
-    """The admin page's deadlines form: ``POST /admin/c/{cid}/deadlines``."""
+    """The admin page's deadlines form: ``POST /admin/c/{cid}/deadlines``;
+    refused, the page again (422) with the times as typed and why (nothing stored)."""
     same_origin(request)
     who = await require_signed_in(request)
     comp = await competition_of(request)
     form = await request.post()
     check_csrf(who.csrf, str(form.get("csrf", "")))
-    await _set_deadlines(
-        request, comp, str(form.get("freeze_at", "")), str(form.get("final_at", "")), reset="reset" in form
-    )
+    freeze_at, final_at = str(form.get("freeze_at", "")), str(form.get("final_at", ""))
+    try:
+        await _set_deadlines(request, comp, freeze_at, final_at, reset="reset" in form)
+    except web.HTTPException as e:
+        if e.status != 422:
+            raise
+        request[deadlines.REFUSED] = deadlines.Refused(freeze_at, final_at, message_of(e))
+        page = await competition_page(request)
+        page.set_status(422)
+        return page
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}")

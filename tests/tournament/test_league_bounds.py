@@ -1,0 +1,374 @@
+"""Every number of a league file has a range (issue 32, item 4): a value
+outside it is refused before anything is sized by it, naming the line, the
+table and key, and the range; the CLI exits 2 with that line. And the
+``[competition]`` deadlines lie between 1970 and ten years after the clock
+given (issue 32, item 8)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+import threading
+import time
+import typing
+from pathlib import Path
+
+import msgspec
+import msgspec.inspect as mi
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clocks import FakeClock  # noqa: E402
+
+from referee.tournament.league import League, LeagueError, parse_league  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A league with no table of numbers: each case adds the one it attacks.
+#: Bot 2 is an image bot, for its ``limits`` table.
+BASE = """\
+[[bots]]
+name = "a"
+url = "http://127.0.0.1:9001"
+
+[[bots]]
+name = "b"
+image = "bot:1"
+"""
+
+HUGE = 9223372036854775807  # the issue's attack: 2**63 - 1
+GiB = 1024**3
+
+
+class Range(typing.NamedTuple):
+    low: float
+    high: float
+    whole: bool = True
+    #: Both ends excluded.
+    exclusive: bool = False
+
+
+class Size(typing.NamedTuple):
+    """A Docker size ("128m"), as written in the message: low and high."""
+
+    low: str
+    high: str
+
+
+#: Every number a league file holds, and its range (docs/league-file.md).
+#: ``bots.limits``: a ``[[bots]]`` table's ``limits``, as ``[containers]``.
+CONTAINERS: dict[str, Range | Size] = {
+    "memory": Size("6m", "64g"),
+    "cpus": Range(0.01, 64, whole=False),
+    "pids": Range(4, 4096),
+    "tmpfs": Size("4k", "64g"),
+    "ready_timeout_s": Range(0.1, 600, whole=False),
+    "log_limit": Size("1k", "1g"),
+    "socket_folder": Size("4k", "1g"),
+}
+FIELDS: dict[str, dict[str, Range | Size]] = {
+    "tournament": {
+        "seed": Range(0, HUGE),
+        "table_size": Range(2, 6),
+        "rounds": Range(1, 1000),
+        "concurrency": Range(1, 256),
+    },
+    "ladder": {"concurrency": Range(1, 256), "catch_up": Range(0, 10_000)},
+    "stop": {
+        "confidence": Range(0.5, 1, whole=False, exclusive=True),
+        "top": Range(1, 1000),
+        "max_games": Range(2, 10_000_000),
+    },
+    "rules": {"turn_limit": Range(1, 100_000)},
+    "rules.deck": {
+        "copies": Range(1, 10),
+        "clear": Range(0, 100),
+        "clear_plus1": Range(0, 100),
+        "clear_plus2": Range(0, 100),
+    },
+    "timeouts": {
+        "move_ms": Range(1, 60_000),
+        "bank_ms": Range(0, 3_600_000),
+        "start_ms": Range(1, 300_000),
+        "end_ms": Range(1, 60_000),
+    },
+    "faults": {"strikes": Range(1, 1000)},
+    "ratings": {
+        "mu": Range(-10_000, 10_000, whole=False),
+        "sigma": Range(0.001, 10_000, whole=False),
+        "beta": Range(0.001, 10_000, whole=False),
+        "tau": Range(0, 10_000, whole=False),
+        "draw_probability": Range(0, 0.99, whole=False),
+    },
+    "containers": CONTAINERS,
+    "bots.limits": CONTAINERS,
+}
+
+
+def number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def range_text(bound: Range | Size) -> str:
+    if isinstance(bound, Size):
+        return f"a size from {bound.low} to {bound.high}"
+    kind = "a whole number" if bound.whole else "a number"
+    if bound.exclusive:
+        return f"{kind} between {number(bound.low)} and {number(bound.high)} (both excluded)"
+    return f"{kind} from {number(bound.low)} to {number(bound.high)}"
+
+
+def attacks(bound: Range | Size) -> list[tuple[str, str]]:
+    """(TOML value, how the message quotes it): below, above, huge, and a
+    value of the wrong kind."""
+    if isinstance(bound, Size):
+        return [('"1"', "'1'"), ('"100000g"', "'100000g'"), (f'"{"9" * 400}g"', "'999"), ("128", "128")]
+    low, high = bound.low, bound.high
+    if bound.whole:
+        below, above = int(low) - 1, int(high) + 1
+        cases = [(str(below), str(below)), (str(above), str(above))]
+        if high < HUGE:
+            cases.append((str(HUGE), str(HUGE)))
+        cases += [(f"{low + 0.5}", f"{low + 0.5}"), ("true", "true"), (f'"{int(low)}"', f"'{int(low)}'")]
+        return cases
+    below = low if bound.exclusive else low - (0.001 if low < 1 else 1)
+    above = high if bound.exclusive else high + 1
+    return [
+        (repr(below), repr(below)),
+        (repr(above), repr(above)),
+        (str(HUGE), str(HUGE)),
+        ("nan", "nan"),
+        ("inf", "inf"),
+        ("-inf", "-inf"),
+    ]
+
+
+def case_text(table: str, key: str, value: str) -> tuple[str, int, str]:
+    """A league with `key` = `value` in `table`: (text, the key's line, the message's table)."""
+    if table == "bots.limits":
+        text = f"{BASE}\n[bots.limits]\n{key} = {value}\n"
+        return text, len(text.splitlines()), "[[bots]] #2 limits"
+    return f"[{table}]\n{key} = {value}\n\n{BASE}", 2, f"[{table}]"
+
+
+CASES = [
+    pytest.param(table, key, bound, value, quoted, id=f"{table}.{key}={value[:24]}")
+    for table, keys in FIELDS.items()
+    for key, bound in keys.items()
+    for value, quoted in attacks(bound)
+]
+
+
+@pytest.mark.parametrize("table, key, bound, value, quoted", CASES)
+def test_every_number_out_of_its_range_is_refused_naming_line_key_and_range(
+    table: str, key: str, bound: Range | Size, value: str, quoted: str
+) -> None:
+    text, line, shown = case_text(table, key, value)
+    started = time.perf_counter()
+    with pytest.raises(LeagueError) as e:
+        parse_league(text, "l.toml")
+    message = str(e.value)
+    assert message.startswith(f"l.toml:{line}: {shown} '{key}': must be {range_text(bound)}"), message
+    assert f", got {quoted}" in message, message
+    assert time.perf_counter() - started < 1.0  # refused before anything is sized by it
+
+
+def numbers_of(info: mi.Type, path: str) -> set[str]:
+    """The dotted paths of every int or float field under `info`."""
+    while isinstance(info, mi.Metadata):
+        info = info.type
+    if isinstance(info, mi.IntType | mi.FloatType):
+        return {path}
+    found: set[str] = set()
+    if isinstance(info, mi.StructType):
+        for f in info.fields:
+            found |= numbers_of(f.type, f"{path}.{f.encode_name}".lstrip("."))
+    elif isinstance(info, mi.UnionType):
+        for option in info.types:
+            found |= numbers_of(option, path)
+    elif isinstance(info, mi.ListType):
+        found |= numbers_of(info.item_type, path)
+    return found
+
+
+def test_the_table_above_holds_every_number_a_league_file_can_hold() -> None:
+    """A number field added to the league (or to a Struct it holds) without a
+    range fails here: add it to FIELDS, to the loader's bounds and to the docs."""
+    known = {f"{table}.{key}" for table, keys in FIELDS.items() for key in keys}
+    found = numbers_of(mi.type_info(League), "")
+    assert found - known == set()
+    assert {"ladder.concurrency", "rules.deck.copies", "bots.limits.pids"} <= found  # the walk goes deep
+
+
+@pytest.mark.parametrize(
+    "table, key, value",
+    [
+        ("tournament", "concurrency", "256"),
+        ("tournament", "seed", str(HUGE)),
+        ("ladder", "concurrency", "1"),
+        ("timeouts", "bank_ms", "3600000"),
+        ("ratings", "draw_probability", "0"),
+        ("containers", "memory", '"64g"'),
+        ("containers", "cpus", "0.01"),
+        ("containers", "user", '"4294967294:1000"'),
+        ("rules.deck", "copies", "10"),
+    ],
+)
+def test_the_ends_of_a_range_are_accepted(table: str, key: str, value: str) -> None:
+    text, _, _ = case_text(table, key, value)
+    parse_league(text, "l.toml")
+
+
+def test_a_uid_beyond_32_bits_is_refused() -> None:
+    text, line, _ = case_text("containers", "user", '"4294967295:1000"')
+    with pytest.raises(
+        LeagueError, match=rf"l.toml:{line}: \[containers\] 'user': must be a uid .* 4294967294"
+    ):
+        parse_league(text, "l.toml")
+
+
+def test_a_number_too_long_for_python_to_read_is_refused_naming_its_line() -> None:
+    """Python reads no integer of more than 4300 digits: tomllib raised a
+    bare ValueError, a traceback (a 500 in the service)."""
+    text = f"{BASE}\n[faults]\nstrikes = {'9' * 5000}\n"
+    with pytest.raises(LeagueError, match=r"^l.toml:10: a number of more than 4300 digits"):
+        parse_league(text, "l.toml")
+
+
+#: The issue's attack, run as the service's ladder runs it: it planned
+#: tables for 2**63 - 1 games at once, +334 MiB in 25 s with no game played.
+LADDER_ATTACK = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from referee.bots.factory import BotSpec
+from referee.tournament.ladder import Ladder, Wanted, entry_name
+from referee.tournament.league import LeagueError, parse_league
+
+text = "[tournament]\\ntable_size = 2\\n\\n[ladder]\\nconcurrency = 9223372036854775807\\n"
+try:
+    league = parse_league(text, "league.toml", bots_to_come=True)
+except LeagueError as e:
+    print(e, file=sys.stderr)
+    sys.exit(2)
+command = [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]
+wanted = [Wanted(name=entry_name(n, 1), team=n, submission=1, spec=BotSpec(name=n, command=command)) for n in "abc"]
+out = Path(tempfile.mkdtemp()) / "ladder"
+asyncio.run(Ladder(league, out, wanted=wanted, log=lambda m: None).run())
+"""
+
+
+def test_a_ladder_of_huge_concurrency_is_refused_at_once_not_planned() -> None:
+    """Before: the ladder grew by ~27 MiB/s planning its first block (+334
+    MiB at 10 s, no game played) until killed at the timeout; after:
+    refused in a blink with the line and the range."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LADDER_ATTACK],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    timer = threading.Timer(20, proc.kill)  # the bound of the old code's run
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)  # its own peak memory, not the other children's
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    proc.stderr.close()
+    seconds, peak_mib = time.perf_counter() - started, usage.ru_maxrss / 1024
+    print(f"ladder attack: exit {proc.returncode} after {seconds:.2f} s, peak {peak_mib:.0f} MiB")
+    assert proc.returncode == 2, (
+        f"exit {proc.returncode} after {seconds:.0f} s, peak {peak_mib:.0f} MiB: {err}"
+    )
+    assert (
+        "league.toml:5: [ladder] 'concurrency': must be a whole number from 1 to 256 (games at once), "
+        "got 9223372036854775807"
+    ) in err
+    assert peak_mib < 200
+
+
+def test_the_cli_exits_2_with_the_line_and_the_range(tmp_path: Path) -> None:
+    path = tmp_path / "league.toml"
+    bots = BASE.replace('image = "bot:1"', 'url = "http://127.0.0.1:9002"')
+    path.write_text(f"[tournament]\nconcurrency = {HUGE}\n\n{bots}")
+    r = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 2, r.stderr
+    assert (
+        "league.toml:2: [tournament] 'concurrency': must be a whole number from 1 to 256 (games at once), "
+        f"got {HUGE}"
+    ) in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# ------------------------------------------------------------ deadlines (item 8)
+
+
+def deadline_league(freeze_at: str) -> str:
+    return f"[competition]\nfreeze_at = {freeze_at}\n\n{BASE}"
+
+
+#: The clock of these tests: 2030-01-01 UTC (so that nothing depends on today).
+NOW = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        "9999-12-31T23:59:59-14:00",  # year 10000 in UTC: answered 500 by every page showing it
+        "0001-01-01T00:00:00+14:00",  # year 0 in UTC
+        "0001-01-01T00:00:00Z",
+        "1900-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+        "2040-01-01T00:00:01Z",  # ten years and a second after the clock
+        "2500-06-01T12:00:00+02:00",
+    ],
+)
+def test_a_deadline_before_1970_or_past_ten_years_is_refused_naming_its_line(when: str) -> None:
+    with pytest.raises(LeagueError) as e:
+        parse_league(deadline_league(when), "l.toml", clock=FakeClock(NOW))
+    message = str(e.value)
+    assert message.startswith("l.toml:2: [competition] 'freeze_at': "), message
+    assert (
+        "is out of range: a deadline is a time from 1970-01-01 00:00:00 UTC to ten years from now " in message
+    )
+    assert "(2040-01-01 00:00:00 UTC)" in message
+
+
+@pytest.mark.parametrize(
+    "when", ["1970-01-01T00:00:00Z", "2020-05-05T10:00:00+02:00", "2040-01-01T00:00:00Z"]
+)
+def test_a_deadline_from_1970_to_ten_years_ahead_is_accepted(when: str) -> None:
+    league = parse_league(deadline_league(when), "l.toml", clock=FakeClock(NOW))
+    assert league.competition.freeze_at == datetime.datetime.fromisoformat(when)
+
+
+def test_a_deadline_is_checked_against_the_clock_given() -> None:
+    text = deadline_league("2035-01-01T00:00:00Z")
+    parse_league(text, "l.toml", clock=FakeClock(NOW))
+    with pytest.raises(LeagueError, match="to ten years from now"):
+        parse_league(text, "l.toml", clock=FakeClock(NOW - 10 * 365 * 86400))
+
+
+def test_a_league_built_in_code_is_checked_with_the_same_ranges() -> None:
+    """A League built in code, not read from a file (the service's runs add
+    their teams' bots to one), is checked with the same ranges."""
+    from referee.tournament.league import Ladder as LadderTable
+    from referee.tournament.league import TomlLines, check_league
+
+    league = msgspec.structs.replace(parse_league(BASE, "l.toml"), ladder=LadderTable(concurrency=HUGE))
+    with pytest.raises(LeagueError, match=r"\[ladder\] 'concurrency': must be a whole number from 1 to 256"):
+        check_league(league, "l.toml", TomlLines(BASE))
