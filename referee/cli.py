@@ -309,7 +309,7 @@ async def _check_command(bot: CommandBot, secret: str | None, timeouts: Timeouts
     type=click.Path(file_okay=False, path_type=Path),
     help="Output folder (default: the league file's [tournament] output).",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), help="Games played at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Games played at once (1 to 256).")
 @click.option("--resume", is_flag=True, help="Continue the tournament recorded in the output folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-replays", is_flag=True, help="Do not write a replay file per game.")
@@ -346,9 +346,15 @@ def tournament(
         LocalExecutor,
         RayExecutor,
     )
-    from referee.tournament.league import LeagueError, load_league
+    from referee.tournament.league import CONCURRENCY, LeagueError, load_league
     from referee.tournament.runner import Interrupted, Tournament
 
+    if concurrency is not None and not CONCURRENCY.low <= concurrency <= CONCURRENCY.high:
+        raise click.BadParameter(
+            f"must be from {CONCURRENCY.low:g} to {CONCURRENCY.high:g} ({CONCURRENCY.what}), "
+            "as a league file's [tournament] concurrency",
+            param_hint="--concurrency",
+        )
     if runtime is not None:
         from referee.bots.docker_daemon import set_runtime
 

@@ -218,6 +218,16 @@ def image_exists(image: str, client: DockerClient | None = None) -> bool:
 
 
 def not_found(image: str) -> str:
+    """Why `image` cannot start, and what to do. An image pinned by its id
+    (``sha256:…``: an uploaded version, a run's pinned image) can never be
+    built again under that name: it was removed (pruned, or by hand), and
+    only submitting the bot again brings a new one (issue 32)."""
+    if image.startswith("sha256:") or "@sha256:" in image:
+        return (
+            f"image {image[:19]}… is no longer on this machine: it was removed (to save space, "
+            "or by hand), and an image pinned by its id cannot be built again under that id; "
+            "submit that bot again (or pick another version)"
+        )
     return (
         f"image {image!r} is not on this machine (the referee never pulls): build it "
         f"(docker build -t {image} .) or load it (docker load -i bot.tar) first; "

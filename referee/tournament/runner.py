@@ -555,7 +555,7 @@ DETERMINISTIC_FIELDS = (
 STANDINGS_FIELDS = (*DETERMINISTIC_FIELDS, "latency_p50_ms", "latency_p95_ms")
 
 
-def csv_cell(row: dict[str, Any], key: str, *, first: bool, last: bool) -> object:
+def standings_cell(row: dict[str, Any], key: str, *, first: bool, last: bool) -> object:
     """A standings.csv cell of `row` (a Standing as builtins): faults summed,
     None empty, and the first row's ``separated_above`` and the last row's
     ``separated_below`` empty: there is no bot there to be separated from
@@ -588,7 +588,7 @@ def write_outputs(out: Path, standings: list[Standing], h2h: list[Any]) -> None:
         columns = STANDINGS_FIELDS + (("points",) if series else ())
         w.writerow(columns)
         for i, r in enumerate(rows):
-            w.writerow([csv_cell(r, k, first=i == 0, last=i == len(rows) - 1) for k in columns])
+            w.writerow([standings_cell(r, k, first=i == 0, last=i == len(rows) - 1) for k in columns])
     (out / "head_to_head.json").write_text(json.dumps([msgspec.to_builtins(h) for h in h2h], indent=2) + "\n")
 
 

@@ -217,7 +217,12 @@ def hash_token(token: str) -> str:
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(32)
+    """A token of 43 URL-safe characters, never starting with ``-`` (a
+    command line would take it for an option, a spreadsheet for a formula)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
 
 
 class Competition(msgspec.Struct, kw_only=True):

@@ -11,16 +11,16 @@ from.
 
 from __future__ import annotations
 
-import csv
 import io
 from pathlib import Path
 
 import msgspec
 
 from ..bots.factory import BotSpec
+from ..textsafe import csv_writer
 from ..tournament.ladder import ladder_entries
 from ..tournament.ratings import Standing
-from ..tournament.runner import STANDINGS_FIELDS, csv_cell, load_standings
+from ..tournament.runner import STANDINGS_FIELDS, load_standings, standings_cell
 from .db import Run, ServiceDB, Submission, Team
 from .run_start import decode_league, team_entry
 
@@ -106,7 +106,7 @@ def _cell(s: Standing, key: str, who: Who | None, first: bool, last: bool) -> ob
         if key == "version":
             return "" if who.version is None else f"v{who.version}"
         return "" if who.sub is None else who.sub.id
-    return csv_cell(msgspec.structs.asdict(s), key, first=first, last=last)
+    return standings_cell(msgspec.structs.asdict(s), key, first=first, last=last)
 
 
 def standings_csv(db: ServiceDB, run: Run, house: bool = True) -> str | None:
@@ -119,7 +119,7 @@ def standings_csv(db: ServiceDB, run: Run, house: bool = True) -> str | None:
     series = any(s.points is not None for s in standings)
     fields = FIELDS + (("points",) if series else ()) + WHO_FIELDS
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = csv_writer(buf)
     w.writerow(fields)
     for i, s in enumerate(standings):
         mine = who.get(s.bot)

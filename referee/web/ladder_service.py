@@ -44,6 +44,7 @@ from .run_start import (
     RunThread,
     StartError,
     build_league,
+    check_house_commands,
     check_league_text,
     decode_league,
     encode_league,
@@ -319,16 +320,26 @@ def _start_ladder(
     policy: AddressPolicy | None,
     concurrency: int | None,
     house: Mapping[str, PinnedURL] | None = None,
+    *,
+    allow_commands: bool = False,
 ) -> tuple[Run, League, list[Wanted], dict[str, BotSpec]]:
     """Mark the competition open and its ladder running: the same ladder as
     before when it has one (reopened, or the server restarted), else a new
-    one on a secret seed; its house URL bots at their addresses in `house`."""
+    one on a secret seed; its house URL bots at their addresses in `house`.
+    A stored ladder whose house bots need ``--allow-house-commands`` (the
+    league edited after it opened under the flag, a restored or edited
+    database) is refused when the service runs without it, as a new one is
+    (issue 32)."""
     comp = db.competition(cid)
     if comp is None:
         raise PhaseError(404, f"no competition {cid}")
     last = db.latest_run_of(cid, "ladder")
     if last is not None:
         league = decode_league(last.league_json)
+        try:
+            check_house_commands(league, allow_commands=allow_commands)
+        except StartError as e:
+            raise PhaseError(e.status, f"cannot open: its ladder's stored league: {e.message}") from None
         run = db.begin_run(
             cid, out_dir=last.out_dir, league_json=last.league_json, total_games=0, resume_run=last.id
         )
@@ -364,7 +375,12 @@ async def open_competition(app: web.Application, comp: Competition, concurrency:
     db, settings = app[DB], app[SETTINGS]
     house = await _house_pins(app, comp, "cannot open")
     run, league, wanted, known = await db.call(
-        _start_ladder, comp.id, settings.bot_policy, concurrency, house
+        _start_ladder,
+        comp.id,
+        settings.bot_policy,
+        concurrency,
+        house,
+        allow_commands=settings.allow_house_commands,
     )
     thread = LadderThread(
         db.path,
@@ -487,7 +503,12 @@ async def autoplay(app: web.Application) -> None:
         try:
             house = await _house_pins(app, comp, "cannot open")
             run, league, wanted, known = await db.call(
-                _start_ladder, comp.id, settings.bot_policy, None, house
+                _start_ladder,
+                comp.id,
+                settings.bot_policy,
+                None,
+                house,
+                allow_commands=settings.allow_house_commands,
             )
         except StartError as e:
             log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)

@@ -777,7 +777,17 @@ class PracticeQueue:
             await db.call(set_ended, game.id, "failed", e.message)
             return
         await db.call(set_playing, game.id)
-        # a game the server stopped in the middle of is played again from the start
+        # a game the server stopped in the middle of is played again from the start;
+        # its folder is removed only inside the data folder (a row edited by hand or
+        # restored from elsewhere is refused at start, and never removes anything else)
+        if not Path(game.out_dir).resolve().is_relative_to(db.data_dir.resolve()):
+            await db.call(set_ended, game.id, "failed", "its folder is outside the data folder: not played")
+            log.error(
+                "practice game %s: its folder %s is outside the data folder: not played",
+                game.id,
+                game.out_dir,
+            )
+            return
         await asyncio.to_thread(shutil.rmtree, game.out_dir, True)
         job, instance = await self.job_of(game, league)
         ending = await self.run_job(job)

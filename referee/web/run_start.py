@@ -477,7 +477,7 @@ def prepare_run(
     check_house_commands(league, allow_commands=allow_commands)
     scheduler = make_scheduler(league)
     total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
-    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs if s.secret}).decode()
+    secrets_from = msgspec.json.encode({t.name: s.id for t, s in pairs}).decode()
     run = db.begin_run(
         cid, out_dir="", league_json=encode_league(league), total_games=total, secrets_from=secrets_from
     )

@@ -289,6 +289,38 @@ async def test_a_stored_league_with_a_house_command_plays_nothing_without_the_fl
     db.close()
 
 
+async def test_an_open_ladder_whose_stored_league_has_a_house_command_does_not_start_again(
+    service: Service, db_path: Path, tmp_path: Path
+) -> None:
+    """The competition's league file is clean, but the ladder it opened with
+    (stored in its run row, replayed at every start) has a command house bot:
+    the league edited after it opened under the flag, or a database edited
+    by hand. Without --allow-house-commands the ladder does not play again."""
+    marker = tmp_path / "the-command-ran"
+    db = ServiceDB(db_path)
+    comp = db.add_competition("ladder", league_text())
+    league_json = json.dumps(
+        {
+            "tournament": {"name": "x"},
+            "bots": [{"name": "evil", "command": ["sh", "-c", f"touch {marker}", "{port}"]}],
+        }
+    )
+    db.db.execute(
+        "INSERT INTO runs (competition_id, out_dir, league_json, total_games, status, started_at, kind)"
+        " VALUES (?, ?, ?, 0, 'interrupted', 0, 'ladder')",
+        (comp.id, str(db.data_dir / f"competition-{comp.id}" / "ladder-1"), league_json),
+    )
+    db.set_phase(comp.id, "open")
+    db.close()
+
+    client = await service()
+    from referee.web.ladder_service import LADDERS
+
+    assert client.server.app[LADDERS] == {}, "the stored ladder started again"
+    await client.close()
+    assert not marker.exists(), "a house command ran"
+
+
 # ------------------------------------------------------- bad databases (item 12)
 
 

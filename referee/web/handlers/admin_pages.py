@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ...textsafe import Verbatim, csv_writer
 from ...tournament.ladder import ladder_entries
-from .. import pages
+from .. import grading, pages
 from ..app_state import DB
 from ..boardcache import forget
 from ..data import numbered, submission_detail, team_standings
@@ -131,7 +131,11 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
     ladder = db.latest_run_of(cid, "ladder")
     # each team's version in play, else its newest (an earlier version is back in play when a new one is dropped)
     found = ladder_entries(ladder.out_dir) if ladder is not None else []
-    entries = {e.team: e for e in sorted(found, key=lambda e: e.status == "active")}
+    # by team id through each entry's submission, never by a name (issue 32: a rename is a label)
+    who = grading.whose(db, ladder) if ladder is not None else {}
+    entries = {
+        who[e.name].team.id: e for e in sorted(found, key=lambda e: e.status == "active") if e.name in who
+    }
     out: list[dict[str, object]] = []
     for t in db.teams(cid):
         latest = db.latest_submission(t.id)
@@ -142,7 +146,7 @@ def _teams_view(db: ServiceDB, cid: int) -> list[dict[str, object]]:
                 "latest": numbered(db, latest),
                 "playing": numbered(db, playing),
                 "count": db.count_submissions(t.id),
-                "entry": entries.get(t.name),
+                "entry": entries.get(t.id),
             }
         )
     return out
