@@ -165,6 +165,8 @@ LAYERS = (
     ("match", ("referee.match", "referee.record", "referee.replay", "referee.report", "referee.check")),
     # many games: tournaments and ladders, a submission's admission games, a team's diagnostics
     ("competition", ("referee.tournament", "referee.admission", "referee.diagnostics")),
+    # the classroom competition without HTTP (issue 33): its store, rules and errors
+    ("classroom", ("referee.service",)),
     ("service", ("referee.cli", "referee.cli_options", "referee.web", "referee.containers_cli")),
     # beside the referee: nothing imports them (what they may import: ALLOWED)
     ("sample bots", ("sample_bots",)),
@@ -244,5 +246,34 @@ def test_nothing_below_the_service_imports_it() -> None:
         if not module.startswith(top)
         for target in targets
         if target.startswith(top)
+    )
+    assert wrong == []
+
+
+def _third_party(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports (lazy imports too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_classroom_core_never_imports_the_web_framework() -> None:
+    """``referee.service`` is the competition without HTTP (issue 33): no aiohttp, no web."""
+    modules = {
+        n: p for n, p in _modules().items() if n == "referee.service" or n.startswith("referee.service.")
+    }
+    assert modules, "no referee.service package found"
+    graph = _graph()
+    wrong = sorted(
+        f"{name} imports {what}"
+        for name, path in modules.items()
+        for what in sorted(
+            {m for m in _third_party(path) if m in ("aiohttp", "aiohttp_jinja2", "jinja2")}
+            | {t for t in graph[name] if t == "referee.web" or t.startswith("referee.web.")}
+        )
     )
     assert wrong == []
