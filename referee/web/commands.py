@@ -415,8 +415,9 @@ def start(
     if runtime is not None:
         use_runtime(runtime)
     from ..bots.instance import current, use
+    from ..service.errors import ServiceError
     from .admission_queue import retag_pinned, service_instance
-    from .run_start import StartError, play_run, prepare_run
+    from .run_start import play_run, prepare_run
     from .validation import parse_id
 
     db = open_service_db(db_path)
@@ -433,7 +434,7 @@ def start(
             sys.exit(2)
         try:
             run, league = prepare_run(db, comp.id, resume=resume, allow_commands=allow_house_commands)
-        except StartError as e:
+        except ServiceError as e:
             click.echo(f"error: {e.message}", err=True)
             sys.exit(2)
         click.echo(

@@ -32,6 +32,7 @@ import aiohttp_jinja2
 import msgspec
 from aiohttp import web
 
+from ..service.errors import ServiceError
 from ..tournament.league import LeagueError, deadline_problem
 from . import ladder_service
 from .app_state import DB
@@ -256,7 +257,7 @@ async def apply_due(app: web.Application, waiting: dict[int, str] | None = None)
                         iso(d.final_at),
                         run.id,
                     )
-            except ladder_service.PhaseError as e:
+            except ServiceError as e:  # the phase cannot change now: said once, tried again
                 if waiting.get(comp.id) != e.message:
                     waiting[comp.id] = e.message
                     log.warning(

@@ -33,6 +33,7 @@ from aiohttp import web
 
 from ..bots.factory import BotSpec
 from ..bots.netpolicy import AddressPolicy, PinnedURL
+from ..service.errors import Conflict, NotFound, ServiceError
 from ..tournament.executors import Executor, LocalExecutor
 from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries, set_team_ids
 from ..tournament.league import League, LeagueError
@@ -42,7 +43,6 @@ from .app_state import DB, RUNS, SETTINGS
 from .db import Competition, Run, ServiceDB, Team
 from .run_start import (
     RunThread,
-    StartError,
     build_league,
     check_house_commands,
     check_league_text,
@@ -295,13 +295,9 @@ def executor_of(app: web.Application) -> Callable[[], Executor]:
 # ------------------------------------------------------------ the phases
 
 
-class PhaseError(StartError):
-    """A phase change that cannot be made now (409 unless said otherwise)."""
-
-
 async def _house_pins(app: web.Application, comp: Competition, what: str) -> Mapping[str, PinnedURL]:
     """The competition's house URL bots admitted and pinned
-    (:func:`~.runs.pin_house_urls`); :class:`PhaseError` naming the one refused."""
+    (:func:`~.runs.pin_house_urls`); :class:`Conflict` naming the one refused, after `what`."""
     settings = app[SETTINGS]
     try:
         return await pin_house_text(
@@ -310,8 +306,8 @@ async def _house_pins(app: web.Application, comp: Competition, what: str) -> Map
             anywhere=settings.house_urls_anywhere,
             allow_commands=settings.allow_house_commands,
         )
-    except StartError as e:
-        raise PhaseError(e.status, f"{what}: {e.message}") from None
+    except ServiceError as e:
+        raise e.reworded(f"{what}: {e.message}") from None
 
 
 def _start_ladder(
@@ -332,14 +328,14 @@ def _start_ladder(
     (issue 32)."""
     comp = db.competition(cid)
     if comp is None:
-        raise PhaseError(404, f"no competition {cid}")
+        raise NotFound(f"no competition {cid}")
     last = db.latest_run_of(cid, "ladder")
     if last is not None:
         league = decode_league(last.league_json)
         try:
             check_house_commands(league, allow_commands=allow_commands)
-        except StartError as e:
-            raise PhaseError(e.status, f"cannot open: its ladder's stored league: {e.message}") from None
+        except ServiceError as e:
+            raise e.reworded(f"cannot open: its ladder's stored league: {e.message}") from None
         run = db.begin_run(
             cid, out_dir=last.out_dir, league_json=last.league_json, total_games=0, resume_run=last.id
         )
@@ -347,7 +343,7 @@ def _start_ladder(
         try:
             league = check_league_text(comp.league_toml, league_filename(db, cid))
         except LeagueError as e:
-            raise PhaseError(409, f"cannot open: {e}") from None
+            raise Conflict(f"cannot open: {e}") from None
         league.tournament.seed = _secret_seed()
         league.path = league_filename(db, cid)
         league.bots = pinned_house(league.bots, house)
@@ -357,7 +353,7 @@ def _start_ladder(
             db.set_out_dir(run.id, str(out))
             run.out_dir = str(out)
     if isinstance(run, str):
-        raise PhaseError(409, f"cannot open: {run}")
+        raise Conflict(f"cannot open: {run}")
     db.set_phase(cid, "open", concurrency=concurrency)
     if run.out_dir:  # a ladder from before entries had team ids: each gets its submission's team's
         set_team_ids(run.out_dir, lambda sid: team_of_submission(db, sid))
@@ -367,11 +363,9 @@ def _start_ladder(
 async def open_competition(app: web.Application, comp: Competition, concurrency: int | None = None) -> Run:
     """Open the competition (from setup or frozen): its ladder plays from now on."""
     if comp.phase not in ("setup", "frozen"):
-        raise PhaseError(
-            409, f"competition {comp.id} is {comp.phase}: only a competition in setup or frozen opens"
-        )
+        raise Conflict(f"competition {comp.id} is {comp.phase}: only a competition in setup or frozen opens")
     if comp.id in app[LADDERS] and app[LADDERS][comp.id].alive():
-        raise PhaseError(409, f"competition {comp.id}'s ladder is playing already")
+        raise Conflict(f"competition {comp.id}'s ladder is playing already")
     db, settings = app[DB], app[SETTINGS]
     house = await _house_pins(app, comp, "cannot open")
     run, league, wanted, known = await db.call(
@@ -423,7 +417,7 @@ async def stop_ladder(app: web.Application, cid: int, status: str, *, abandon: b
 async def freeze(app: web.Application, comp: Competition) -> None:
     """Close submissions; the ladder stops once its games in flight end."""
     if comp.phase != "open":
-        raise PhaseError(409, f"competition {comp.id} is {comp.phase}: only an open competition freezes")
+        raise Conflict(f"competition {comp.id} is {comp.phase}: only an open competition freezes")
     await app[DB].call(ServiceDB.set_phase, comp.id, "frozen")
     await stop_ladder(app, comp.id, "finished", abandon=False)
 
@@ -440,17 +434,16 @@ def _prepare_final(
     an adaptive schedule from fresh ratings and a new secret seed."""
     comp = db.competition(cid)
     if comp is None:
-        raise PhaseError(404, f"no competition {cid}")
+        raise NotFound(f"no competition {cid}")
     if comp.phase != "frozen":
-        raise PhaseError(409, f"competition {cid} is {comp.phase}: the final starts once it is frozen")
+        raise Conflict(f"competition {cid} is {comp.phase}: the final starts once it is frozen")
     pending = [
         s
         for s in db.pending_submissions()
         if (t := db.team(s.team_id)) is not None and t.competition_id == cid
     ]
     if pending:
-        raise PhaseError(
-            409,
+        raise Conflict(
             f"{len(pending)} submission(s) made before the freeze are still being checked: "
             "start the final once they are accepted or refused",
         )
@@ -462,7 +455,7 @@ def _prepare_final(
     try:
         league = build_league(comp.league_toml, pairs, league_filename(db, cid), house)
     except LeagueError as e:
-        raise PhaseError(409, f"cannot start the final: {e}") from None
+        raise Conflict(f"cannot start the final: {e}") from None
     league.tournament.schedule = "adaptive"
     league.tournament.seed = _secret_seed() if seed is None else seed
     limit = make_scheduler(league).limit or 0
@@ -477,7 +470,7 @@ def _prepare_final(
         kind="final",
     )
     if isinstance(run, str):
-        raise PhaseError(409, f"cannot start the final: {run}")
+        raise Conflict(f"cannot start the final: {run}")
     out = db.data_dir / f"competition-{cid}" / f"final-{run.id}"
     db.set_out_dir(run.id, str(out))
     run.out_dir = str(out)
@@ -510,7 +503,7 @@ async def autoplay(app: web.Application) -> None:
                 house,
                 allow_commands=settings.allow_house_commands,
             )
-        except StartError as e:
+        except ServiceError as e:
             log.error("competition %s: its ladder cannot start again: %s", comp.id, e.message)
             continue
         thread = LadderThread(db.path, run, league, wanted, known, comp.ladder_concurrency, executor_of(app))
@@ -529,7 +522,7 @@ async def autoplay(app: web.Application) -> None:
                 policy=settings.bot_policy,
                 allow_commands=settings.allow_house_commands,
             )
-        except StartError as e:
+        except ServiceError as e:
             log.error("competition %s: its final cannot resume: %s", comp.id, e.message)
             continue
         final_thread = RunThread(db.path, run, league, resume=True, executor=executor_of(app))

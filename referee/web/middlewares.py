@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from ..service.errors import ServiceError
 from . import pages
-from .errors import http_error
+from .errors import answer, http_error
 
 log = logging.getLogger("referee.web")
 
@@ -48,10 +49,15 @@ def _error_page(request: web.Request, status: int, message: str) -> str:
 
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """JSON errors under /api/, HTML ones elsewhere; security headers on all."""
+    """JSON errors under /api/, HTML ones elsewhere; security headers on all.
+    The one place where a refusal of the service (:class:`ServiceError`)
+    becomes its HTTP answer (:func:`~referee.web.errors.answer`)."""
     api = request.path.startswith("/api/")
     try:
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except ServiceError as e:
+            raise answer(e) from None
     except web.HTTPException as e:
         if e.status < 400:
             raise

@@ -71,6 +71,7 @@ from ..bots.docker_daemon import RUNTIME_ENV
 from ..bots.factory import BotSpec
 from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
+from ..service.errors import Conflict, Invalid, ServiceError
 from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from ..tournament.results import games_list
@@ -78,7 +79,6 @@ from .app_state import DB, SETTINGS
 from .db import Competition, ServiceDB, Submission, Team
 from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
-    StartError,
     check_league_text,
     league_filename,
     pin_house_text,
@@ -345,32 +345,28 @@ def gone_version(version: int) -> str:
     )
 
 
-class PickError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def seats_for(db: ServiceDB, team: Team, picks: list[str], gone: frozenset[str] = frozenset()) -> list[Seat]:
     """The table a team's picks make, its own newest version first
-    (`gone`: the images no longer on the server); :class:`PickError` saying why not."""
+    (`gone`: the images no longer on the server); :class:`Conflict` or
+    :class:`Invalid` (about the field ``opponents``) saying why not."""
     try:
         allowed, wanted = choices(db, team, gone)
     except LeagueError as e:
-        raise PickError(409, f"the competition's league file is broken (the admin's to fix): {e}") from None
+        raise Conflict(
+            f"the competition's league file is broken (the admin's to fix): {e}", field="opponents"
+        ) from None
     newest = db.playing_submission(team.id)
     if newest is None:
-        raise PickError(
-            409,
+        raise Conflict(
             "your team has no accepted version yet: a practice game plays your newest "
             "accepted version, so submit one and wait for its check",
+            field="opponents",
         )
     if len(picks) != wanted:
-        raise PickError(
-            422,
+        raise Invalid(
             f"a table of this competition seats {wanted + 1} bots: pick exactly {wanted} "
             f"opponent(s), not {len(picks)}",
+            field="opponents",
         )
     values = {c.value for c in allowed}
     seats = [
@@ -386,15 +382,15 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str], gone: frozenset[str] 
             kind, _, rest = pick.partition(":")
             picked = _picked(db, team, kind, rest)
             if isinstance(picked, Team):
-                raise PickError(
-                    409,
+                raise Conflict(
                     f"opponent {pick!r} cannot be picked: team {picked.name!r} was withdrawn from the "
                     "competition, and a withdrawn team's bot plays no more games, practice games included",
+                    field="opponents",
                 )
             if picked is not None and image_of(picked) in gone:
-                raise PickError(
-                    409,
+                raise Conflict(
                     f"opponent {pick!r} cannot be picked: {gone_version(db.submission_number(picked.id))}",
+                    field="opponents",
                 )
             if kind == "team":
                 why = (
@@ -403,7 +399,7 @@ def seats_for(db: ServiceDB, team: Team, picks: list[str], gone: frozenset[str] 
                 )
             else:
                 why = "it is none of your choices (house bots, your earlier accepted versions)"
-            raise PickError(422, f"opponent {pick!r} cannot be picked: {why}")
+            raise Invalid(f"opponent {pick!r} cannot be picked: {why}", field="opponents")
         kind, _, rest = pick.partition(":")
         if kind == "house":
             seats.append(Seat(kind="house", name=rest, pick=pick, house=rest))
@@ -457,7 +453,7 @@ def practice_league(
 ) -> League:
     """The one-game league of a practice game: the competition's league
     (rules, timeouts, faults, containers, table size) with the seats'
-    bots, their secrets, on a fresh seed. :class:`PickError` when a bot is
+    bots, their secrets, on a fresh seed. :class:`Conflict` when a bot is
     gone (a URL the service no longer allows)."""
     comp = db.competition(game.competition_id)
     assert comp is not None
@@ -468,21 +464,18 @@ def practice_league(
         if s.kind == "house":
             spec = by_name.get(s.house or "")
             if spec is None:
-                raise PickError(409, f"house bot {s.house!r} is no longer in the league file")
+                raise Conflict(f"house bot {s.house!r} is no longer in the league file")
         else:
             assert s.submission is not None
             sub = db.submission(s.submission)
             team = db.team(sub.team_id) if sub is not None else None
             if team is not None and team.withdrawn_at is not None:
-                raise PickError(
-                    409,
+                raise Conflict(
                     f"{s.name} can no longer play: its team was withdrawn from the competition "
                     "(a withdrawn team's bot plays no more games)",
                 )
             if sub is None or team is None or not still_allowed(sub, policy):
-                raise PickError(
-                    409, f"{s.name} can no longer play: its address is not one the service allows"
-                )
+                raise Conflict(f"{s.name} can no longer play: its address is not one the service allows")
             spec = msgspec.structs.replace(team_entry(team, sub), secret=sub.secret)
         bots.append(msgspec.structs.replace(spec, name=s.name))
     t = msgspec.structs.replace(
@@ -773,7 +766,7 @@ class PracticeQueue:
             )
             league = await db.call(practice_league, game, settings.bot_policy, house)
             await self._images_there(game, league)
-        except (PickError, StartError) as e:
+        except ServiceError as e:  # a seat that can no longer play, a house bot refused
             await db.call(set_ended, game.id, "failed", e.message)
             return
         await db.call(set_playing, game.id)
@@ -828,15 +821,14 @@ class PracticeQueue:
         await db.call(set_ended, game.id, "finished", None, results)
 
     async def _images_there(self, game: PracticeGame, league: League) -> None:
-        """:class:`PickError` when a seat's image was pruned since the game was asked for."""
+        """:class:`Conflict` when a seat's image was pruned since the game was asked for."""
         gone = await asyncio.to_thread(images_gone, [b.image for b in league.bots if b.image])
         for seat, bot in zip(game.seats, league.bots, strict=True):
             if bot.image in gone and seat.submission is not None:
                 version = await self.app[DB].call(ServiceDB.submission_number, seat.submission)
                 if seat.kind == "version":
-                    raise PickError(409, gone_version(version))
-                raise PickError(
-                    409,
+                    raise Conflict(gone_version(version))
+                raise Conflict(
                     f"{seat.name} can no longer play: its image is no longer on the server "
                     f"(the service's fault, not your bot's): {SERVICE_FAULT}",
                 )

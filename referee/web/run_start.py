@@ -30,6 +30,7 @@ from ..bots.netpolicy import (
     admit_url,
     check_url,
 )
+from ..service.errors import Conflict, NotFound
 from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.league import (
     League,
@@ -282,15 +283,13 @@ def house_command_refusal(league: League) -> str | None:
 
 
 def check_house_commands(league: League, *, allow_commands: bool) -> None:
-    """:class:`StartError` (409) when `league` breaks :func:`house_command_refusal`
+    """:class:`Conflict` when `league` breaks :func:`house_command_refusal`
     and the service was not started with ``--allow-house-commands``."""
     if allow_commands:
         return
     refusal = house_command_refusal(league)
     if refusal is not None:
-        raise StartError(
-            409, f"{refusal}: restart the service with the flag, or remove that bot from the league"
-        )
+        raise Conflict(f"{refusal}: restart the service with the flag, or remove that bot from the league")
 
 
 def house_urls(league: League) -> list[BotSpec]:
@@ -315,7 +314,7 @@ async def pin_house_urls(
     operator's ``--house-urls-anywhere``; or no policy, ``referee start``):
     the house bots are reached as the league says, anywhere.
 
-    Raises :class:`StartError` (409) naming the house bot (the first in the
+    Raises :class:`Conflict` naming the house bot (the first in the
     file's order), the address and the flag. The names resolve at the same
     time (a league of 100 house bots waits one resolver timeout at most).
 
@@ -349,16 +348,14 @@ async def pin_house_urls(
         try:
             raise answer
         except AddressRefused as e:
-            raise StartError(
-                409,
+            raise Conflict(
                 f"house bot {bot.name!r} at {bot.url!r} is refused: {e.what}. A league file's "
                 "house URL bots are under the address policy of the teams' URLs: allow that "
                 "network with referee serve --bot-networks CIDR, or let house bots be anywhere "
                 f"with {HOUSE_URLS_FLAG}",
             ) from None
         except (BotURLError, ValueError) as e:  # malformed, or its host does not resolve
-            raise StartError(
-                409,
+            raise Conflict(
                 f"house bot {bot.name!r} is refused: {e} (a league file's house URL bots are "
                 f"admitted as the teams' URLs are; {HOUSE_URLS_FLAG} takes them as they "
                 "are)",
@@ -391,15 +388,6 @@ def pinned_house(bots: list[BotSpec], house: Mapping[str, PinnedURL] | None) -> 
 
 
 # ---------------------------------------------------------- starting a run
-
-
-class StartError(Exception):
-    """A run that cannot start: ``status`` is the HTTP status to answer."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def league_filename(db: ServiceDB, cid: int) -> str:
@@ -437,7 +425,8 @@ def prepare_run(
     teams' latest accepted bots (a URL bot only while its pinned address is
     one `policy` allows) and the house bots (a URL one at its address in
     `house`, :func:`pin_house_urls`), or (``resume``) the last run again.
-    The run and the league to play; :class:`StartError` when it cannot start,
+    The run and the league to play; :class:`NotFound` (no such competition)
+    or :class:`Conflict` when it cannot start,
     or when the league it would play (a resumed run's, as stored) has a
     house bot that is a command or a unix socket and not `allow_commands`
     (``--allow-house-commands``)."""
@@ -445,13 +434,13 @@ def prepare_run(
 
     comp = db.competition(cid)
     if comp is None:
-        raise StartError(404, f"no competition {cid}")
+        raise NotFound(f"no competition {cid}")
     if resume:
         last = db.latest_run(cid)
         if last is None:
-            raise StartError(409, "nothing to resume: this competition has no run yet")
+            raise Conflict("nothing to resume: this competition has no run yet")
         if last.status == "finished":
-            raise StartError(409, f"run {last.id} is finished: start a new run instead")
+            raise Conflict(f"run {last.id} is finished: start a new run instead")
         stored = decode_league(last.league_json)
         check_house_commands(stored, allow_commands=allow_commands)
         league = with_secrets(db, stored, last.secrets_from)
@@ -463,7 +452,7 @@ def prepare_run(
             resume_run=last.id,
         )
         if isinstance(run, str):
-            raise StartError(409, run)
+            raise Conflict(run)
         return run, league
     pairs = []
     for team in db.playing_teams(cid):
@@ -473,7 +462,7 @@ def prepare_run(
     try:
         league = build_league(comp.league_toml, pairs, league_filename(db, cid), house)
     except LeagueError as e:
-        raise StartError(409, f"cannot start: {e}") from None
+        raise Conflict(f"cannot start: {e}") from None
     check_house_commands(league, allow_commands=allow_commands)
     scheduler = make_scheduler(league)
     total = scheduler.total if scheduler.total is not None else (scheduler.limit or 0)
@@ -482,7 +471,7 @@ def prepare_run(
         cid, out_dir="", league_json=encode_league(league), total_games=total, secrets_from=secrets_from
     )
     if isinstance(run, str):
-        raise StartError(409, run)
+        raise Conflict(run)
     out = db.data_dir / f"competition-{cid}" / f"run-{run.id}"
     db.set_out_dir(run.id, str(out))
     run.out_dir = str(out)

@@ -6,9 +6,9 @@ it streams (:class:`UploadGuard`):
 - **one upload in flight per team**, its submission's slot taken first (in
   the database, atomically with the rate limit: :meth:`ServiceDB.take_upload_slot`)
   and given back when the upload fails, is too large or empty; a second
-  upload of the team meanwhile is answered 429 at once, with Retry-After;
+  upload of the team meanwhile is refused at once (RateLimited, with when to retry);
 - **the data disk's floor** (``referee serve --min-free-disk``): below it an
-  upload is refused with 507, before its body is read and again while it
+  upload is refused (DiskFull), before its body is read and again while it
   streams. The server's disk, not the team's fault. And an uploaded image
   counts what it unpacks to: before the daemon loads a ``docker save``
   archive, :func:`check_room_to_load` makes its submission wait (a service
@@ -17,7 +17,7 @@ it streams (:class:`UploadGuard`):
 - **each team's storage quota** (``--team-image-quota``): the sizes of the
   team's images the service keeps (as the daemon counts them, by the image
   ids of its submissions), its uploads waiting to be built, and the upload in
-  flight. Over it the upload is refused with 413, saying what the team uses
+  flight. Over it the upload is refused (TooLarge), saying what the team uses
   and why each image is kept.
 
 And **pruning** (:func:`prune`): the image of a superseded version is
@@ -46,11 +46,11 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from ..service.errors import Conflict, DiskFull, RateLimited, TooLarge
 from ..tournament.ladder import needed_entries
 from ..tournament.league import LeagueError
 from .app_state import DB, SETTINGS
 from .db import ServiceDB, Team
-from .errors import fail
 from .health import ServiceFault
 from .run_start import decode_league
 
@@ -83,16 +83,15 @@ def _floor_words(free: int, floor: int) -> str:
 
 
 def check_disk(data_dir: Path, floor: int, incoming: int = 0) -> None:
-    """507 when the data folder's disk has less than `floor` free (with
-    `incoming` more bytes written)."""
+    """:class:`DiskFull` when the data folder's disk has less than `floor`
+    free (with `incoming` more bytes written)."""
     if floor <= 0:
         return
     free = free_bytes(data_dir)
     if free - incoming < floor:
-        fail(
-            507,
+        raise DiskFull(
             f"the server's disk is full: {_floor_words(free, floor)}: the upload was not stored; try "
-            "again later, and tell the organisers",
+            "again later, and tell the organisers"
         )
 
 
@@ -348,10 +347,11 @@ class UploadGuard:
         self._next_disk_check = RECHECK_BYTES
 
     def check(self, size: int) -> None:
-        """`size` bytes streamed so far: 507 below the disk's floor, 413 over the quota."""
+        """`size` bytes streamed so far: :class:`DiskFull` below the disk's
+        floor, :class:`TooLarge` over the quota."""
         settings = self.app[SETTINGS]
         if settings.team_image_quota > 0 and self.base + size > settings.team_image_quota:
-            fail(413, _quota_message(self.used, settings.team_image_quota, size))
+            raise TooLarge(_quota_message(self.used, settings.team_image_quota, size))
         if size >= self._next_disk_check:
             self._next_disk_check = size + RECHECK_BYTES
             check_disk(self.app[DB].data_dir, settings.min_free_disk)
@@ -362,17 +362,17 @@ class UploadGuard:
 
 async def begin_upload(app: web.Application, team: Team, declared: int | None) -> UploadGuard:
     """Before a byte of the team's upload is read: the submissions still
-    open, the team's slot (429 when one of its uploads is in flight or its
-    window is full), the disk's floor (507) and its quota (413, after
-    pruning what nothing needs). `declared`: the request's Content-Length."""
+    open (:class:`Conflict`), the team's slot (:class:`RateLimited` when one
+    of its uploads is in flight or its window is full), the disk's floor
+    (:class:`DiskFull`) and its quota (:class:`TooLarge`, after pruning what
+    nothing needs). `declared`: the request's Content-Length."""
     settings = app[SETTINGS]
     db = app[DB]
     comp = await db.call(ServiceDB.competition, team.competition_id)
     if comp is not None and comp.phase in ("frozen", "final"):
-        fail(
-            409,
+        raise Conflict(
             f"submissions are closed: the competition is {comp.phase} (the final plays the versions "
-            "accepted before the freeze)",
+            "accepted before the freeze)"
         )
     got = await db.call(
         ServiceDB.take_upload_slot, team.id, (settings.submissions_per_window, settings.window_s)
@@ -380,16 +380,14 @@ async def begin_upload(app: web.Application, team: Team, declared: int | None) -
     if not isinstance(got, str):
         why, wait = got
         if why == "busy":
-            fail(
-                429,
+            raise RateLimited(
                 "an upload of your team is in flight already: one at a time; wait until it is answered",
-                headers={"Retry-After": str(BUSY_RETRY_S)},
+                retry_after=BUSY_RETRY_S,
             )
-        fail(
-            429,
+        raise RateLimited(
             f"too many submissions: at most {settings.submissions_per_window} every "
             f"{settings.window_s:g} s; try again in {wait:.0f} s",
-            headers={"Retry-After": str(int(wait + 0.999))},
+            retry_after=wait,
         )
     try:
         check_disk(db.data_dir, settings.min_free_disk, declared or 0)
@@ -401,7 +399,7 @@ async def begin_upload(app: web.Application, team: Team, declared: int | None) -
                 await prune(app, team.id)
                 used = await _usage(app, team.id)
                 if sum(k.size for k in used) + incoming > settings.team_image_quota:
-                    fail(413, _quota_message(used, settings.team_image_quota, incoming))
+                    raise TooLarge(_quota_message(used, settings.team_image_quota, incoming))
         return UploadGuard(app, team, got, used)
     except BaseException:
         await db.call(ServiceDB.release_upload_slot, team.id, got)

@@ -1,6 +1,9 @@
 """Checking what a request brings: its JSON body (strictly, against a
 :mod:`~referee.web.schemas` Struct), names, bot submissions, path numbers.
-Every refusal is a :func:`~referee.web.errors.fail` naming the field."""
+A request's own shape (its size, its JSON, its path) is refused with
+:func:`~referee.web.errors.fail`; the values' rules (names, a submission's
+fields) with :class:`~referee.service.errors.Invalid` or ``Forbidden``,
+naming the field."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import msgspec
 from aiohttp import web
 
 from ..bots.netpolicy import MalformedURL, check_url
+from ..service.errors import Forbidden, Invalid
 from .app_state import SETTINGS
 from .errors import fail
 from .run_start import containers_enabled
@@ -108,15 +112,15 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 def check_name(value: str, field: str, max_len: int, *, slash: bool = False) -> str:
     if not value.strip():
-        fail(422, f"'{field}' must not be empty", field)
+        raise Invalid(f"'{field}' must not be empty", field=field)
     if value != value.strip():
-        fail(422, f"'{field}' must not start or end with spaces", field)
+        raise Invalid(f"'{field}' must not start or end with spaces", field=field)
     if len(value) > max_len:
-        fail(422, f"'{field}' is too long: {len(value)} characters, at most {max_len}", field)
+        raise Invalid(f"'{field}' is too long: {len(value)} characters, at most {max_len}", field=field)
     if _CONTROL.search(value):
-        fail(422, f"'{field}' must not contain control characters", field)
+        raise Invalid(f"'{field}' must not contain control characters", field=field)
     if not slash and "/" in value:
-        fail(422, f"'{field}' must not contain '/'", field)
+        raise Invalid(f"'{field}' must not contain '/'", field=field)
     return value
 
 
@@ -129,53 +133,49 @@ def check_extras(secret: str | None, note: str) -> None:
     """A submission's secret and note."""
     if secret is not None:
         if not secret or len(secret) > 200 or _CONTROL.search(secret):
-            fail(422, "'secret' must be 1 to 200 printable characters", "secret")
+            raise Invalid("'secret' must be 1 to 200 printable characters", field="secret")
     if len(note) > 500:
-        fail(422, f"'note' is too long: {len(note)} characters, at most 500", "note")
+        raise Invalid(f"'note' is too long: {len(note)} characters, at most 500", field="note")
     if _CONTROL.search(note.replace("\n", " ")):
-        fail(422, "'note' must not contain control characters", "note")
+        raise Invalid("'note' must not contain control characters", field="note")
 
 
 def check_url_field(url: str) -> str:
-    """A team's URL, as the transport will use it; 422 saying what is wrong
+    """A team's URL, as the transport will use it; :class:`Invalid` saying what is wrong
     (userinfo, a query, a fragment, a scheme other than http(s), ...)."""
     try:
         return check_url(url).url
     except MalformedURL as e:
-        fail(422, f"'url': {e}", "url")
+        raise Invalid(f"'url': {e}", field="url") from None
 
 
 def check_submission(sub: BotSubmission, *, admin: bool = False) -> tuple[str, str | None, str | None]:
-    """(kind, url, image) of a valid submission; 422 otherwise. Naming an
-    image on the server is the admin's right alone (403 for a team)."""
+    """(kind, url, image) of a valid submission; :class:`Invalid` otherwise.
+    Naming an image on the server is the admin's right alone (:class:`Forbidden` for a team)."""
     if (sub.url is None) == (sub.image is None):
-        fail(
-            422,
+        raise Invalid(
             "give exactly one of 'url' (a running bot) and 'image' (a container image)",
-            "url" if sub.url is None else "image",
+            field="url" if sub.url is None else "image",
         )
     check_extras(sub.secret, sub.note)
     if sub.url is not None:
         return "url", check_url_field(sub.url), None
     assert sub.image is not None
     if not admin:
-        fail(
-            403,
+        raise Forbidden(
             "a team can run only images it uploaded: send the output of 'docker save' to "
             "POST .../uploads?kind=archive (or your source to ?kind=source)",
-            "image",
+            field="image",
         )
     if not containers_enabled():
-        fail(
-            422,
+        raise Invalid(
             "image submissions are not enabled on this server (container bots are not available "
             "here): submit the 'url' of a running bot instead",
-            "image",
+            field="image",
         )
     if len(sub.image) > 255 or not _IMAGE.match(sub.image):
-        fail(
-            422,
+        raise Invalid(
             f"'image' must be a container image reference like 'name:tag' (got {sub.image[:255]!r})",
-            "image",
+            field="image",
         )
     return "image", None, sub.image

@@ -24,6 +24,7 @@ from test_web_submissions import _login
 from test_web_upload_limits import url_of
 from test_web_why import turncoat_app
 
+from referee.service.errors import Conflict
 from referee.tournament.ladder import ladder_entries
 
 Service = Any
@@ -233,7 +234,7 @@ async def test_a_game_asked_before_the_withdrawal_does_not_seat_the_withdrawn_bo
         game = add_game(db, team, seats, 0.0)
         try:
             practice_league(db, game, None, {})
-        except Exception as e:  # PickError
+        except Conflict as e:
             assert "withdrawn" in str(e), e
         else:
             raise AssertionError("a withdrawn team's bot was seated")

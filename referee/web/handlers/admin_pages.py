@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from ...service.errors import ServiceError
 from ...textsafe import Verbatim, csv_writer
 from ...tournament.ladder import ladder_entries
 from .. import grading, pages
@@ -19,7 +20,7 @@ from ..boardcache import forget
 from ..data import numbered, submission_detail, team_standings
 from ..db import Competition, Run, ServiceDB, Team
 from ..deadlines import page_context
-from ..errors import fail, message_of
+from ..errors import fail, message_of, status_of
 from ..ladder_service import ladder_waiting
 from ..paging import query_page
 from ..schemas import LeagueVersionInfo
@@ -117,8 +118,8 @@ async def new_competition(request: web.Request) -> web.StreamResponse:
     name, league = form.get("name", ""), form.get("league", "")
     try:
         comp = await create_competition(request, name, league)
-    except web.HTTPException as e:
-        if e.status != 422:
+    except (web.HTTPException, ServiceError) as e:
+        if status_of(e) != 422:
             raise
         comps = await request.app[DB].call(ServiceDB.competitions)
         return _home(request, who, comps, error=message_of(e), name=name, league=league)
@@ -237,8 +238,8 @@ async def add_teams(request: web.Request) -> web.Response:
         seen[name] = number
         try:
             names.append(await check_team_name(request, comp, name))
-        except web.HTTPException as e:
-            if e.status != 422:
+        except (web.HTTPException, ServiceError) as e:
+            if status_of(e) != 422:
                 raise
             problems.append(f"line {number}: {message_of(e)}")
     db = request.app[DB]
@@ -281,8 +282,8 @@ async def edit_league_form(request: web.Request) -> web.StreamResponse:
     db = request.app[DB]
     try:
         await edit_league(request, text, "admin (page)")
-    except web.HTTPException as e:
-        if e.status != 422:
+    except (web.HTTPException, ServiceError) as e:
+        if status_of(e) != 422:
             raise
         return _competition_page(
             request,
@@ -392,8 +393,8 @@ async def team_action(request: web.Request) -> web.StreamResponse:
         else:
             token = await renew_token(request, team)
             return await _team_page(request, who, comp, team, token=token)
-    except web.HTTPException as e:
-        if e.status not in (409, 422):
+    except (web.HTTPException, ServiceError) as e:
+        if status_of(e) not in (409, 422):
             raise
-        return await _team_page(request, who, comp, team, error=message_of(e), status=e.status)
+        return await _team_page(request, who, comp, team, error=message_of(e), status=status_of(e))
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}/teams/{team.id}")

@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from ...service.errors import Invalid, ServiceError
 from ...tournament.league import League, LeagueError
 from .. import data, pages
 from ..app_state import DB, SETTINGS
@@ -15,7 +16,7 @@ from ..db import Competition, LeagueVersion, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page
-from ..run_start import StartError, check_league_text, pin_house_urls
+from ..run_start import check_league_text, pin_house_urls
 from ..schemas import (
     CompetitionCreated,
     Leaderboard,
@@ -121,8 +122,8 @@ async def check_league_input(request: web.Request, league_text: str) -> League:
             anywhere=settings.house_urls_anywhere,
             allow_commands=settings.allow_house_commands,
         )
-    except StartError as e:
-        fail(422, f"'league': {e.message}", "league")
+    except ServiceError as e:  # the house bot refused: said about the league the admin sends
+        raise Invalid(f"'league': {e.message}", field="league") from None
     return league
 
 

@@ -9,6 +9,7 @@ import time
 import msgspec
 from aiohttp import web
 
+from ...service.errors import Conflict, ServiceError
 from ...tournament.league import CONCURRENCY, SEED
 from .. import deadlines, grading, ladder_service
 from ..app_state import DB
@@ -16,7 +17,7 @@ from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
 from ..db import Competition, ServiceDB
-from ..errors import fail, message_of
+from ..errors import fail, message_of, status_of
 from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
 from ..validation import has_body, read_body
@@ -43,7 +44,7 @@ async def _change(
         if action == "open":
             why = deadlines.passed_for_open(await request.app[DB].call(deadlines.deadlines_of, comp))
             if why is not None:
-                fail(409, f"competition {comp.id} cannot open: {why}")
+                raise Conflict(f"competition {comp.id} cannot open: {why}")
             return (await ladder_service.open_competition(request.app, comp, concurrency)).id
         if action == "freeze":
             thread = request.app[ladder_service.LADDERS].get(comp.id)
@@ -51,8 +52,6 @@ async def _change(
             await ladder_service.freeze(request.app, comp)
             return rid
         return (await ladder_service.start_final(request.app, comp, seed)).id
-    except ladder_service.PhaseError as e:
-        fail(e.status, e.message)
     finally:
         forget(request.app, comp.id)
 
@@ -214,8 +213,8 @@ async def admin_deadlines(request: web.Request) -> web.Response:
     freeze_at, final_at = str(form.get("freeze_at", "")), str(form.get("final_at", ""))
     try:
         await _set_deadlines(request, comp, freeze_at, final_at, reset="reset" in form)
-    except web.HTTPException as e:
-        if e.status != 422:
+    except (web.HTTPException, ServiceError) as e:
+        if status_of(e) != 422:
             raise
         request[deadlines.REFUSED] = deadlines.Refused(freeze_at, final_at, message_of(e))
         page = await competition_page(request)

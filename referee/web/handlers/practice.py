@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from ...replay import ReplayError
+from ...service.errors import Conflict, RateLimited
 from ...tournament.results import replay_path
 from .. import pages
 from ..app_state import DB, SETTINGS
@@ -25,7 +26,6 @@ from ..errors import fail
 from ..practice import (
     IN_FLIGHT_RETRY_S,
     PRACTICE,
-    PickError,
     PracticeGame,
     PracticeList,
     PracticeRequest,
@@ -49,22 +49,20 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 
 def _new_game(
     db: ServiceDB, team: Team, picks: list[str], per_hour: int, gone: frozenset[str]
-) -> PracticeGame | tuple[int, str, int]:
-    """The game asked for, or (status, why, retry after) when the limits say no (in one go, in the db's thread)."""
+) -> PracticeGame:
+    """The game asked for; :class:`RateLimited` when the limits say no (in one go, in the db's thread)."""
     now = time.time()
     flying, times = limits_of(db, team.id, now - 3600)
     if flying:
-        return (
-            429,
-            ("your practice game is still being played: one at a time per team, ask again once it is over"),
-            IN_FLIGHT_RETRY_S,
+        raise RateLimited(
+            "your practice game is still being played: one at a time per team, ask again once it is over",
+            retry_after=IN_FLIGHT_RETRY_S,
         )
     if len(times) >= per_hour:
         wait = int(times[0] + 3600 - now + 0.999)
-        return (
-            429,
-            (f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s"),
-            wait,
+        raise RateLimited(
+            f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s",
+            retry_after=wait,
         )
     return _add_game(db, team, _seats_for(db, team, picks, gone), now)
 
@@ -72,15 +70,9 @@ def _new_game(
 async def ask(app: web.Application, team: Team, picks: list[str]) -> PracticeGame:
     per_hour = app[SETTINGS].practice_per_hour
     if per_hour <= 0:
-        fail(409, "practice games are off on this server (referee serve --practice-per-hour 0)")
+        raise Conflict("practice games are off on this server (referee serve --practice-per-hour 0)")
     gone = await gone_images(app, team)  # an earlier version whose image was pruned cannot play
-    try:
-        got = await app[DB].call(_new_game, team, picks, per_hour, gone)
-    except PickError as e:
-        fail(e.status, e.message, "opponents")
-    if isinstance(got, tuple):
-        status, why, retry = got
-        fail(status, why, headers={"Retry-After": str(max(1, retry))})
+    got = await app[DB].call(_new_game, team, picks, per_hour, gone)
     app[PRACTICE].wake.set()
     return got
 

@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from ...service.errors import ServiceError
 from ...tournament.results import games_list
 from .. import data, pages
 from ..app_state import DB, RUNS, SETTINGS
@@ -15,7 +16,7 @@ from ..data import run_info
 from ..db import ServiceDB
 from ..errors import fail
 from ..ladder_service import executor_of
-from ..run_start import RunThread, StartError, pin_house_text, prepare_run
+from ..run_start import RunThread, pin_house_text, prepare_run
 from ..schemas import StartRun
 from ..validation import has_body, path_int, read_body
 from .common import competition_of, json_response, run_of
@@ -55,19 +56,16 @@ async def start_run(request: web.Request) -> web.Response:
                 allow_commands=settings.allow_house_commands,
             )
         )
-    except StartError as e:
-        fail(e.status, f"cannot start: {e.message}")
-    try:
-        run, league = await db.call(
-            prepare_run,
-            comp.id,
-            resume=body.resume,
-            policy=settings.bot_policy,
-            house=house,
-            allow_commands=settings.allow_house_commands,
-        )
-    except StartError as e:
-        fail(e.status, e.message)
+    except ServiceError as e:
+        raise e.reworded(f"cannot start: {e.message}") from None
+    run, league = await db.call(
+        prepare_run,
+        comp.id,
+        resume=body.resume,
+        policy=settings.bot_policy,
+        house=house,
+        allow_commands=settings.allow_house_commands,
+    )
     thread = RunThread(db.path, run, league, resume=body.resume, executor=executor_of(app))
     app[RUNS][run.id] = thread
     await asyncio.to_thread(thread.start)
