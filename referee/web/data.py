@@ -20,6 +20,7 @@ from aiohttp import web
 from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
+from ..service.store import Competition, Run, ServiceDB, Submission, Team
 from ..tournament.ladder import EntryStatus, is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
@@ -34,7 +35,6 @@ from ..tournament.results import (
 from ..tournament.store import Store
 from . import grading
 from .app_state import DB
-from .db import Competition, Run, ServiceDB, Submission, Team
 from .errors import fail
 from .ladder_service import LADDERS
 from .run_start import check_league_text, decode_league, house_bots

@@ -30,6 +30,7 @@ from ..bots.netpolicy import (
     admit_url,
     check_url,
 )
+from ..service.store import Run, ServiceDB, Submission, Team
 from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.league import (
     League,
@@ -39,7 +40,6 @@ from ..tournament.league import (
     parse_league,
 )
 from ..tournament.runner import Interrupted, Tournament
-from .db import Run, ServiceDB, Submission, Team
 
 
 def containers_enabled() -> bool:

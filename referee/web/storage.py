@@ -46,10 +46,10 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from ..service.store import ServiceDB, Team
 from ..tournament.ladder import needed_entries
 from ..tournament.league import LeagueError
 from .app_state import DB, SETTINGS
-from .db import ServiceDB, Team
 from .errors import fail
 from .health import ServiceFault
 from .run_start import decode_league

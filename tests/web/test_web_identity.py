@@ -208,8 +208,9 @@ async def test_a_withdrawn_teams_bot_is_no_practice_opponent(
 async def test_a_game_asked_before_the_withdrawal_does_not_seat_the_withdrawn_bot(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
-    from referee.web.db import ServiceDB
-    from referee.web.practice import Seat, add_game, practice_league
+    from referee.service.store import ServiceDB
+    from referee.service.store.practice import Seat, add_game
+    from referee.web.practice import practice_league
 
     client = await service(submissions_per_window=20)
     cid = await practice_competition(

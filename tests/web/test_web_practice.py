@@ -499,9 +499,10 @@ async def test_on_ray_the_child_plays_through_the_services_cluster_and_registry(
     is tests/cluster/test_service_two_nodes.py's)."""
     import msgspec
 
+    from referee.service.store.practice import PracticeGame
     from referee.tournament.league import parse_league
     from referee.web import run_start
-    from referee.web.practice import PRACTICE, PracticeGame
+    from referee.web.practice import PRACTICE
     from referee.web.practice_worker import PracticeJob, play
 
     client = await service(

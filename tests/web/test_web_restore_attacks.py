@@ -30,12 +30,11 @@ from click.testing import CliRunner
 from helpers_web import league_text, new_admin_token, referee_cli
 from test_web_api import auth
 
-from referee.web import ServiceDB
+from referee.service.store import SCHEMA_VERSION, SERVICE_DB_NAME, ServiceDB
+from referee.service.store.practice import Seat, get_game
 from referee.web.app_state import DB
-from referee.web.backup import DB_NAME, MANIFEST
+from referee.web.backup import MANIFEST
 from referee.web.commands import backup_command, restore_command
-from referee.web.db import SCHEMA_VERSION
-from referee.web.practice import Seat, get_game
 
 Service = Any
 
@@ -165,7 +164,7 @@ def test_a_restore_refuses_a_database_whose_rows_name_folders_outside_the_data_f
     (victim / "precious.txt").write_text("the admin's")
     seats = msgspec.json.encode([Seat(kind="house", name="x", pick="house:x", house="x")]).decode()
     edit_db(
-        out / DB_NAME,
+        out / SERVICE_DB_NAME,
         (
             "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
             " VALUES (?, ?, ?, 'queued', ?, 0)",
@@ -379,12 +378,12 @@ def test_a_bad_database_stops_serve_and_restore_with_one_line(tmp_path: Path, ki
     line = serve_refuses(db_path)
     assert what in line and str(db_path) in line and todo in line, line
 
-    spoil(out / DB_NAME)
+    spoil(out / SERVICE_DB_NAME)
     reseal(out)
     target_root = tmp_path / "target"
     target_root.mkdir()
     r = cli(restore_command, str(out), "--db", str(target_root / "service.sqlite"))
-    refused_cleanly(r, target_root, {}, what, str((out / DB_NAME).resolve()))
+    refused_cleanly(r, target_root, {}, what, str((out / SERVICE_DB_NAME).resolve()))
 
 
 def read_only_mount(folder: Path) -> list[str]:

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from referee.web import ServiceDB
+from referee.service.store import SCHEMA_VERSION, STEPS, SchemaError, ServiceDB
 from referee.web.commands import serve, start
-from referee.web.db import SCHEMA_VERSION, STEPS, SchemaError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prev-90465a8"
 #: Where fixtures/make_prev.py made it (the runs' folders are recorded there).

@@ -292,7 +292,7 @@ async def test_a_slot_left_by_a_crash_is_free_again_at_the_next_start(
 ) -> None:
     """A service that died mid-upload left the team's slot taken: the next
     start gives it back (else the team could never upload again)."""
-    from referee.web import ServiceDB
+    from referee.service.store import ServiceDB
 
     client = await service()
     cid = await new_competition(client, admin_token)
