@@ -292,7 +292,8 @@ def _first_missing(db: sqlite3.Connection) -> int:
     return LEGACY_STEPS
 
 
-def _apply(db: sqlite3.Connection, step: Step) -> None:
+def apply_step(db: sqlite3.Connection, step: Step) -> None:
+    """The changes of `step`, each skipped when it is there already (no transaction, no version: :func:`upgrade` does those)."""
     for change in step.changes:
         if _present(db, change):  # a database of the old mechanisms has some parts already
             continue
@@ -314,5 +315,5 @@ def upgrade(db: sqlite3.Connection) -> None:
                 if found != at:
                     db.execute(f"PRAGMA user_version = {at}")
                 return
-            _apply(db, STEPS[at])
+            apply_step(db, STEPS[at])
             db.execute(f"PRAGMA user_version = {at + 1}")
