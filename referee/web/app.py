@@ -6,7 +6,7 @@ request and answer Structs), :mod:`~referee.web.validation`,
 :mod:`~referee.web.auth` (tokens), :mod:`~referee.web.data` (what the pages
 show, assembled off the loop), :mod:`~referee.web.live` (server-sent events),
 :mod:`~referee.web.middlewares` (errors, security headers),
-:mod:`~referee.web.pages` (the Jinja2 templates), :mod:`~referee.web.db`
+:mod:`~referee.web.pages` (the Jinja2 templates), :mod:`~referee.service.store`
 (the service database, called from its own thread).
 """
 

@@ -1,7 +1,7 @@
 """What the pages, the API and the live updates show, assembled off the loop.
 
 Each function here gathers one answer: the service database's rows in one
-call to its thread (:class:`~referee.web.db.AsyncServiceDB`), the run
+call to its thread (:class:`~referee.service.store.AsyncServiceDB`), the run
 folder's results (``tournament.sqlite``, replay files) in the default
 executor. The page handler renders the answer, its JSON mirror encodes it,
 the live updates send it.
@@ -159,7 +159,7 @@ def run_info(run: Run, *, private: bool = False) -> RunInfo:
 
 
 def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo | None:
-    """`version`: its :meth:`~referee.web.db.ServiceDB.submission_number` (see :func:`numbered`)."""
+    """`version`: its :meth:`~referee.service.store.ServiceDB.submission_number` (see :func:`numbered`)."""
     if sub is None:
         return None
     return SubmissionInfo(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from test_web_api import auth, error_of, new_competition, new_team
 
+from referee.service.store import ServiceDB
 from referee.web.app_state import SETTINGS
 
 Service = Any
@@ -56,8 +56,11 @@ def url_of(cid: int, tid: int) -> str:
 
 
 def submissions_of(db_path: Path, tid: int) -> int:
-    with sqlite3.connect(db_path) as db:
-        return int(db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0])
+    db = ServiceDB(db_path)
+    try:
+        return db.count_submissions(tid)
+    finally:
+        db.close()
 
 
 async def test_twelve_parallel_uploads_hold_one_upload_of_disk(

@@ -119,7 +119,8 @@ def requeue_playing(db: Tables) -> int:
 
 def set_playing(db: Tables, pid: int) -> None:
     db.db.execute(
-        "UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid)
+        "UPDATE practice_games SET status = 'playing', started_at = ?, finished_at = NULL WHERE id = ?",
+        (time.time(), pid),
     )
 
 
