@@ -29,6 +29,8 @@ class Competition(msgspec.Struct, kw_only=True):
 
 
 class Competitions(Tables):
+    """``competitions``: :class:`Competition` rows."""
+
     def add_competition(self, name: str, league_toml: str) -> Competition:
         now = time.time()
         with self.transaction() as db:

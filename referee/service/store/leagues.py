@@ -21,6 +21,8 @@ class LeagueVersion(msgspec.Struct, kw_only=True):
 
 
 class Leagues(Tables):
+    """``league_versions``: :class:`LeagueVersion` rows."""
+
     def _first_version(self, db: sqlite3.Connection, cid: int) -> None:
         """A competition made before versions were kept: its league so far becomes version 1."""
         if db.execute("SELECT 1 FROM league_versions WHERE competition_id = ?", (cid,)).fetchone() is None:

@@ -8,6 +8,8 @@ from .base import Tables, hash_token, new_token
 
 
 class Meta(Tables):
+    """``service_meta``: the admin token's hash and this install's id."""
+
     def ensure_admin_token(self, reset: bool = False) -> str | None:
         """Create the admin token if there is none (or ``reset``): the new
         token, to be shown once; None when one exists already."""

@@ -45,6 +45,8 @@ class Run(msgspec.Struct, kw_only=True):
 
 
 class Runs(Tables):
+    """``runs``: :class:`Run` rows."""
+
     # ------------------------------------------------------------------- runs
 
     _RUN_COLUMNS = (

@@ -19,6 +19,8 @@ class Session(msgspec.Struct, kw_only=True):
 
 
 class Sessions(Tables):
+    """``sessions`` and ``admin_sessions``: only the cookies' hashes."""
+
     def new_session(self, tid: int, lifetime_s: float = SESSION_S) -> tuple[str, str]:
         """A signed-in session for team `tid`: (cookie value, CSRF token).
         Only the cookie's hash is stored; expired sessions are swept here."""

@@ -67,6 +67,8 @@ def _submission(row: tuple[object, ...] | None) -> Submission | None:
 
 
 class Submissions(Tables):
+    """``submissions``: :class:`Submission` rows."""
+
     def add_submission(
         self,
         tid: int,

@@ -20,6 +20,8 @@ class Team(msgspec.Struct, kw_only=True):
 
 
 class Teams(Tables):
+    """``teams``: :class:`Team` rows, their tokens' hashes."""
+
     def add_team(self, cid: int, name: str) -> tuple[Team, str]:
         """A new team and its token (shown once)."""
         token = new_token()

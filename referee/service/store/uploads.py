@@ -18,6 +18,8 @@ class SlotRevoked(Exception):
 
 
 class Uploads(Tables):
+    """``upload_slots``: a team's one upload in flight, and its submissions' rate."""
+
     def take_upload_slot(self, tid: int, rate_limit: tuple[int, float]) -> str | tuple[str, float]:
         """Take the team's one upload slot before its file is streamed: a
         token (give it to :meth:`add_submission`, or back with
