@@ -623,7 +623,7 @@ class Service:
     """The service subprocess and what the benchmark reads of it."""
 
     def __init__(self, tmp: Path, settings: dict[str, Any]) -> None:
-        from referee.web import ServiceDB
+        from referee.service.store import ServiceDB
 
         self.db_path = tmp / "service.sqlite"
         db = ServiceDB(self.db_path)
@@ -663,7 +663,7 @@ class Service:
             self.threads = {int(k): v for k, v in (await r.json()).items()}
 
     def ladder_db(self, cid: int) -> Path:
-        from referee.web import ServiceDB
+        from referee.service.store import ServiceDB
 
         db = ServiceDB(self.db_path)
         try:

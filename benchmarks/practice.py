@@ -70,7 +70,8 @@ sys.path.insert(0, str(ROOT))
 from referee import engine_status  # noqa: E402
 from referee.bots import free_port  # noqa: E402
 from referee.bots.netpolicy import AddressPolicy, parse_networks  # noqa: E402
-from referee.web import ServiceDB, Settings, make_app  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
 from referee.web.practice import NICE, PRACTICE, Ending  # noqa: E402
 from referee.web.practice_worker import PracticeJob, play  # noqa: E402
 

@@ -56,7 +56,7 @@ def containers_cleanup(
         raise click.UsageError("give --instance or --db, not both")
     try:
         if db_path is not None:
-            from .web.db import ServiceDB
+            from .service.store import ServiceDB
 
             db = ServiceDB(db_path)
             try:

@@ -3,6 +3,5 @@ live leaderboard, bot pages, replay viewer, JSON API); :func:`make_app` builds i
 
 from .app import make_app
 from .app_state import Settings
-from .db import ServiceDB
 
-__all__ = ["ServiceDB", "Settings", "make_app"]
+__all__ = ["Settings", "make_app"]

@@ -61,10 +61,10 @@ from ..bots.container_limits import ContainerLimits
 from ..bots.factory import BotSpec
 from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
+from ..service.store import ServiceDB, Submission, Team
 from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
 from .app_state import DB, SETTINGS
-from .db import ServiceDB, Submission, Team
 from .health import (
     HEALTH,
     Health,

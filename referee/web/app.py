@@ -6,7 +6,7 @@ request and answer Structs), :mod:`~referee.web.validation`,
 :mod:`~referee.web.auth` (tokens), :mod:`~referee.web.data` (what the pages
 show, assembled off the loop), :mod:`~referee.web.live` (server-sent events),
 :mod:`~referee.web.middlewares` (errors, security headers),
-:mod:`~referee.web.pages` (the Jinja2 templates), :mod:`~referee.web.db`
+:mod:`~referee.web.pages` (the Jinja2 templates), :mod:`~referee.service.store`
 (the service database, called from its own thread).
 """
 
@@ -20,12 +20,12 @@ from pathlib import Path
 import msgspec
 from aiohttp import web
 
+from ..service.store import AsyncServiceDB, ServiceDB
 from . import pages
 from .admission_queue import default_policy, pipeline_ctx
 from .app_state import DB, RUNS, SETTINGS, Settings
 from .boardcache import BOARDS, RENDERED, BoardCache
 from .data import CACHES, LRU, Caches
-from .db import AsyncServiceDB, ServiceDB
 from .deadlines import deadlines_ctx, watch_deadlines_ctx
 from .ladder_service import LADDERS, ladders_ctx
 from .live import HUB, Hub, poller

@@ -12,7 +12,7 @@ import msgspec
 from aiohttp import web
 
 from ..bots.netpolicy import AddressPolicy, IPNetwork
-from .db import AsyncServiceDB
+from ..service.store import AsyncServiceDB
 from .run_start import RunThread
 
 #: Seconds a refused live stream is told to wait (``Retry-After``), and that

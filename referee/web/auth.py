@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 from aiohttp import web
 
+from ..service.store import ServiceDB, Team
 from .app_state import DB
-from .db import ServiceDB, Team
 from .errors import fail
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}

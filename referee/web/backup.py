@@ -40,17 +40,16 @@ import datetime
 import hashlib
 import os
 import shutil
-import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 
-from .db import SCHEMA_VERSION, data_dir_of
+from ..service.store import SCHEMA_VERSION, SERVICE_DB_NAME, StoreError, data_dir_of
+from ..service.store.maintenance import copy_database, replace_in_text, schema_version_of
 
 MANIFEST = "manifest.json"
-DB_NAME = "service.sqlite"
 DATA_NAME = "data"
 #: The manifest's format.
 FORMAT = 1
@@ -96,30 +95,12 @@ def _sha256(path: Path) -> str:
 
 def copy_sqlite(src: Path, dst: Path) -> None:
     """A consistent copy of the live database `src` (SQLite's online backup), checked."""
-    source = sqlite3.connect(src.resolve().as_uri() + "?mode=ro", uri=True, timeout=30)
-    try:
-        target = sqlite3.connect(dst)
-        try:
-            source.backup(target)
-            target.execute("PRAGMA journal_mode=DELETE")  # one file, whole
-            check = [str(r[0]) for r in target.execute("PRAGMA integrity_check")]
-        finally:
-            target.close()
-    finally:
-        source.close()
+    check = copy_database(src, dst)
     if check != ["ok"]:
         raise BackupError(
             f"{src}: its copy fails SQLite's integrity check ({'; '.join(check[:3])}): the "
             "database may be damaged; nothing was kept"
         )
-
-
-def schema_version_of(path: Path) -> int:
-    db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-    try:
-        return int(db.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        db.close()
 
 
 def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: None) -> Manifest:
@@ -140,9 +121,9 @@ def backup(db_path: Path, out: Path, say: Callable[[str], None] = lambda _m: Non
         path = out / rel
         files.append(FileEntry(path=rel, size=path.stat().st_size, sha256=_sha256(path)))
 
-    copy_sqlite(db_path, out / DB_NAME)
-    keep(DB_NAME)
-    version = schema_version_of(out / DB_NAME)
+    copy_sqlite(db_path, out / SERVICE_DB_NAME)
+    keep(SERVICE_DB_NAME)
+    version = schema_version_of(out / SERVICE_DB_NAME)
     if data.is_dir():
         for root, dirs, names in os.walk(data):
             dirs.sort()
@@ -216,8 +197,8 @@ def read_manifest(folder: Path) -> Manifest:
             f"{folder}: a backup of format {manifest.format}; this referee reads format {FORMAT}"
         )
     names = {f.path for f in manifest.files}
-    if DB_NAME not in names:
-        raise BackupError(f"{folder}: its manifest lists no {DB_NAME}: the backup is damaged")
+    if SERVICE_DB_NAME not in names:
+        raise BackupError(f"{folder}: its manifest lists no {SERVICE_DB_NAME}: the backup is damaged")
     for f in manifest.files:
         path = _entry_path(folder, f.path)
         if not path.is_file():
@@ -280,7 +261,9 @@ def _check_copy(folder: Path, stage_db: Path, stage_data: Path) -> None:
     from .db_check import DatabaseProblem, check_database
 
     try:
-        check_database(stage_db, thorough=True, paths=False, immutable=True, shown=str(folder / DB_NAME))
+        check_database(
+            stage_db, thorough=True, paths=False, immutable=True, shown=str(folder / SERVICE_DB_NAME)
+        )
         for root, _dirs, names in os.walk(stage_data):
             for name in names:
                 path = Path(root) / name
@@ -296,7 +279,7 @@ def _check_rows(folder: Path, stage_db: Path, data: Path, allow_house_commands: 
     the data folder `data`, and no league that starts commands unless allowed."""
     from .db_check import DatabaseProblem, check_paths_of, house_commands_in
 
-    shown = str(folder / DB_NAME)
+    shown = str(folder / SERVICE_DB_NAME)
     try:
         check_paths_of(stage_db, data, shown=shown)
     except DatabaseProblem as e:
@@ -322,30 +305,8 @@ def _in_use(db_path: Path) -> bool:
 
 def _rewrite_paths(path: Path, old: str, new: str) -> None:
     """Every text in the database `path` that names the old data folder names the new one."""
-    if old == new:
-        return
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        db.execute("PRAGMA journal_mode=DELETE")  # no -wal beside the staged copy
-        db.execute("BEGIN IMMEDIATE")
-        tables = [
-            str(r[0])
-            for r in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        ]
-        for table in tables:
-            for col in db.execute(f'PRAGMA table_info("{table}")').fetchall():
-                name, kind = str(col[1]), str(col[2]).upper()
-                if "TEXT" in kind or kind == "":
-                    db.execute(
-                        f'UPDATE "{table}" SET "{name}" = replace("{name}", ?, ?) '
-                        f'WHERE typeof("{name}") = \'text\' AND instr("{name}", ?) > 0',
-                        (old, new, old),
-                    )
-        db.execute("COMMIT")
-    finally:
-        db.close()
+    if old != new:
+        replace_in_text(path, old, new)
 
 
 def restore(
@@ -383,7 +344,7 @@ def restore(
             for leftover in (stage_db,):
                 leftover.unlink(missing_ok=True)
             shutil.rmtree(stage_data, ignore_errors=True)
-            _copy_checked(folder / DB_NAME, stage_db, by_path[DB_NAME])
+            _copy_checked(folder / SERVICE_DB_NAME, stage_db, by_path[SERVICE_DB_NAME])
             stage_data.mkdir(mode=0o700)
             new_data = str(data.resolve())
             copied: list[Path] = []
@@ -401,11 +362,11 @@ def restore(
             _rewrite_paths(stage_db, manifest.data_dir, new_data)
             _check_rows(folder, stage_db, data, allow_house_commands)
             _swap(stage_db, stage_data, db_path, data)
-    except sqlite3.Error as e:
+    except StoreError as e:
         from .db_check import explain
 
         raise BackupError(
-            f"{explain(folder / DB_NAME, e)}; refusing the backup (nothing was changed)"
+            f"{explain(folder / SERVICE_DB_NAME, e)}; refusing the backup (nothing was changed)"
         ) from None
     except OSError as e:
         raise BackupError(

@@ -29,10 +29,10 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from aiohttp import web
 
+from ..service.store import Competition, ServiceDB
 from . import data
 from .app_state import DB
 from .data import LRU
-from .db import Competition, ServiceDB
 from .schemas import Leaderboard
 
 K = TypeVar("K")

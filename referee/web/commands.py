@@ -22,7 +22,7 @@ from referee import engine_status
 from referee.cli_options import checked_registry, executor_options
 
 if TYPE_CHECKING:  # generic in click 8.2 and newer only
-    from .db import ServiceDB
+    from ..service.store import ServiceDB
 
     _IntParam = click.ParamType[int]
 else:
@@ -500,8 +500,7 @@ def backup_command(db_path: Path, out: Path) -> None:
     OUT, consistently, while the service runs (SQLite's online backup for
     every database, each copy checked); OUT/manifest.json lists every file
     with its size and SHA-256."""
-    import sqlite3
-
+    from ..service.store import StoreError
     from .backup import BackupError, backup
     from .db_check import explain
 
@@ -509,7 +508,7 @@ def backup_command(db_path: Path, out: Path) -> None:
         backup(db_path, out, say=click.echo)
     except BackupError as e:
         raise click.ClickException(str(e)) from None
-    except sqlite3.Error as e:
+    except StoreError as e:
         raise click.ClickException(f"{explain(db_path, e)} (no backup was made)") from None
 
 
@@ -551,9 +550,7 @@ def open_service_db(db_path: Path) -> ServiceDB:
     inside its data folder) and upgraded to this code's schema. A database
     that fails stops the command with one line (what, the file, what to do),
     before anything reads a row of it."""
-    import sqlite3
-
-    from .db import SchemaError, ServiceDB
+    from ..service.store import SchemaError, ServiceDB, StoreError
     from .db_check import DatabaseProblem, check_database, check_writable, explain
 
     try:
@@ -563,7 +560,7 @@ def open_service_db(db_path: Path) -> ServiceDB:
         return ServiceDB(db_path)
     except (DatabaseProblem, SchemaError) as e:
         raise click.ClickException(str(e)) from None
-    except (sqlite3.Error, OSError) as e:
+    except (StoreError, OSError) as e:
         raise click.ClickException(explain(db_path, e)) from None
 
 

@@ -1,7 +1,7 @@
 """What the pages, the API and the live updates show, assembled off the loop.
 
 Each function here gathers one answer: the service database's rows in one
-call to its thread (:class:`~referee.web.db.AsyncServiceDB`), the run
+call to its thread (:class:`~referee.service.store.AsyncServiceDB`), the run
 folder's results (``tournament.sqlite``, replay files) in the default
 executor. The page handler renders the answer, its JSON mirror encodes it,
 the live updates send it.
@@ -20,6 +20,7 @@ from aiohttp import web
 from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
+from ..service.store import Competition, Run, ServiceDB, Submission, Team
 from ..tournament.ladder import EntryStatus, is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
@@ -34,7 +35,6 @@ from ..tournament.results import (
 from ..tournament.store import Store
 from . import grading
 from .app_state import DB
-from .db import Competition, Run, ServiceDB, Submission, Team
 from .errors import fail
 from .ladder_service import LADDERS
 from .run_start import check_league_text, decode_league, house_bots
@@ -159,7 +159,7 @@ def run_info(run: Run, *, private: bool = False) -> RunInfo:
 
 
 def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo | None:
-    """`version`: its :meth:`~referee.web.db.ServiceDB.submission_number` (see :func:`numbered`)."""
+    """`version`: its :meth:`~referee.service.store.ServiceDB.submission_number` (see :func:`numbered`)."""
     if sub is None:
         return None
     return SubmissionInfo(

@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
+from ..service.store import DatabaseError, StoreError, data_dir_of
+from ..service.store.maintenance import (
+    Connection,
+    columns,
+    competition_leagues,
+    integrity,
+    open_read_only,
+    run_leagues,
+    text_rows,
+)
+from ..service.store.schema import newer_than_known
+from ..service.store.schema import version as schema_version
 from ..tournament.league import LeagueError
-from .db import SCHEMA_VERSION, data_dir_of
 from .run_start import check_league_text, decode_league, house_command_refusal
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -51,13 +61,6 @@ _RESTORE = "restore the latest good backup (referee restore BACKUP --db PATH --f
 
 class DatabaseProblem(Exception):
     """A database the service will not use; the message is one line: what, the file, what to do."""
-
-
-def _connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
-    # immutable: read as it is, no lock, no -wal/-shm made beside it: only for a file no one
-    # writes (a backup's copy being restored); a live database is read through its -wal
-    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-    return sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, timeout=30)
 
 
 def _looks_sqlite(path: Path, label: Path) -> None:
@@ -84,33 +87,22 @@ def _looks_sqlite(path: Path, label: Path) -> None:
         )
 
 
-def _integrity(db: sqlite3.Connection, path: Path, *, thorough: bool) -> None:
-    pragma = "integrity_check" if thorough else "quick_check"
-    try:
-        found = [str(r[0]) for r in db.execute(f"PRAGMA {pragma}(5)")]
-    except sqlite3.DatabaseError as e:
-        found = [str(e)]
+def _integrity(db: Connection, path: Path, *, thorough: bool) -> None:
+    found = integrity(db, thorough=thorough)
     if found != ["ok"]:
+        pragma = "integrity_check" if thorough else "quick_check"
         raise DatabaseProblem(
             f"{path}: the database is damaged (SQLite's {pragma}: {'; '.join(found[:2])[:200]}): "
             f"{_RESTORE}; keep the damaged file aside for the admin to look at"
         )
 
 
-def _version(db: sqlite3.Connection, path: Path) -> int:
-    found = int(db.execute("PRAGMA user_version").fetchone()[0])
-    if found > SCHEMA_VERSION:
-        raise DatabaseProblem(
-            f"{path}: the database is at schema version {found}, written by a newer referee; this one "
-            f"knows versions up to {SCHEMA_VERSION}: run the newer referee, or restore a backup made by "
-            "this version (referee restore)"
-        )
+def _version(db: Connection, path: Path) -> int:
+    found = schema_version(db)
+    refusal = newer_than_known(found, path)
+    if refusal is not None:
+        raise DatabaseProblem(refusal)
     return found
-
-
-def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
-    names = [str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {t: {str(c[1]) for c in db.execute(f'PRAGMA table_info("{t}")')} for t in names}
 
 
 def inside(path: str, data_dir: Path) -> bool:
@@ -120,22 +112,20 @@ def inside(path: str, data_dir: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def stray_paths(db: sqlite3.Connection, data_dir: Path) -> Iterator[str]:
+def stray_paths(db: Connection, data_dir: Path) -> Iterator[str]:
     """Each path of :data:`PATH_COLUMNS` outside `data_dir`: "table T, row N: column C is 'PATH'"."""
-    tables = _tables(db)
+    tables = columns(db)
     for table, column in PATH_COLUMNS:
         if column not in tables.get(table, set()):
             continue
-        rows = db.execute(f'SELECT id, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL')
-        for rid, value in rows:
-            text = str(value)
+        for rid, text in text_rows(db, table, column):
             if text == "":  # a row whose folder is not named yet (a run being made)
                 continue
             if "\x00" in text or not inside(text, data_dir):
                 yield f"table {table}, row {rid}: {column} is {text!r}"
 
 
-def check_paths(db: sqlite3.Connection, path: Path, data_dir: Path) -> None:
+def check_paths(db: Connection, path: Path, data_dir: Path) -> None:
     stray = next(stray_paths(db, data_dir), None)
     if stray is not None:
         raise DatabaseProblem(
@@ -162,8 +152,8 @@ def check_database(
     label = Path(shown) if shown is not None else path
     _looks_sqlite(path, label)
     try:
-        db = _connect_ro(path, immutable=immutable)
-    except sqlite3.Error as e:
+        db = open_read_only(path, immutable=immutable)
+    except StoreError as e:
         raise DatabaseProblem(f"{label}: the database cannot be opened ({e}): {_RESTORE}") from None
     try:
         _integrity(db, label, thorough=thorough)
@@ -171,7 +161,7 @@ def check_database(
         if paths:
             check_paths(db, label, data_dir if data_dir is not None else data_dir_of(path))
         return version
-    except sqlite3.DatabaseError as e:
+    except DatabaseError as e:
         raise DatabaseProblem(f"{label}: the database is damaged ({e}): {_RESTORE}") from None
     finally:
         db.close()
@@ -180,7 +170,7 @@ def check_database(
 def check_paths_of(path: Path, data_dir: Path, *, shown: str | None = None) -> None:
     """Only the paths of the database `path` (checked whole before): each inside `data_dir`."""
     label = Path(shown) if shown is not None else path
-    db = _connect_ro(path)
+    db = open_read_only(path)
     try:
         check_paths(db, label, data_dir)
     finally:
@@ -224,7 +214,7 @@ def explain(path: Path, e: BaseException) -> str:
         )
     if "unable to open" in text:
         return f"{path}: the database cannot be opened ({text}): check the path and its folder's permissions"
-    if isinstance(e, sqlite3.DatabaseError):
+    if isinstance(e, DatabaseError):
         return f"{path}: the database is damaged ({text}): {_RESTORE}"
     return f"{path}: the database cannot be used ({type(e).__name__}: {text})"
 
@@ -256,50 +246,43 @@ class HouseCommands(msgspec.Struct, frozen=True):
         )
 
 
-def house_command_leagues(db: sqlite3.Connection) -> list[HouseCommands]:
+def house_command_leagues(db: Connection) -> list[HouseCommands]:
     """The competitions of the database whose league file, or a stored league
     a run, ladder or final would play again (not finished, or the latest
     ladder), has a house bot that is a command or a unix socket."""
     out: list[HouseCommands] = []
-    tables = _tables(db)
+    tables = columns(db)
     if "competitions" not in tables:
         return out
-    has_kind = "kind" in tables.get("runs", set())
-    for cid, name, text in db.execute("SELECT id, name, league_toml FROM competitions ORDER BY id"):
+    for cid, name, text in competition_leagues(db):
         found: tuple[str, str] | None = None
         try:
-            refusal = house_command_refusal(check_league_text(str(text)))
+            refusal = house_command_refusal(check_league_text(text))
         except LeagueError:
             refusal = None  # what reads it next says why
         if refusal is not None:
             found = ("its league file", refusal)
         elif "runs" in tables:
-            kind = "kind" if has_kind else "'run'"
-            rows = db.execute(
-                f"SELECT id, {kind}, status, league_json FROM runs WHERE competition_id = ? ORDER BY id DESC",
-                (cid,),
-            ).fetchall()
+            rows = run_leagues(db, cid)
             latest_ladder = next((r[0] for r in rows if r[1] == "ladder"), None)
             for rid, rkind, status, league_json in rows:
                 if status == "finished" and rid != latest_ladder:
                     continue
                 try:
-                    refusal = house_command_refusal(decode_league(str(league_json)))
+                    refusal = house_command_refusal(decode_league(league_json))
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue
                 if refusal is not None:
                     found = (f"{rkind} {rid}'s stored league", refusal)
                     break
         if found is not None:
-            out.append(
-                HouseCommands(competition_id=int(cid), name=str(name), where=found[0], refusal=found[1])
-            )
+            out.append(HouseCommands(competition_id=cid, name=name, where=found[0], refusal=found[1]))
     return out
 
 
 def house_commands_in(path: Path, *, immutable: bool = False) -> list[HouseCommands]:
     """:func:`house_command_leagues` of the database file `path` (read only)."""
-    db = _connect_ro(path, immutable=immutable)
+    db = open_read_only(path, immutable=immutable)
     try:
         return house_command_leagues(db)
     finally:

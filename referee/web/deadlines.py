@@ -33,11 +33,11 @@ import msgspec
 from aiohttp import web
 
 from ..service.errors import ServiceError
+from ..service.store import Competition, ServiceDB
 from ..tournament.league import LeagueError, deadline_problem
 from . import ladder_service
 from .app_state import DB
 from .boardcache import forget
-from .db import Competition, ServiceDB
 from .run_start import check_league_text
 
 log = logging.getLogger("referee.web")

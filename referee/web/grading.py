@@ -17,11 +17,11 @@ from pathlib import Path
 import msgspec
 
 from ..bots.factory import BotSpec
+from ..service.store import Run, ServiceDB, Submission, Team
 from ..textsafe import csv_writer
 from ..tournament.ladder import ladder_entries
 from ..tournament.ratings import Standing
 from ..tournament.runner import STANDINGS_FIELDS, load_standings, standings_cell
-from .db import Run, ServiceDB, Submission, Team
 from .run_start import decode_league, team_entry
 
 #: Who a bot is: its team's id and name, its version, its submission's id (all empty for a house bot).

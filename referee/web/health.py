@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import errno
 import logging
-import sqlite3
 import time
 from typing import Any
 
 import msgspec
 from aiohttp import web
+
+from ..service.store import is_busy
 
 log = logging.getLogger("referee.web.health")
 
@@ -66,7 +67,7 @@ def classify(exc: BaseException) -> ServiceFault | None:
         return ServiceFault(f"Docker is not reachable: {_first_line(str(exc))}", docker=True)
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return ServiceFault(f"the server's disk is full: {_first_line(str(exc))}")
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+    if is_busy(exc):
         return ServiceFault(f"the service's database is locked: {_first_line(str(exc))}")
     try:
         import requests.exceptions

@@ -1,7 +1,7 @@
 """A competition that plays itself (issue 15): its ladder while it is open,
 its final once frozen.
 
-The phases (:data:`referee.web.db.PHASES`): the admin **opens** a
+The phases (:data:`referee.service.store.PHASES`): the admin **opens** a
 competition and its ladder plays all the time (:class:`LadderThread`, one
 :class:`~referee.tournament.ladder.Ladder` in a thread of its own); a
 submission accepted meanwhile enters at once (:func:`submission_accepted`).
@@ -34,13 +34,13 @@ from aiohttp import web
 from ..bots.factory import BotSpec
 from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..service.errors import Conflict, NotFound, ServiceError
+from ..service.store import Competition, Run, ServiceDB, Team
 from ..tournament.executors import Executor, LocalExecutor
 from ..tournament.ladder import EntryResult, Ladder, Wanted, entry_name, ladder_entries, set_team_ids
 from ..tournament.league import League, LeagueError
 from ..tournament.runner import Interrupted
 from ..tournament.schedule import make_scheduler
 from .app_state import DB, RUNS, SETTINGS
-from .db import Competition, Run, ServiceDB, Team
 from .run_start import (
     RunThread,
     build_league,

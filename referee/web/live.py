@@ -37,11 +37,11 @@ from typing import NamedTuple
 import msgspec
 from aiohttp import web
 
+from ..service.store import Competition, Run, ServiceDB
 from ..tournament.results import count_games
 from . import data
 from .app_state import DB, SETTINGS, STREAM_RETRY_S, Settings
 from .boardcache import BOARDS, latest_board, latest_key, rendered
-from .db import Competition, Run, ServiceDB
 from .errors import fail
 from .handlers.common import client_address, competition_of
 from .handlers.competitions import live_html

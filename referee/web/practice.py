@@ -59,10 +59,8 @@ import secrets
 import shutil
 import signal
 import sys
-import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Final, Literal, get_args
 
 import msgspec
 from aiohttp import web
@@ -72,11 +70,21 @@ from ..bots.factory import BotSpec
 from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
 from ..service.errors import Conflict, Invalid, ServiceError
+from ..service.store import Competition, ServiceDB, Submission, Team
+from ..service.store.practice import (
+    PracticeGame,
+    PracticeStatus,
+    Result,
+    Seat,
+    next_queued,
+    requeue_playing,
+    set_ended,
+    set_playing,
+)
 from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from ..tournament.results import games_list
 from .app_state import DB, SETTINGS
-from .db import Competition, ServiceDB, Submission, Team
 from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
     check_league_text,
@@ -89,53 +97,10 @@ from .run_start import (
 
 log = logging.getLogger("referee.web")
 
-#: The statuses of a practice game; the first two are "in flight".
-PracticeStatus = Literal["queued", "playing", "finished", "failed"]
-STATUSES: Final[tuple[PracticeStatus, ...]] = get_args(PracticeStatus)
-IN_FLIGHT: Final[tuple[PracticeStatus, ...]] = ("queued", "playing")
-#: What a seat is: the team's newest accepted version, one of its earlier
-#: ones, a league file's house bot, another team's version in play.
-SeatKind = Literal["self", "version", "house", "team"]
 #: Retry-After (seconds) while a team's practice game is in flight.
 IN_FLIGHT_RETRY_S = 15
 #: The CPU priority of the practice process (the ladder's is the service's, 0).
 NICE = 19
-
-
-class Seat(msgspec.Struct, kw_only=True):
-    """A bot at a practice table: as picked, and as named in the game."""
-
-    kind: SeatKind
-    name: str
-    #: What was picked: "house:NAME", "version:SID", "team:TID" ("self" for the team's own).
-    pick: str
-    submission: int | None = None
-    house: str | None = None
-
-
-class Result(msgspec.Struct, kw_only=True):
-    """One game of a practice game, as played."""
-
-    index: int
-    names: list[str]
-    places: list[int]
-    #: The team's seat in it (the replay viewer's ``?seat=``).
-    seat: int
-
-
-class PracticeGame(msgspec.Struct, kw_only=True):
-    id: int
-    competition_id: int
-    team_id: int
-    seats: list[Seat]
-    status: PracticeStatus
-    error: str | None
-    out_dir: str
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    #: Its games, once played.
-    results: list[Result] = msgspec.field(default_factory=list)
 
 
 class Choice(msgspec.Struct, kw_only=True):
@@ -181,97 +146,6 @@ def info(g: PracticeGame) -> PracticeInfo:
         results=g.results,
         replays=[f"/team/practice/{g.id}?game={r.index}&seat={r.seat}" for r in g.results],
     )
-
-
-# ------------------------------------------------------------ the table
-
-_COLUMNS = (
-    "id, competition_id, team_id, seats, status, error, out_dir, created_at, started_at, finished_at, results"
-)
-
-
-def _game(row: tuple[object, ...] | None) -> PracticeGame | None:
-    if row is None:
-        return None
-    d = dict(zip(_COLUMNS.replace(" ", "").split(","), row, strict=True))
-    d["seats"] = msgspec.json.decode(str(d["seats"]))
-    d["results"] = [] if d["results"] is None else msgspec.json.decode(str(d["results"]))
-    return msgspec.convert(d, PracticeGame)
-
-
-def add_game(db: ServiceDB, team: Team, seats: list[Seat], now: float) -> PracticeGame:
-    cur = db.db.execute(
-        "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
-        " VALUES (?, ?, ?, 'queued', '', ?)",
-        (team.competition_id, team.id, msgspec.json.encode(seats).decode(), now),
-    )
-    pid = int(cur.lastrowid or 0)
-    out = db.data_dir / f"competition-{team.competition_id}" / "practice" / f"game-{pid}"
-    db.db.execute("UPDATE practice_games SET out_dir = ? WHERE id = ?", (str(out), pid))
-    found = get_game(db, pid)
-    assert found is not None
-    return found
-
-
-def get_game(db: ServiceDB, pid: int) -> PracticeGame | None:
-    return _game(db.db.execute(f"SELECT {_COLUMNS} FROM practice_games WHERE id = ?", (pid,)).fetchone())
-
-
-def team_games(db: ServiceDB, tid: int, limit: int = 50) -> list[PracticeGame]:
-    rows = db.db.execute(
-        f"SELECT {_COLUMNS} FROM practice_games WHERE team_id = ? ORDER BY id DESC LIMIT ?", (tid, limit)
-    ).fetchall()
-    return [g for g in map(_game, rows) if g is not None]
-
-
-def next_queued(db: ServiceDB) -> PracticeGame | None:
-    """The oldest game waiting (each team has one in flight at most: first come, first played)."""
-    return _game(
-        db.db.execute(
-            f"SELECT {_COLUMNS} FROM practice_games WHERE status = 'queued' ORDER BY id LIMIT 1"
-        ).fetchone()
-    )
-
-
-def requeue_playing(db: ServiceDB) -> int:
-    """At the server's start: a game that was playing when it stopped is played again."""
-    return db.db.execute(
-        "UPDATE practice_games SET status = 'queued', started_at = NULL WHERE status = 'playing'"
-    ).rowcount
-
-
-def set_playing(db: ServiceDB, pid: int) -> None:
-    db.db.execute(
-        "UPDATE practice_games SET status = 'playing', started_at = ? WHERE id = ?", (time.time(), pid)
-    )
-
-
-def set_ended(
-    db: ServiceDB, pid: int, status: PracticeStatus, error: str | None, results: list[Result] | None = None
-) -> None:
-    db.db.execute(
-        "UPDATE practice_games SET status = ?, error = ?, results = ?, finished_at = ? WHERE id = ?",
-        (status, error, msgspec.json.encode(results or []).decode(), time.time(), pid),
-    )
-
-
-def limits_of(db: ServiceDB, tid: int, since: float) -> tuple[int, list[float]]:
-    """The team's games in flight, and the times of those asked for since `since`."""
-    marks = ", ".join("?" * len(IN_FLIGHT))
-    flying = int(
-        db.db.execute(
-            f"SELECT COUNT(*) FROM practice_games WHERE team_id = ? AND status IN ({marks})",
-            (tid, *IN_FLIGHT),
-        ).fetchone()[0]
-    )
-    times = [
-        float(r[0])
-        for r in db.db.execute(
-            "SELECT created_at FROM practice_games WHERE team_id = ? AND created_at > ? ORDER BY created_at",
-            (tid, since),
-        )
-    ]
-    return flying, times
 
 
 # ------------------------------------------------------------ the picks

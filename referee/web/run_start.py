@@ -31,6 +31,7 @@ from ..bots.netpolicy import (
     check_url,
 )
 from ..service.errors import Conflict, NotFound
+from ..service.store import Run, ServiceDB, Submission, Team
 from ..tournament.executors import Executor, ExecutorError, LocalExecutor, RayExecutor
 from ..tournament.league import (
     League,
@@ -40,7 +41,6 @@ from ..tournament.league import (
     parse_league,
 )
 from ..tournament.runner import Interrupted, Tournament
-from .db import Run, ServiceDB, Submission, Team
 
 
 def containers_enabled() -> bool:

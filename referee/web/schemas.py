@@ -13,9 +13,9 @@ from typing import Literal
 import msgspec
 
 from ..admission import AdmissionReport
+from ..service.store import RunStatus, SubmissionStatus
 from ..tournament.ratings import Standing
 from ..tournament.results import GameRow
-from .db import RunStatus, SubmissionStatus
 
 # ------------------------------------------------------------ request bodies
 

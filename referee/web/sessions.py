@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 from aiohttp import web
 
+from ..service.store import SESSION_S, ServiceDB, Session, Team
 from .app_state import DB, SETTINGS
-from .db import SESSION_S, ServiceDB, Session, Team
 from .errors import fail
 
 COOKIE = "referee_session"

@@ -47,10 +47,10 @@ import msgspec
 from aiohttp import web
 
 from ..service.errors import Conflict, DiskFull, RateLimited, TooLarge
+from ..service.store import ServiceDB, Team
 from ..tournament.ladder import needed_entries
 from ..tournament.league import LeagueError
 from .app_state import DB, SETTINGS
-from .db import ServiceDB, Team
 from .health import ServiceFault
 from .run_start import decode_league
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from referee.bots import instance as I
 from referee.bots.instance import Instance
 from referee.cli import main
+from referee.service.store import ServiceDB
 from referee.web.admission_queue import image_tag, service_instance
-from referee.web.db import ServiceDB
 
 
 def test_every_name_carries_the_id() -> None:

@@ -36,9 +36,9 @@ from referee.bots.builds import remove_image  # noqa: E402
 from referee.bots.container import ContainerBot  # noqa: E402
 from referee.bots.image_archive import load_image_archive  # noqa: E402
 from referee.bots.source_build import build_source  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
 from referee.web.admission_queue import PIPELINE  # noqa: E402
 from referee.web.app_state import DB  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.storage import free_bytes  # noqa: E402
 
 pytestmark = pytest.mark.slow

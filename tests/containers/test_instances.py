@@ -28,9 +28,9 @@ from referee.bots.factory import BotFactory, BotSpec
 from referee.bots.instance import INSTANCE_LABEL, Instance
 from referee.bots.netpolicy import AddressPolicy
 from referee.containers_cli import containers_cleanup
+from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
 from referee.web.admission_queue import PIPELINE, image_tag, retag_pinned, service_instance
-from referee.web.db import ServiceDB
 
 #: Every image the tests here make carries it, so a prune can be confined to them.
 RUN = f"t{secrets.token_hex(4)}"

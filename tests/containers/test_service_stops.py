@@ -30,7 +30,7 @@ from test_builds import PY_BOT, make_zip  # noqa: E402
 
 from referee.bots import free_port  # noqa: E402
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
-from referee.web import ServiceDB  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,8 @@ from containers_helpers import upload_settled  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 from test_web_api import auth, error_of, new_competition, new_team  # noqa: E402
 
+from referee.service.store import ServiceDB  # noqa: E402
 from referee.web.app_state import DB, SETTINGS  # noqa: E402
-from referee.web.db import ServiceDB  # noqa: E402
 from referee.web.run_start import prepare_run  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -58,7 +58,8 @@ from helpers_web import (  # noqa: E402
 )
 
 from referee.bots import free_port  # noqa: E402
-from referee.web import ServiceDB, Settings, make_app  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
+from referee.web import Settings, make_app  # noqa: E402
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")

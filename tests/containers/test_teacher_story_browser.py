@@ -65,7 +65,7 @@ from test_builds import make_zip, python_bot_files  # noqa: E402
 
 from referee.bots import free_port  # noqa: E402
 from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
-from referee.web import ServiceDB  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")

@@ -277,3 +277,46 @@ def test_the_classroom_core_never_imports_the_web_framework() -> None:
         )
     )
     assert wrong == []
+
+
+#: The modules that may import sqlite3: the two stores (issue 33, item 2).
+SQL_MODULES = ("referee.service.store", "referee.tournament.store")
+#: Until the tournament store's step merges (it makes referee.tournament.store
+#: the only reader and writer of tournament.sqlite), the ladder still opens it.
+SQL_MODULES_FOR_NOW = ("referee.tournament.ladder",)
+
+
+def _sql_outside_the_stores(modules: dict[str, Path]) -> list[str]:
+    allowed = SQL_MODULES + SQL_MODULES_FOR_NOW
+    return sorted(
+        f"{name} imports sqlite3"
+        for name, path in modules.items()
+        if "sqlite3" in _third_party(path) and not _allowed(name, allowed)
+    )
+
+
+def test_only_the_stores_run_sql() -> None:
+    """Every SQL statement of the service is in ``referee.service.store``, of a
+    tournament's database in ``referee.tournament.store``: no other module of
+    the referee imports sqlite3 (a lazy import too)."""
+    modules = {n: p for n, p in _modules().items() if n.startswith("referee")}
+    assert "referee.service.store.db" in modules
+    assert _sql_outside_the_stores(modules) == []
+    for name in SQL_MODULES_FOR_NOW:  # each exception is still needed
+        assert name not in modules or "sqlite3" in _third_party(modules[name]), (
+            f"drop {name} from SQL_MODULES_FOR_NOW"
+        )
+
+
+def test_the_sql_check_finds_an_import(tmp_path: Path) -> None:
+    """The check above could not pass by finding nothing."""
+    (tmp_path / "lazy.py").write_text("def f() -> None:\n    import sqlite3\n")
+    (tmp_path / "plain.py").write_text("import json\n")
+    found = _sql_outside_the_stores(
+        {
+            "referee.web.lazy": tmp_path / "lazy.py",
+            "referee.service.store.runs": tmp_path / "lazy.py",
+            "referee.web.plain": tmp_path / "plain.py",
+        }
+    )
+    assert found == ["referee.web.lazy imports sqlite3"]

@@ -14,10 +14,10 @@ import pytest
 from referee.admission import AdmissionLine, AdmissionReport
 from referee.bots.factory import BotSpec
 from referee.check import CheckLine
+from referee.service.store import RUN_STATUSES, SUBMISSION_STATUSES, ServiceDB
 from referee.tournament import settle
 from referee.tournament.ladder import Entry, open_ladder_store, put_entry, read_entries
 from referee.tournament.ratings import Standing
-from referee.web.db import RUN_STATUSES, STATUSES, ServiceDB
 
 
 def _entry(status: str) -> Entry:
@@ -61,7 +61,7 @@ def test_a_run_status_is_checked_where_it_is_stored(tmp_path: Path) -> None:
     finally:
         db.close()
     assert RUN_STATUSES == ("running", "finished", "interrupted", "failed")
-    assert "waiting" in STATUSES and "accepted" in STATUSES
+    assert "waiting" in SUBMISSION_STATUSES and "accepted" in SUBMISSION_STATUSES
 
 
 def test_one_line_type_and_the_admission_report_keeps_its_json() -> None:

@@ -170,7 +170,7 @@ def db_file(tmp: Path) -> Path:
 
 def new_admin_token(db_path: Path) -> str:
     """The admin token of a new service database at `db_path` (made there)."""
-    from referee.web import ServiceDB
+    from referee.service.store import ServiceDB
 
     db = ServiceDB(db_path)
     try:

@@ -24,7 +24,7 @@ from test_web_api import auth, new_competition, new_team, settled, submit
 from test_web_ladder import LEAGUE
 
 from protocol.messages import ActRequest
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 from referee.web.admission_queue import PIPELINE
 from referee.web.app_state import DB
 from sample_bots import greedy

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from helpers_web import league_text
 
-from referee.web import ServiceDB
-from referee.web.db import hash_token
+from referee.service.store import ServiceDB, hash_token
 
 Service = Callable[..., Awaitable[Any]]
 

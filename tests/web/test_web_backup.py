@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from helpers_web import new_admin_token
 from test_web_api import auth, new_competition, new_team, submit
 
+from referee.service.store import SCHEMA_VERSION
 from referee.web import Settings, make_app
 from referee.web.backup import MANIFEST
 from referee.web.commands import backup_command, restore_command, start
-from referee.web.db import SCHEMA_VERSION
 
 Service = Any
 
@@ -148,7 +148,7 @@ async def test_a_backup_made_while_a_run_plays_restores_to_a_working_service(
 
 
 def test_restore_checks_the_manifest_and_needs_force_to_replace(tmp_path: Path) -> None:
-    from referee.web import ServiceDB
+    from referee.service.store import ServiceDB
 
     db_path = tmp_path / "a" / "service.sqlite"
     new_admin_token(db_path)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tournament"))
 
 from test_league_bounds import FIELDS, attacks, case_text, range_text  # noqa: E402
 
-from referee.web import ServiceDB  # noqa: E402
+from referee.service.store import ServiceDB  # noqa: E402
 
 Service = Any
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from helpers_web import LOOPBACK, Background, league_text, new_admin_token
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")

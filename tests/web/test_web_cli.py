@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from helpers_web import Background, league_text, sample_bot_app
 
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 from referee.web.commands import replay, serve, start
 
 

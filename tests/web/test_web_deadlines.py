@@ -17,7 +17,8 @@ import pytest
 from helpers_web import LOOPBACK
 from test_web_api import auth, error_of
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
 from referee.web.deadlines import remaining
 
 Service = Any

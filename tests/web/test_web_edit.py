@@ -407,7 +407,9 @@ async def test_a_competition_from_before_versions_gets_its_league_as_version_one
     cid = await new_competition(client, admin_token, house={"house-greedy": bot_urls["greedy"]})
     tid, token = await new_team(client, admin_token, cid, "ada")
     await submit(client, cid, tid, token, {"url": bot_urls["random"]})
-    with sqlite3.connect(db_path) as db:
+    with sqlite3.connect(
+        db_path
+    ) as db:  # raw on purpose: no store function makes a database of before versions
         db.execute("DELETE FROM league_versions")
     first = await play_run(client, cid, admin_token)
     with sqlite3.connect(db_path) as db:

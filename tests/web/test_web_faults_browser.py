@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from helpers_web import Background, league_text, new_admin_token
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "containers"))
 

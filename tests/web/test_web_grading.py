@@ -19,7 +19,7 @@ import pytest
 from test_web_api import auth, error_of, new_team, settled, submit
 from test_web_ladder import competition, until
 
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 
 Service = Any
 

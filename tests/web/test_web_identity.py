@@ -25,6 +25,7 @@ from test_web_upload_limits import url_of
 from test_web_why import turncoat_app
 
 from referee.service.errors import Conflict
+from referee.service.store import ServiceDB
 from referee.tournament.ladder import ladder_entries
 
 Service = Any
@@ -209,8 +210,9 @@ async def test_a_withdrawn_teams_bot_is_no_practice_opponent(
 async def test_a_game_asked_before_the_withdrawal_does_not_seat_the_withdrawn_bot(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
-    from referee.web.db import ServiceDB
-    from referee.web.practice import Seat, add_game, practice_league
+    from referee.service.store import ServiceDB
+    from referee.service.store.practice import Seat, add_game
+    from referee.web.practice import practice_league
 
     client = await service(submissions_per_window=20)
     cid = await practice_competition(
@@ -274,8 +276,9 @@ async def test_an_upload_streaming_when_the_teams_token_is_replaced_is_refused_a
     between.set()
     why = await error_of(await upload, 401)
     assert "token was replaced" in why["error"] and "new token" in why["error"], why
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0] == 0
+    db = ServiceDB(db_path)
+    assert db.count_submissions(tid) == 0
+    db.close()
     folder = db_path.parent / "service-data" / "teams" / str(tid) / "uploads"
     assert not any(folder.iterdir()), list(folder.iterdir())  # nothing of it kept
 
@@ -304,13 +307,16 @@ async def test_an_earlier_version_whose_image_was_pruned_is_not_offered_for_prac
     cid = await practice_competition(client, admin_token, bot_urls["greedy"])
     ada, ada_token = await new_team(client, admin_token, cid, "ada")
     pruned = "sha256:" + "0" * 63 + "1"
-    with sqlite3.connect(db_path) as db:  # v1: an upload accepted, its image pruned since
-        cur = db.execute(
-            "INSERT INTO submissions (team_id, kind, note, created_at, status, image_id, updated_at)"
-            " VALUES (?, 'archive', '', 1, 'accepted', ?, 1)",
-            (ada, pruned),
+    db = ServiceDB(db_path)  # v1: an upload accepted, its image pruned since
+    try:
+        sub = db.add_submission(
+            ada, kind="archive", url=None, image=None, secret=None, note="", status="accepted"
         )
-        v1 = int(cur.lastrowid or 0)
+        assert sub is not None
+        db.update_submission(sub.id, image_id=pruned)
+        v1 = sub.id
+    finally:
+        db.close()
     await submit(client, cid, ada, ada_token, {"url": bot_urls["random"]})  # v2, in play
     listing = await (await client.get(base(cid, ada), headers=auth(ada_token))).json()
     assert f"version:{v1}" not in [c["value"] for c in listing["choices"]], listing["choices"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_web_api import auth, error_of, new_team, submit
 
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 
 Service = Any
 

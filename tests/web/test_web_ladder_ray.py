@@ -14,8 +14,9 @@ from test_web_api import auth, new_team, submit
 from test_web_ladder import LEAGUE, ladder_dir, until
 
 from referee.bots.instance import Instance
+from referee.service.store import ServiceDB
 from referee.tournament.runner import DETERMINISTIC_FIELDS
-from referee.web import ServiceDB, Settings, make_app
+from referee.web import Settings, make_app
 from referee.web.admission_queue import PIPELINE
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")

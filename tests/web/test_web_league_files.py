@@ -12,7 +12,7 @@ from typing import Any
 from helpers_web import league_text
 from test_web_api import auth, error_of, play_run
 
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 from referee.web.run_start import decode_league
 
 Service = Callable[..., Awaitable[Any]]

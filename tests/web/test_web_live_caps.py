@@ -27,7 +27,8 @@ from clocks import FakeClock
 from helpers_web import LOOPBACK, league_text, serve
 from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
-from referee.web import ServiceDB, Settings, data, make_app, pages
+from referee.service.store import ServiceDB
+from referee.web import Settings, data, make_app, pages
 from referee.web.app_state import DB, SETTINGS
 from referee.web.boardcache import BOARDS, BoardCache, BoardKey
 from referee.web.data import CACHES, LRU

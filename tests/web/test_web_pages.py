@@ -19,7 +19,7 @@ from test_web_api import settled
 
 from referee.replay import frames
 from referee.replay import read as read_replay
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 from referee.web.viewer import standalone_html
 
 Service = Callable[..., Awaitable[Any]]

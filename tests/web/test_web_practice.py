@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 from test_web_api import auth, error_of, new_team, submit
 
+from referee.service.store import ServiceDB
+from referee.service.store.practice import get_game, set_playing
+
 Service = Any
 
 LEAGUE = """
@@ -317,8 +320,9 @@ async def test_a_game_playing_when_the_server_stopped_is_played_at_the_next_star
     pid = (await r.json())["id"]
     assert (await played(client, cid, ada, token, pid))["status"] == "finished"
     await client.close()
-    with sqlite3.connect(db_path) as db:  # as a server killed mid-game leaves it
-        db.execute("UPDATE practice_games SET status = 'playing', finished_at = NULL WHERE id = ?", (pid,))
+    db = ServiceDB(db_path)  # as a server killed mid-game leaves it
+    set_playing(db, pid)
+    db.close()
     client = await service()
     game = await played(client, cid, ada, token, pid)
     assert game["status"] == "finished" and game["finished_at"] is not None and game["error"] is None, game
@@ -375,8 +379,13 @@ async def child_playing(client: Any, out_dir: Path, timeout: float = 120) -> int
 
 
 def out_dir_of(db_path: Path, pid: int) -> Path:
-    with sqlite3.connect(db_path) as db:
-        return Path(db.execute("SELECT out_dir FROM practice_games WHERE id = ?", (pid,)).fetchone()[0])
+    db = ServiceDB(db_path)
+    try:
+        game = get_game(db, pid)
+    finally:
+        db.close()
+    assert game is not None
+    return Path(game.out_dir)
 
 
 def gone(pid: int) -> bool:
@@ -481,9 +490,10 @@ async def test_stopping_the_service_stops_the_practice_process_and_requeues_its_
     child = await child_playing(client, out_dir_of(db_path, pid))
     await client.close()  # the service stops (SIGINT/SIGTERM run the same cleanup)
     assert gone(child), "the practice process outlived the service"
-    with sqlite3.connect(db_path) as db:
-        status, error = db.execute("SELECT status, error FROM practice_games WHERE id = ?", (pid,)).fetchone()
-    assert (status, error) == ("queued", None)
+    db = ServiceDB(db_path)
+    game = get_game(db, pid)
+    db.close()
+    assert game is not None and (game.status, game.error) == ("queued", None)
     # played at the next start, from the start
     client = await service()
     game = await played(client, cid, ada, token, pid, timeout=180)
@@ -499,9 +509,10 @@ async def test_on_ray_the_child_plays_through_the_services_cluster_and_registry(
     is tests/cluster/test_service_two_nodes.py's)."""
     import msgspec
 
+    from referee.service.store.practice import PracticeGame
     from referee.tournament.league import parse_league
     from referee.web import run_start
-    from referee.web.practice import PRACTICE, PracticeGame
+    from referee.web.practice import PRACTICE
     from referee.web.practice_worker import PracticeJob, play
 
     client = await service(

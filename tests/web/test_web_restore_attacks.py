@@ -30,12 +30,11 @@ from click.testing import CliRunner
 from helpers_web import league_text, new_admin_token, referee_cli
 from test_web_api import auth
 
-from referee.web import ServiceDB
+from referee.service.store import SCHEMA_VERSION, SERVICE_DB_NAME, ServiceDB
+from referee.service.store.practice import Seat, add_game, get_game
 from referee.web.app_state import DB
-from referee.web.backup import DB_NAME, MANIFEST
+from referee.web.backup import MANIFEST
 from referee.web.commands import backup_command, restore_command
-from referee.web.db import SCHEMA_VERSION
-from referee.web.practice import Seat, get_game
 
 Service = Any
 
@@ -165,7 +164,7 @@ def test_a_restore_refuses_a_database_whose_rows_name_folders_outside_the_data_f
     (victim / "precious.txt").write_text("the admin's")
     seats = msgspec.json.encode([Seat(kind="house", name="x", pick="house:x", house="x")]).decode()
     edit_db(
-        out / DB_NAME,
+        out / SERVICE_DB_NAME,
         (
             "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
             " VALUES (?, ?, ?, 'queued', ?, 0)",
@@ -225,17 +224,17 @@ async def test_a_stored_league_with_a_house_command_plays_nothing_without_the_fl
     evil = db.add_competition("evil", league_text())  # made under the flag, or edited by hand
     ladder = db.add_competition("ladder", league_text())
     team, _ = db.add_team(evil.id, "ada")
+    # The hostile rows of these tests are written raw on purpose: a league no
+    # check of the service would store (as a database edited by hand, or
+    # restored from a backup someone else made), which the store's functions
+    # never write.
     db.db.execute(
         "UPDATE competitions SET league_toml = ? WHERE id IN (?, ?)",
         (command_league(marker), evil.id, ladder.id),
     )
     db.set_phase(ladder.id, "open")  # its ladder would play again at the start
     seats = [Seat(kind="house", name="evil", pick="house:evil", house="evil")]
-    db.db.execute(
-        "INSERT INTO practice_games (competition_id, team_id, seats, status, out_dir, created_at)"
-        " VALUES (?, ?, ?, 'queued', ?, 0)",
-        (evil.id, team.id, msgspec.json.encode(seats).decode(), str(db.data_dir / "practice-1")),
-    )
+    add_game(db, team, seats, 0.0)
     db.close()
 
     client = await service()
@@ -379,12 +378,12 @@ def test_a_bad_database_stops_serve_and_restore_with_one_line(tmp_path: Path, ki
     line = serve_refuses(db_path)
     assert what in line and str(db_path) in line and todo in line, line
 
-    spoil(out / DB_NAME)
+    spoil(out / SERVICE_DB_NAME)
     reseal(out)
     target_root = tmp_path / "target"
     target_root.mkdir()
     r = cli(restore_command, str(out), "--db", str(target_root / "service.sqlite"))
-    refused_cleanly(r, target_root, {}, what, str((out / DB_NAME).resolve()))
+    refused_cleanly(r, target_root, {}, what, str((out / SERVICE_DB_NAME).resolve()))
 
 
 def read_only_mount(folder: Path) -> list[str]:

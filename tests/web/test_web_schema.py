@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from referee.web import ServiceDB
+from referee.service.store import SCHEMA_VERSION, STEPS, SchemaError, ServiceDB
+from referee.service.store.maintenance import replace_in_text
 from referee.web.commands import serve, start
-from referee.web.db import SCHEMA_VERSION, STEPS, SchemaError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prev-90465a8"
 #: Where fixtures/make_prev.py made it (the runs' folders are recorded there).
@@ -29,9 +29,7 @@ def previous_release(tmp_path: Path) -> Path:
     """The previous release's database and data folder, as if moved to `tmp_path`."""
     shutil.copy(FIXTURE / "service.sqlite", tmp_path / "service.sqlite")
     shutil.copytree(FIXTURE / "service-data", tmp_path / "service-data")
-    with sqlite3.connect(tmp_path / "service.sqlite") as db:
-        db.execute("UPDATE runs SET out_dir = replace(out_dir, ?, ?)", (MADE_AT, str(tmp_path)))
-    db.close()
+    replace_in_text(tmp_path / "service.sqlite", MADE_AT, str(tmp_path))  # as a restore moves it
     return tmp_path / "service.sqlite"
 
 

@@ -18,7 +18,7 @@ from helpers_web import LOOPBACK, league_text
 from test_web_api import auth, error_of, new_competition, new_team, play_run, settled, submit
 
 from referee.bots.netpolicy import AddressPolicy, host_addresses, parse_networks
-from referee.web import ServiceDB
+from referee.service.store import ServiceDB
 from referee.web.app_state import SETTINGS
 from referee.web.sessions import COOKIE
 

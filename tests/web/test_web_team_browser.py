@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 from helpers_web import LOOPBACK, Background, expect_waits, league_text, new_admin_token, sample_bot_app
 
-from referee.web import ServiceDB, Settings, make_app
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.append(str(TESTS / "containers"))

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from test_web_api import auth, error_of, new_competition, new_team
 
+from referee.service.store import ServiceDB
 from referee.web.app_state import SETTINGS
 
 Service = Any
@@ -56,8 +56,11 @@ def url_of(cid: int, tid: int) -> str:
 
 
 def submissions_of(db_path: Path, tid: int) -> int:
-    with sqlite3.connect(db_path) as db:
-        return int(db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0])
+    db = ServiceDB(db_path)
+    try:
+        return db.count_submissions(tid)
+    finally:
+        db.close()
 
 
 async def test_twelve_parallel_uploads_hold_one_upload_of_disk(
@@ -292,7 +295,7 @@ async def test_a_slot_left_by_a_crash_is_free_again_at_the_next_start(
 ) -> None:
     """A service that died mid-upload left the team's slot taken: the next
     start gives it back (else the team could never upload again)."""
-    from referee.web import ServiceDB
+    from referee.service.store import ServiceDB
 
     client = await service()
     cid = await new_competition(client, admin_token)

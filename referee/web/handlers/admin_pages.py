@@ -12,13 +12,13 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ...service.errors import ServiceError
+from ...service.store import Competition, Run, ServiceDB, Team
 from ...textsafe import Verbatim, csv_writer
 from ...tournament.ladder import ladder_entries
 from .. import grading, pages
 from ..app_state import DB
 from ..boardcache import forget
 from ..data import numbered, submission_detail, team_standings
-from ..db import Competition, Run, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail, message_of, status_of
 from ..ladder_service import ladder_waiting

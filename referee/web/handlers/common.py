@@ -9,8 +9,8 @@ import msgspec
 from aiohttp import web
 
 from ...bots.netpolicy import within
+from ...service.store import Competition, Run, ServiceDB, Team
 from ..app_state import DB, SETTINGS
-from ..db import Competition, Run, ServiceDB, Team
 from ..errors import fail
 from ..validation import path_int, query_id
 

@@ -7,12 +7,12 @@ import asyncio
 from aiohttp import web
 
 from ...service.errors import Invalid, ServiceError
+from ...service.store import Competition, LeagueVersion, ServiceDB
 from ...tournament.league import League, LeagueError
 from .. import data, pages
 from ..app_state import DB, SETTINGS
 from ..auth import require_admin
 from ..boardcache import BOARDS, BoardKey, forget, latest_board, rendered
-from ..db import Competition, LeagueVersion, ServiceDB
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page

@@ -24,12 +24,12 @@ from ...diagnostics import (
 from ...record import LatencyStats
 from ...replay import ReplayError, frames
 from ...replay import read as read_replay
+from ...service.store import Competition, Run, ServiceDB, Submission, Team
 from ...tournament.ladder import ladder_entries
 from ...tournament.runner import DB_NAME
 from .. import pages
 from ..app_state import DB
 from ..auth import require_team
-from ..db import Competition, Run, ServiceDB, Submission, Team
 from ..errors import fail
 from ..grading import team_bots
 from ..sessions import SignedIn, signed_in

@@ -32,10 +32,10 @@ from markupsafe import Markup
 
 from protocol.messages import DECK_PRESETS
 
+from ...service.store import Competition, ServiceDB
 from ...tournament.league import League, LeagueError
 from .. import pages
 from ..app_state import DB
-from ..db import Competition, ServiceDB
 from ..errors import fail
 from ..run_start import check_league_text
 from .common import competition_of

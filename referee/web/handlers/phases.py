@@ -10,13 +10,13 @@ import msgspec
 from aiohttp import web
 
 from ...service.errors import Conflict, ServiceError
+from ...service.store import Competition, ServiceDB
 from ...tournament.league import CONCURRENCY, SEED
 from .. import deadlines, grading, ladder_service
 from ..app_state import DB
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
-from ..db import Competition, ServiceDB
 from ..errors import fail, message_of, status_of
 from ..schemas import OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin

@@ -17,26 +17,23 @@ from aiohttp import web
 
 from ...replay import ReplayError
 from ...service.errors import Conflict, RateLimited
+from ...service.store import ServiceDB, Team
+from ...service.store.practice import PracticeGame, get_game, limits_of, team_games
+from ...service.store.practice import add_game as _add_game
 from ...tournament.results import replay_path
 from .. import pages
 from ..app_state import DB, SETTINGS
 from ..auth import bearer, identify, require_team
-from ..db import ServiceDB, Team
 from ..errors import fail
 from ..practice import (
     IN_FLIGHT_RETRY_S,
     PRACTICE,
-    PracticeGame,
     PracticeList,
     PracticeRequest,
     choices,
-    get_game,
     gone_images,
     info,
-    limits_of,
-    team_games,
 )
-from ..practice import add_game as _add_game
 from ..practice import seats_for as _seats_for
 from ..sessions import check_csrf, same_origin
 from ..validation import path_int, read_body

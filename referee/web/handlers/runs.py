@@ -7,13 +7,13 @@ import asyncio
 from aiohttp import web
 
 from ...service.errors import ServiceError
+from ...service.store import ServiceDB
 from ...tournament.results import games_list
 from .. import data, pages
 from ..app_state import DB, RUNS, SETTINGS
 from ..auth import is_admin, require_admin
 from ..boardcache import forget
 from ..data import run_info
-from ..db import ServiceDB
 from ..errors import fail
 from ..ladder_service import executor_of
 from ..run_start import RunThread, pin_house_text, prepare_run

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from aiohttp import BodyPartReader, web
 
+from ...service.store import Competition, ServiceDB, Team
 from .. import pages
 from ..admission_queue import team_dir
 from ..app_state import DB, SETTINGS
 from ..data import numbered, submission_detail, submission_info, team_standings
-from ..db import Competition, ServiceDB, Team
 from ..deadlines import page_context
 from ..errors import fail
 from ..paging import page_of, query_page

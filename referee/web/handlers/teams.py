@@ -6,13 +6,13 @@ from pathlib import Path
 
 from aiohttp import web
 
+from ...service.store import Competition, ServiceDB, SlotRevoked, Submission, Team
 from ...tournament.league import LeagueError
 from ..admission_queue import PIPELINE, team_dir
 from ..app_state import DB, SETTINGS
 from ..auth import require_admin, require_team
 from ..boardcache import forget
 from ..data import numbered, submission_detail, submission_info
-from ..db import Competition, ServiceDB, SlotRevoked, Submission, Team
 from ..errors import fail
 from ..run_start import containers_enabled, house_bots
 from ..schemas import (
