@@ -238,10 +238,11 @@ def test_league_limits_merge_and_errors() -> None:
         return str(err.value)
 
     assert error('limits = { memory = "lots" }') == (
-        'league.toml:15: [[bots]] #1 limits \'memory\': expected a size like "128m", "1g" or "512k", got \'lots\''
+        "league.toml:15: [[bots]] #1 limits 'memory': must be a size from 6m to 64g "
+        '(like "128m", swap included), got \'lots\''
     )
     assert "unknown key 'pidz'" in error("limits = { pidz = 3 }")
-    assert "league.toml:12: [containers] 'pids': must be at least 4" in error("", "[containers]\npids = 1\n")
+    assert "league.toml:12: [containers] 'pids': must be a whole number from 4 to 4096" in error("", "[containers]\npids = 1\n")
     assert 'only "none" is supported' in error('limits = { network = "internal" }')
     assert "use {unix}" not in error('command = ["x", "--port", "{port}"]')
     assert "listens on the unix socket {unix}" in error('command = ["x", "--port", "{port}"]')

@@ -5,6 +5,7 @@ that listens beyond loopback warns once, naming what must protect it."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import stat
@@ -13,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -139,46 +141,83 @@ def _not_loopback(sockets: list[tuple[int, str, int]]) -> list[str]:
 # ------------------------------------------------------------------------ a cluster
 
 
+#: The service's own cluster (no --address), started as ``referee serve`` starts
+#: one, in a process of its own (so that no cluster an earlier test of this
+#: process left behind is joined instead): prints its GCS address, then the
+#: Ray variables it set (JSON), and keeps it up until stdin ends.
+OWN = """
+import asyncio, json, os, sys
+import ray
+from referee.tournament.executors import RAY_AUTH_VARIABLES, RayExecutor
+executor = RayExecutor(workers=1)
+assert ray.get(executor.workers[0].pid.remote(), timeout=120) > 0  # a worker actor is up, with its port
+print(ray.get_runtime_context().gcs_address, flush=True)
+print(json.dumps({k: os.environ[k] for k in RAY_AUTH_VARIABLES if k in os.environ}), flush=True)
+sys.stdin.read()
+asyncio.run(executor.close())
+"""
+
+
+class OwnCluster(NamedTuple):
+    gcs: str
+    #: The process that started it (the service).
+    pid: int
+    #: What it set in its environment for its cluster: what its practice processes inherit.
+    env: dict[str, str]
+
+
 @pytest.fixture
-def own_cluster() -> Iterator[str]:
-    """A cluster started as the service starts one (no --address): its GCS address."""
+def own_cluster(tmp_path: Path) -> Iterator[OwnCluster]:
+    """A cluster started as the service starts one (no --address)."""
     pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
-    import asyncio
-
-    import ray
-
-    from referee.tournament.executors import RayExecutor
-
-    executor = RayExecutor(workers=1)
+    log = tmp_path / "own.log"
+    with log.open("w") as err:
+        service = subprocess.Popen(
+            [sys.executable, "-c", OWN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=_env(),
+            cwd=ROOT,
+        )
     try:
-        # A worker actor is up, with its own port.
-        assert ray.get(executor.workers[0].pid.remote(), timeout=120) > 0
-        yield str(ray.get_runtime_context().gcs_address)
+        assert service.stdout is not None
+        gcs = service.stdout.readline().strip()
+        assert gcs, f"the service's cluster did not start: {log.read_text()[-2000:]}"
+        env = json.loads(service.stdout.readline())
+        yield OwnCluster(gcs, service.pid, env)
     finally:
-        asyncio.run(executor.close())
+        assert service.stdin is not None
+        service.stdin.close()
+        try:
+            service.wait(60)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.wait()
 
 
 @pytest.mark.slow
-def test_own_cluster_listens_on_loopback_only(own_cluster: str) -> None:
-    sockets = listening(descendants(os.getpid()))
+def test_own_cluster_listens_on_loopback_only(own_cluster: OwnCluster) -> None:
+    sockets = listening(descendants(own_cluster.pid))
     ports = {port for _, _, port in sockets}
-    assert int(own_cluster.rpartition(":")[2]) in ports, f"the GCS's socket was not found among {sockets}"
+    assert int(own_cluster.gcs.rpartition(":")[2]) in ports, f"the GCS's socket was not found among {sockets}"
     assert len(sockets) >= 4, f"too few Ray sockets found to check: {sockets}"
     assert _not_loopback(sockets) == []
 
 
 @pytest.mark.slow
-def test_a_stranger_driver_cannot_join_the_own_cluster(own_cluster: str) -> None:
+def test_a_stranger_driver_cannot_join_the_own_cluster(own_cluster: OwnCluster) -> None:
     from referee.tournament import executors
 
     if not executors.ray_has_token_auth():
         pytest.skip("this Ray has no token authentication (2.52 on): loopback is its only guard")
     # The token is the cluster's own, in a file and folder only this user reads.
-    token = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+    token = Path(own_cluster.env["RAY_AUTH_TOKEN_PATH"])
     assert (stat.S_IMODE(token.stat().st_mode), stat.S_IMODE(token.parent.stat().st_mode)) == (0o600, 0o700)
     # The stranger keeps a loopback address as given (else Ray swaps it for the machine's).
     stranger = _python(
-        STRANGER, own_cluster, env=_env(RAY_AUTH_MODE="disabled", **{executors.RAY_ONE_MACHINE: "0"})
+        STRANGER, own_cluster.gcs, env=_env(RAY_AUTH_MODE="disabled", **{executors.RAY_ONE_MACHINE: "0"})
     )
     assert "JOINED" not in stranger.stdout, f"a driver without the token ran a task: {stranger.stdout}"
     assert stranger.returncode != 0
@@ -186,9 +225,9 @@ def test_a_stranger_driver_cannot_join_the_own_cluster(own_cluster: str) -> None
 
 
 @pytest.mark.slow
-def test_joining_the_own_cluster_works_and_does_not_warn(own_cluster: str) -> None:
+def test_joining_the_own_cluster_works_and_does_not_warn(own_cluster: OwnCluster) -> None:
     """A practice game's process joins the service's cluster with the environment it inherits."""
-    join = _python(JOIN, own_cluster, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    join = _python(JOIN, own_cluster.gcs, env=_env(**own_cluster.env))
     assert "JOINED" in join.stdout, join.stderr[-2000:]
     assert WARNING not in join.stderr
 
