@@ -10,8 +10,8 @@ Two figures, each with the one-node figure as its baseline:
   started on the first node at their handshake, on the second at their
   first game there).
 - **image distribution**: each image pushed to a registry that never saw
-  it (:meth:`~referee.bots.registry.Registry.push`), then made present on a
-  node (:meth:`~referee.bots.registry.ImageCache.ensure`): on the one node,
+  it (:meth:`~referee.bots.cluster.registry.Registry.push`), then made present on a
+  node (:meth:`~referee.bots.cluster.registry.ImageCache.ensure`): on the one node,
   which shares the coordinator's Docker daemon, a look-up; on the second
   node, a pull by digest into a daemon that never had it.
 
@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from referee import engine_status  # noqa: E402
-from referee.bots.baseimage import build_bot_image  # noqa: E402
-from referee.bots.docker_daemon import docker_client  # noqa: E402
-from referee.bots.registry import ImageCache, Registry  # noqa: E402
+from referee.bots.cluster.registry import ImageCache, Registry  # noqa: E402
+from referee.bots.images.baseimage import build_bot_image  # noqa: E402
+from referee.bots.sandbox.docker_daemon import docker_client  # noqa: E402
 from referee.tournament.executors import RayExecutor  # noqa: E402
 from tests.cluster.cluster_helpers import (  # noqa: E402
     RegistryProcess,

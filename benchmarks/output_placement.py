@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from protocol import Timeouts  # noqa: E402
-from referee.bots.baseimage import build_bot_image, build_image  # noqa: E402
-from referee.bots.container import ContainerBot  # noqa: E402
-from referee.bots.docker_daemon import (  # noqa: E402
+from referee.bots.images.baseimage import build_bot_image, build_image  # noqa: E402
+from referee.bots.sandbox.container import ContainerBot  # noqa: E402
+from referee.bots.sandbox.docker_daemon import (  # noqa: E402
     check_runtime,
     cleanup_containers,
     docker_client,

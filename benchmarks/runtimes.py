@@ -2,7 +2,7 @@
 
 The same sample bot image (``random``: it answers at once, so the figure is the
 transport's and the sandbox's, not the bot's thinking) runs twice, as two
-:class:`referee.bots.container.ContainerBot` with every limit of a league
+:class:`referee.bots.sandbox.container.ContainerBot` with every limit of a league
 (memory, pids, read-only root, no network, the guarded unix socket), one
 under each runtime. Each pair plays the same deal once with each (the order
 alternates: ``runc`` first in even pairs), through
@@ -16,7 +16,7 @@ Beside it, the time from creating a container to its first answer to ``GET /``
 starts each, alternated.
 
 Needs a Docker daemon with ``runsc`` registered (``docker info`` lists it; see
-docs/containers.md on how); the images are built or reused (``referee.bots.baseimage``).
+docs/containers.md on how); the images are built or reused (``referee.bots.images.baseimage``).
 
     python benchmarks/runtimes.py [--pairs 15] [--players 3] [--games 5] [--starts 5]
                                   [--runtime runsc] [--baseline runc] [--json]
@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from protocol import Rules, Timeouts  # noqa: E402
 from referee import engine_status  # noqa: E402
-from referee.bots.container import ContainerBot  # noqa: E402
-from referee.bots.container_limits import ContainerLimits  # noqa: E402
-from referee.bots.docker_daemon import check_runtime, docker_client, set_runtime  # noqa: E402
+from referee.bots.sandbox.container import ContainerBot  # noqa: E402
+from referee.bots.sandbox.container_limits import ContainerLimits  # noqa: E402
+from referee.bots.sandbox.docker_daemon import check_runtime, docker_client, set_runtime  # noqa: E402
 from referee.match import Match  # noqa: E402
 from referee.record import RequestLine  # noqa: E402
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 3:
         parser.error("--pairs must be at least 3")
-    from referee.bots.baseimage import build_bot_image
+    from referee.bots.images.baseimage import build_bot_image
 
     set_runtime(None)  # each bot under its own runtime, whatever $REFEREE_CONTAINER_RUNTIME says
     client = docker_client()

@@ -41,9 +41,9 @@ import msgspec
 from protocol.messages import Rules, Timeouts
 
 from .bots.base import Bot, BotError
-from .bots.container import ContainerLimits
 from .bots.factory import BotFactory, BotSpec
 from .bots.process import tail_of
+from .bots.sandbox.container import ContainerLimits
 from .check import CheckLine, OutputProbe, run_checks
 from .match import Match
 from .record import FaultPolicy

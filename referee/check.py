@@ -47,7 +47,7 @@ from referee.bots import (
     HttpBot,
 )
 from referee.bots.http import INFO_SHAPE
-from referee.bots.marks import without_marks
+from referee.bots.sandbox.marks import without_marks
 from referee.game import ActionError, GameState, layout, new_game, view
 from referee.record import latency_stats
 from referee.report import describe

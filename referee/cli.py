@@ -93,7 +93,7 @@ def _logs(log_dir: Path | None) -> Path:
 def main(instance_id: str | None) -> None:
     """Referee for 3UP 3DOWN bot tournaments."""
     if instance_id is not None:
-        from .bots.instance import cli_instance, use
+        from .bots.sandbox.instance import cli_instance, use
 
         try:
             use(cli_instance(instance_id))
@@ -356,7 +356,7 @@ def tournament(
             param_hint="--concurrency",
         )
     if runtime is not None:
-        from referee.bots.docker_daemon import set_runtime
+        from referee.bots.sandbox.docker_daemon import set_runtime
 
         if not runtime.strip():
             raise click.BadParameter("must name a runtime (runsc for gVisor)", param_hint="--runtime")

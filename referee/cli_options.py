@@ -68,7 +68,7 @@ def checked_registry(executor: str, registry: str | None) -> str | None:
         raise click.BadParameter(
             "a registry serves the nodes of --executor ray only", param_hint="--registry"
         )
-    from .bots.registry import check_registry
+    from .bots.cluster.registry import check_registry
 
     try:
         return check_registry(registry)

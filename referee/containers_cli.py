@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from .bots.base import BotError
-from .bots.docker_daemon import MANAGED_LABEL, cleanup_containers, find_containers
-from .bots.instance import INSTANCE_LABEL, Instance, check_instance_id, current
+from .bots.sandbox.docker_daemon import MANAGED_LABEL, cleanup_containers, find_containers
+from .bots.sandbox.instance import INSTANCE_LABEL, Instance, check_instance_id, current
 
 
 @click.command("cleanup")
@@ -69,7 +69,7 @@ def containers_cleanup(
     labels = {"referee.out": str(out.resolve())} if out is not None else None
     try:
         if dry_run:
-            from .bots.docker_daemon import referee_alive
+            from .bots.sandbox.docker_daemon import referee_alive
 
             found = find_containers(labels, instance=inst)
             names = [str(c.name) for c in found if everything or not referee_alive(c.labels or {})]

@@ -25,8 +25,8 @@ from protocol.codec import ENCODER
 from protocol.messages import APIVERSION
 
 from .bots.managed import ACT_MARK, GAME_MARK
-from .bots.marks import DONE_MARK, without_marks
 from .bots.process import tail_of
+from .bots.sandbox.marks import DONE_MARK, without_marks
 from .game import view
 from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
 from .replay import read as read_replay
@@ -153,7 +153,7 @@ def output_by_request(paths: Sequence[Path], game_id: str, cap: int = TURN_OUTPU
     lines after the referee's ``--- act <request id> <turn>`` mark up to the
     next mark (``--- done <request id>`` included). Container bots: the log
     pump places the marks where the bot's own marks were (the SDK's, exact)
-    or else by the daemon's timestamps (:mod:`referee.bots.marks`). A bot
+    or else by the daemon's timestamps (:mod:`referee.bots.sandbox.marks`). A bot
     that answers several requests at once has the lines printed meanwhile
     given to the request it started on last."""
     out: dict[str, list[str]] = {}

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from referee.bots.socket_folder import unmount
+from referee.bots.sandbox.socket_folder import unmount
 
 __all__ = ["mounts_under", "unmount_under"]
 

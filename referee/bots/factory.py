@@ -5,7 +5,7 @@ entry, a service submission, or a command-line SPEC (:func:`parse_spec`:
 ``http://HOST:PORT``, ``unix:/path.sock``, ``cmd:COMMAND`` with ``{port}``).
 :class:`BotFactory` builds the transport for it: an :class:`HttpBot` for a
 URL, a :class:`CommandBot` for a command, a
-:class:`~referee.bots.container.ContainerBot` for an image, with the same
+:class:`~referee.bots.sandbox.container.ContainerBot` for an image, with the same
 rules wherever the spec came from (``referee match``, ``referee check``,
 ``referee tournament``, the service).
 """
@@ -23,14 +23,14 @@ import aiohttp
 import msgspec
 
 from .base import Bot, BotError
-from .container_limits import ContainerLimits
 from .http import HttpBot
-from .instance import Instance, current
 from .process import CommandBot
+from .sandbox.container_limits import ContainerLimits
+from .sandbox.instance import Instance, current
 
 if TYPE_CHECKING:
-    from .nodepool import RemoteImages
-    from .registry import PinnedImage
+    from .cluster.nodepool import RemoteImages
+    from .cluster.registry import PinnedImage
 
 __all__ = ["BotFactory", "BotSpec", "Kind", "parse_spec"]
 
@@ -132,9 +132,9 @@ class BotFactory:
     `out_dir`: image bots' sockets and logs (default: `log_dir`'s parent).
     `limits`: image bots' limits when their spec has none. `labels`: Docker
     labels of this run's containers. `instance`: the install whose names and
-    label they carry (default: the process's, :func:`~referee.bots.instance.current`).
+    label they carry (default: the process's, :func:`~referee.bots.sandbox.instance.current`).
     `nodes`: the cluster image bots play on (the Ray executor): an image bot
-    is then a :class:`~referee.bots.nodepool.NodeBot`, its image pinned by
+    is then a :class:`~referee.bots.cluster.nodepool.NodeBot`, its image pinned by
     :meth:`prepare` (by id, pushed to the registry when there is one) and its
     containers started on the nodes, never here.
     """
@@ -172,7 +172,7 @@ class BotFactory:
         if spec.image is not None and self.nodes is not None:
             return self._node_bot(spec)
         if spec.image is not None:
-            from .container import ContainerBot
+            from .sandbox.container import ContainerBot
 
             return ContainerBot(
                 spec.image,
@@ -208,8 +208,8 @@ class BotFactory:
         )
 
     def _node_bot(self, spec: BotSpec) -> Bot:
-        from .container_limits import ContainerLimits
-        from .nodepool import NodeBot, seat_of
+        from .cluster.nodepool import NodeBot, seat_of
+        from .sandbox.container_limits import ContainerLimits
 
         assert spec.image is not None and self.nodes is not None
         pinned = self.pinned.get(spec.image)
@@ -231,7 +231,7 @@ class BotFactory:
 
     async def prepare(self, spec: BotSpec) -> list[str]:
         """Before an image bot's first start: check the Docker daemon, its
-        runtime (:func:`~referee.bots.docker_daemon.effective_runtime`) and the
+        runtime (:func:`~referee.bots.sandbox.docker_daemon.effective_runtime`) and the
         image, give an image pinned by id a tag of this instance when another
         install took its tags away (so ``docker image prune`` cannot delete
         it mid-run), and remove this bot's containers left in `out_dir` by a
@@ -247,8 +247,8 @@ class BotFactory:
         if self.nodes is not None:
             self.pinned[spec.image] = await self.nodes.pin(spec.image)
             return []
-        from .container_limits import ContainerLimits
-        from .docker_daemon import (
+        from .sandbox.container_limits import ContainerLimits
+        from .sandbox.docker_daemon import (
             check_runtime,
             cleanup_containers,
             docker_client,

@@ -10,10 +10,10 @@ not depend on the executor.
 - :class:`RayExecutor` (``pip install -e .[ray]``): async Ray actors, each
   playing many games at once over HTTP. URL bots are reached by URL; image
   bots run on the nodes (one worker actor per node, its
-  :class:`~referee.bots.nodepool.NodePool` starting one container per bot
+  :class:`~referee.bots.cluster.nodepool.NodePool` starting one container per bot
   there, every sandbox rule and the socket guard applied on that node), their
   images pinned by id and, with a `registry`, pushed there and pulled by
-  digest (:mod:`referee.bots.registry`). A worker that dies (its node lost)
+  digest (:mod:`referee.bots.cluster.registry`). A worker that dies (its node lost)
   has its games played again elsewhere.
 """
 
@@ -37,8 +37,8 @@ import msgspec
 from protocol.messages import BotInfo, Rules, Timeouts
 
 from ..bots.base import Bot, BotError
-from ..bots.nodepool import ImageSeat
-from ..bots.registry import ClusterError, PinnedImage, Registry
+from ..bots.cluster.nodepool import ImageSeat
+from ..bots.cluster.registry import ClusterError, PinnedImage, Registry
 from ..match import Match
 from ..record import FaultPolicy, MatchResult
 from ..replay import compress
@@ -124,7 +124,7 @@ _REPLY = msgspec.msgpack.Decoder(Reply)
 
 class GameWorker:
     """A Ray actor body: plays games over HTTP with its own client session,
-    and the node's image bots in its :class:`~referee.bots.nodepool.NodePool`."""
+    and the node's image bots in its :class:`~referee.bots.cluster.nodepool.NodePool`."""
 
     def __init__(self) -> None:
         self._session: Any = None
@@ -134,7 +134,7 @@ class GameWorker:
         return os.getpid()
 
     def _nodes(self) -> Any:
-        from ..bots.nodepool import NodePool
+        from ..bots.cluster.nodepool import NodePool
 
         if self._pool is None:
             import ray
@@ -147,8 +147,8 @@ class GameWorker:
         return _REPLY.decode(await self.play(_ENCODER.encode(job)))
 
     async def play(self, job_bytes: bytes) -> bytes:
+        from ..bots.cluster.nodepool import NodeError
         from ..bots.http import HttpBot, make_session
-        from ..bots.nodepool import NodeError
 
         if self._session is None:
             self._session = make_session(connections_per_bot=64)
@@ -188,7 +188,7 @@ class GameWorker:
 
     async def handshake(self, seat_bytes: bytes) -> bytes:
         """Start an image bot on this node and greet it."""
-        from ..bots.nodepool import NodeError
+        from ..bots.cluster.nodepool import NodeError
 
         try:
             info = await self._nodes().handshake(_SEAT.decode(seat_bytes))
@@ -365,7 +365,7 @@ class RayExecutor:
     (every `refresh_s`); a node whose worker dies is not used again."""
 
     name = "ray"
-    #: Image bots run on the nodes (:class:`~referee.bots.nodepool.NodeBot`), not here.
+    #: Image bots run on the nodes (:class:`~referee.bots.cluster.nodepool.NodeBot`), not here.
     remote_images = True
 
     def __init__(
@@ -541,7 +541,7 @@ class RayExecutor:
     async def pin(self, image: str) -> PinnedImage:
         """`image` on the coordinator's daemon by id, pushed to the registry
         (by digest) when there is one. ExecutorError when the registry fails."""
-        from ..bots.docker_daemon import docker_client, image_exists, not_found
+        from ..bots.sandbox.docker_daemon import docker_client, image_exists, not_found
 
         def run() -> PinnedImage:
             client = docker_client()

@@ -25,8 +25,8 @@ import msgspec
 
 from protocol.messages import MAX_PLAYERS, MIN_PLAYERS, Rules, Timeouts
 
-from ..bots.container_limits import ContainerLimits, check_limits, parse_size
 from ..bots.factory import BotSpec
+from ..bots.sandbox.container_limits import ContainerLimits, check_limits, parse_size
 from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy
 
@@ -280,7 +280,7 @@ ROUND_ROBIN_LIMIT: Final = 1_000_000
 MAX_GAMES: Final = 10_000_000
 
 #: How a container bot may be confined (``[containers]``, a bot's ``limits``);
-#: the smallest values are :func:`~referee.bots.container_limits.check_limits`'s.
+#: the smallest values are :func:`~referee.bots.sandbox.container_limits.check_limits`'s.
 CONTAINER_BOUNDS: Final[dict[str, Bound | SizeBound | IdsBound]] = {
     "memory": SizeBound(6 * 1024**2, 64 * 1024**3, "swap included"),
     "cpus": Bound(0.01, 64, "cores' worth of time", whole=False),

@@ -26,10 +26,10 @@ import aiohttp
 import msgspec
 
 from ..bots.base import Bot, BotError
+from ..bots.cluster.nodepool import ImageSeat, NodeBot
 from ..bots.dropped import DroppedBot
 from ..bots.factory import BotFactory, BotSpec
 from ..bots.http import make_session
-from ..bots.nodepool import ImageSeat, NodeBot
 from ..record import MatchResult
 from ..report import Progress
 from ..textsafe import csv_writer, for_terminal

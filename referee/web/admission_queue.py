@@ -5,8 +5,8 @@ One pipeline whatever was submitted:
 1. **make it runnable** (status ``building``): a URL is resolved once and
    pinned to its address (:func:`referee.bots.netpolicy.admit_url`, under
    the service's address policy); a ``docker save`` upload is loaded
-   (:mod:`referee.bots.image_archive`) and a source archive built
-   (:mod:`referee.bots.source_build`) into an image, tagged
+   (:mod:`referee.bots.images.image_archive`) and a source archive built
+   (:mod:`referee.bots.images.source_build`) into an image, tagged
    by the service and pinned by image id; an image named by the admin is
    pinned by its id;
 2. **the admission check** (``checking``): :func:`referee.admission.admit`,
@@ -57,10 +57,10 @@ import msgspec
 from aiohttp import web
 
 from ..admission import AdmissionReport, admit
-from ..bots.container_limits import ContainerLimits
 from ..bots.factory import BotSpec
-from ..bots.instance import INSTANCE_LABEL, Instance, current, use
 from ..bots.netpolicy import AddressPolicy, BotURLError, admit_url
+from ..bots.sandbox.container_limits import ContainerLimits
+from ..bots.sandbox.instance import INSTANCE_LABEL, Instance, current, use
 from ..service.store import ServiceDB, Submission, Team
 from ..tournament.ladder import entry_name
 from ..tournament.league import LeagueError
@@ -113,7 +113,7 @@ def retag_pinned(inst: Instance, pinned: list[tuple[int, int, str]]) -> list[str
     its tag of this instance again where another install took it, so a
     daemon-wide ``docker image prune`` never deletes a live bot (blocking).
     The tags set."""
-    from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client, docker_module
 
     try:
         client = docker_client()
@@ -534,7 +534,7 @@ class Pipeline:
     @staticmethod
     def _image_exists(image_id: str) -> str | None:
         """The image's id when the daemon has it (blocking); None when it is gone."""
-        from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
+        from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client, docker_module
 
         try:
             client = docker_client()
@@ -547,7 +547,7 @@ class Pipeline:
 
     @staticmethod
     def _remove_image(tag: str, image_id: str) -> None:
-        from ..bots import builds
+        from ..bots.images import builds
 
         with contextlib.suppress(Exception):  # best effort: the daemon may be busy or gone
             builds.remove_image(tag, image_id=image_id)
@@ -558,9 +558,9 @@ class Pipeline:
         """(image id, log, why refused) for an upload or a named image (blocking);
         a source build's compile step runs under the runtime of `limits` (the
         competition's), the operator's ``--runtime`` over it, as its bots do."""
-        from ..bots.docker_daemon import DockerUnavailable, docker_client, docker_module
-        from ..bots.image_archive import load_image_archive
-        from ..bots.source_build import build_source
+        from ..bots.images.image_archive import load_image_archive
+        from ..bots.images.source_build import build_source
+        from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client, docker_module
 
         try:
             client = docker_client()
@@ -626,7 +626,12 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
     build folders and the uploads no submission names. Only this instance's:
     every image and container is matched by its ``referee.instance`` label.
     What it removed."""
-    from ..bots.docker_daemon import DockerUnavailable, cleanup_containers, docker_client, docker_module
+    from ..bots.sandbox.docker_daemon import (
+        DockerUnavailable,
+        cleanup_containers,
+        docker_client,
+        docker_module,
+    )
 
     removed: list[str] = []
     named = {Path(s.upload).resolve() for s in db.pending_submissions() if s.upload}

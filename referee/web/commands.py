@@ -42,7 +42,7 @@ class Size(_IntParam):
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        from ..bots.container_limits import parse_size
+        from ..bots.sandbox.container_limits import parse_size
 
         try:
             size = parse_size(str(value))
@@ -329,7 +329,7 @@ def serve(
         token = db.ensure_admin_token(reset=reset_admin_token)
         # This install's id on the Docker daemon (kept in the database): in its image tags,
         # container names and labels; `referee cleanup --db DB` removes only its containers.
-        from ..bots.instance import current, use
+        from ..bots.sandbox.instance import current, use
         from .admission_queue import service_instance
 
         outer = current()
@@ -414,7 +414,7 @@ def start(
     latest bots; a server over the same database shows it live."""
     if runtime is not None:
         use_runtime(runtime)
-    from ..bots.instance import current, use
+    from ..bots.sandbox.instance import current, use
     from ..service.errors import ServiceError
     from .admission_queue import retag_pinned, service_instance
     from .run_start import play_run, prepare_run
@@ -583,10 +583,10 @@ def refuse_house_commands(db: ServiceDB, allowed: bool) -> list[str]:
 
 def use_runtime(runtime: str) -> None:
     """``--runtime``: every container of this process runs under `runtime`
-    (:func:`~referee.bots.docker_daemon.set_runtime`), checked against the
+    (:func:`~referee.bots.sandbox.docker_daemon.set_runtime`), checked against the
     daemon now, so a runtime it lacks stops the command before anything runs."""
     from ..bots.base import BotError
-    from ..bots.docker_daemon import check_runtime, set_runtime
+    from ..bots.sandbox.docker_daemon import check_runtime, set_runtime
 
     try:
         check_runtime(runtime.strip(), field="--runtime")

@@ -1,7 +1,7 @@
 """The service's own faults, told from a team's (issue 25, item 1).
 
 When the service itself cannot check a bot, nothing is wrong with the bot:
-Docker unreachable (:class:`~referee.bots.docker_daemon.DockerUnavailable`, a
+Docker unreachable (:class:`~referee.bots.sandbox.docker_daemon.DockerUnavailable`, a
 connection refused), the daemon's own error (a 5xx), the service's base or
 SDK image failing to build, the data disk full (``ENOSPC``), the database
 locked. Such a submission is never refused: it **waits** (status
@@ -59,7 +59,7 @@ def classify(exc: BaseException) -> ServiceFault | None:
     """The service fault `exc` is, or None when it is not one (then the team's
     input caused it). An unknown exception in the pipeline is the service's
     own bug, never the team's: a service fault, named by its type and text."""
-    from ..bots.docker_daemon import DockerUnavailable, docker_module
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_module
 
     if isinstance(exc, ServiceFault):
         return exc
@@ -119,7 +119,7 @@ def refusal_is_service(reason: str | None) -> ServiceFault | None:
 
 def docker_ok() -> str | None:
     """None when the Docker daemon answers a ping, else what failed (blocking)."""
-    from ..bots.docker_daemon import DockerUnavailable, docker_client
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client
 
     try:
         docker_client().ping()

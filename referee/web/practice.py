@@ -65,10 +65,10 @@ from pathlib import Path
 import msgspec
 from aiohttp import web
 
-from ..bots.docker_daemon import RUNTIME_ENV
 from ..bots.factory import BotSpec
-from ..bots.instance import Instance
 from ..bots.netpolicy import AddressPolicy, PinnedURL
+from ..bots.sandbox.docker_daemon import RUNTIME_ENV
+from ..bots.sandbox.instance import Instance
 from ..service.errors import Conflict, Invalid, ServiceError
 from ..service.store import Competition, ServiceDB, Submission, Team
 from ..service.store.practice import (
@@ -196,7 +196,7 @@ def images_gone(images: list[str]) -> frozenset[str]:
     Docker's own reason, as the service's)."""
     if not images:
         return frozenset()
-    from ..bots.docker_daemon import DockerUnavailable, docker_client, image_exists
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client, image_exists
 
     try:
         client = docker_client()
@@ -551,7 +551,7 @@ def service_fault(ending: Ending, bound_s: float) -> str | None:
 def remove_orphans(out: str, instance: Instance) -> list[str]:
     """The containers a killed child left for this game (blocking): its own
     (``referee.out`` is the game's folder), of this instance, their referee process gone."""
-    from ..bots.docker_daemon import DockerUnavailable, cleanup_containers, docker_client
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, cleanup_containers, docker_client
 
     try:
         client = docker_client()

@@ -9,10 +9,10 @@ disk), its folder, and each setting of the service a game depends on, each
 given explicitly (the child relies on nothing of the service's globals):
 
 - ``runtime``: the operator's container runtime (``referee serve
-  --runtime``, the service's :data:`~referee.bots.docker_daemon.RUNTIME_ENV`);
+  --runtime``, the service's :data:`~referee.bots.sandbox.docker_daemon.RUNTIME_ENV`);
 - ``instance_id`` and ``pins_file``: the service's instance (its
   containers' names and ``referee.instance`` label, which the service's
-  orphan sweep filters on; :mod:`referee.bots.instance`);
+  orphan sweep filters on; :mod:`referee.bots.sandbox.instance`);
 - ``executor``, ``executor_address``, ``executor_workers``,
   ``executor_registry``: where its games play (``referee serve
   --executor``: this process, or the service's Ray cluster, joined at the
@@ -96,8 +96,8 @@ class Outcome(msgspec.Struct, kw_only=True):
 def apply_settings(job: PracticeJob) -> None:
     """Make the job's settings this process's: the runtime, the Docker
     daemon and the instance (process-wide, as ``referee serve`` sets them)."""
-    from ..bots.docker_daemon import set_runtime
-    from ..bots.instance import Instance, use
+    from ..bots.sandbox.docker_daemon import set_runtime
+    from ..bots.sandbox.instance import Instance, use
 
     set_runtime(job.runtime)
     if job.docker_host:

@@ -46,7 +46,7 @@ from ..tournament.runner import Interrupted, Tournament
 def containers_enabled() -> bool:
     """Image submissions are accepted when the container bots module exists."""
     try:
-        return importlib.util.find_spec("referee.bots.container") is not None
+        return importlib.util.find_spec("referee.bots.sandbox.container") is not None
     except (ImportError, ValueError):
         return False
 

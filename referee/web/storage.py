@@ -27,7 +27,7 @@ finished (it may be resumed), nor a ladder entry in play or owing planned
 games, nor a submission still being checked. Removal is by image id, never
 forced (an image a container still uses stays until the next pruning), and
 only of an image this service labelled for that team and that submission
-(:data:`referee.bots.builds.BUILT_BY_LABEL`, ``referee.team``,
+(:data:`referee.bots.images.builds.BUILT_BY_LABEL`, ``referee.team``,
 ``referee.submission``). It runs after each accepted submission, at the
 service's start, and before an upload would be refused for its quota.
 
@@ -97,7 +97,7 @@ def check_disk(data_dir: Path, floor: int, incoming: int = 0) -> None:
 
 def check_room_to_load(data_dir: Path, floor: int, need: int, daemon_root: str | None = None) -> None:
     """Before the daemon loads an image that takes `need` bytes of disk
-    (:func:`referee.bots.image_archive.load_bytes`): a
+    (:func:`referee.bots.images.image_archive.load_bytes`): a
     :class:`~referee.web.health.ServiceFault` (the submission waits, tried
     again) when the data folder's disk, or the daemon's (`daemon_root`, its
     ``DockerRootDir``, when it is on this machine), would keep less than
@@ -204,7 +204,7 @@ def team_images(db: ServiceDB, tid: int) -> list[Kept]:
 
 
 def _docker() -> Any | None:
-    from ..bots.docker_daemon import DockerUnavailable, docker_client
+    from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client
 
     try:
         return docker_client()
@@ -237,8 +237,8 @@ def _measure(kept: list[Kept]) -> list[Kept]:
 def _remove(client: Any, tid: int, sid: int, image_id: str) -> bool:
     """Remove the image of team `tid`'s submission `sid` by its id, never by
     force, only when the service labelled it so. Whether it went."""
-    from ..bots.builds import BUILT_BY_LABEL
-    from ..bots.instance import INSTANCE_LABEL, current
+    from ..bots.images.builds import BUILT_BY_LABEL
+    from ..bots.sandbox.instance import INSTANCE_LABEL, current
 
     try:
         attrs = client.api.inspect_image(image_id)

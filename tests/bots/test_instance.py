@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from referee.bots import instance as I
-from referee.bots.instance import Instance
+from referee.bots.sandbox import instance as I
+from referee.bots.sandbox.instance import Instance
 from referee.cli import main
 from referee.service.store import ServiceDB
 from referee.web.admission_queue import image_tag, service_instance

@@ -1,5 +1,5 @@
 """Issue 26, item 5: where a container bot's lines go in its log
-(referee/bots/marks.py), by the daemon's timestamps or by the bot's own
+(referee/bots/sandbox/marks.py), by the daemon's timestamps or by the bot's own
 marks (the SDK's: sample_bots/sdk.py prints them when ``BOT_OUTPUT_MARKS``
 is set), as the replay reads them back (``output_by_request``)."""
 
@@ -22,7 +22,7 @@ from bot_helpers import body, by_name
 
 from protocol import ActRequest, BotInfo
 from referee.bots.managed import ACT_MARK, GAME_MARK
-from referee.bots.marks import OutputMarks, without_marks
+from referee.bots.sandbox.marks import OutputMarks, without_marks
 from referee.diagnostics import output_by_game, output_by_request
 from sample_bots import sdk
 
@@ -186,7 +186,7 @@ def test_add_remembers_a_bounded_number_of_requests() -> None:
     """Of SENT_KEPT + 10 requests sent, the bot's marks are taken for the
     last SENT_KEPT exactly: the ten oldest are forgotten (their marks are
     ordinary output)."""
-    from referee.bots import marks as M
+    from referee.bots.sandbox import marks as M
 
     marks = OutputMarks()
     token = marks.new_container()

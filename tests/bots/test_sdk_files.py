@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from referee.bots import source_build
-from referee.bots.baseimage import DOCKER_DIR, ROOT, sdk_files
+from referee.bots.images import source_build
+from referee.bots.images.baseimage import DOCKER_DIR, ROOT, sdk_files
 
 #: What the images' bots import: the SDK, every sample bot, the searcher's rules engine.
 IMPORTS = "import referee, referee.game, sample_bots.sdk, sample_bots.searcher, sample_bots.tactician"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from referee.bots import free_port
-from referee.bots.docker_daemon import DockerUnavailable, docker_client, docker_module
+from referee.bots.sandbox.docker_daemon import DockerUnavailable, docker_client, docker_module
 from referee.tournament.league import parse_league
 from referee.tournament.runner import DETERMINISTIC_FIELDS, Tournament
 

@@ -88,8 +88,8 @@ def second_daemon(scratch: Path) -> Iterator[SecondDaemon]:
 @pytest.fixture(scope="session")
 def images() -> dict[str, str]:
     """{"greedy": tag, "tactician": tag} on the machine's daemon, built or reused."""
-    from referee.bots.baseimage import build_bot_image
-    from referee.bots.docker_daemon import docker_client
+    from referee.bots.images.baseimage import build_bot_image
+    from referee.bots.sandbox.docker_daemon import docker_client
 
     client = docker_client()
     t0 = time.perf_counter()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from referee.bots.container_limits import ContainerLimits
-from referee.bots.nodepool import ImageSeat, seat_of
-from referee.bots.registry import PinnedImage, check_registry, lru_victims
+from referee.bots.cluster.nodepool import ImageSeat, seat_of
+from referee.bots.cluster.registry import PinnedImage, check_registry, lru_victims
+from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.cli import main
 
 MB = 1024**2

@@ -27,7 +27,7 @@ from test_web_ladder import LEAGUE
 from test_web_ladder_ray import final_of
 from test_web_practice import out_dir_of, played
 
-from referee.bots.docker_daemon import docker_client
+from referee.bots.sandbox.docker_daemon import docker_client
 from referee.web import Settings, make_app
 from referee.web.admission_queue import PIPELINE
 

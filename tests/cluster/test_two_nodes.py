@@ -27,9 +27,9 @@ from cluster_helpers import (
 )
 from mounts import mounts_under
 
-from referee.bots.container_limits import log_files_of
-from referee.bots.docker_daemon import cleanup_containers, docker_client
-from referee.bots.registry import ImageCache, ImageUnavailable, PinnedImage
+from referee.bots.cluster.registry import ImageCache, ImageUnavailable, PinnedImage
+from referee.bots.sandbox.container_limits import log_files_of
+from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
 from referee.tournament.executors import ExecutorError, LocalExecutor, RayExecutor
 from referee.tournament.league import parse_league
 
@@ -216,7 +216,7 @@ def test_the_registry_down_stops_the_run_with_a_clear_error_and_loses_nothing(
 def test_a_node_keeps_what_it_pulled_within_its_bound_least_recently_used_out_first(
     second_daemon: Any, registry: Any, images: dict[str, str], tmp_path: Path
 ) -> None:
-    from referee.bots.registry import Registry
+    from referee.bots.cluster.registry import Registry
 
     reg = Registry(registry.address)
     pinned = [reg.push(docker_client(), images[b]) for b in ("greedy", "tactician")]

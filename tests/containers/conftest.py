@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent / "web"))  # the service's test helpers (as t
 
 from helpers_web import new_admin_token  # noqa: E402
 
-from referee.bots import docker_daemon  # noqa: E402
+from referee.bots.sandbox import docker_daemon  # noqa: E402
 
 HOSTILE_IMAGE = "referee-hostile:local"
 HOSTILE_DOCKERFILE = """\
@@ -83,7 +83,7 @@ def docker_client() -> Any:
 @pytest.fixture(scope="session")
 def images(docker_client: Any) -> dict[str, str]:
     """{"greedy": tag, "hostile": tag}, built or reused."""
-    from referee.bots.baseimage import build_base_image, build_bot_image, build_image
+    from referee.bots.images.baseimage import build_base_image, build_bot_image, build_image
 
     t0 = time.perf_counter()
     base_id = build_base_image(docker_client)

@@ -33,10 +33,10 @@ from typing import IO, Any
 import pytest
 from containers_helpers import FIGURES
 
-from referee.bots import archives
-from referee.bots import builds as B
-from referee.bots.builds import BuildResult, remove_image
-from referee.bots.image_archive import load_image_archive
+from referee.bots.images import archives
+from referee.bots.images import builds as B
+from referee.bots.images.builds import BuildResult, remove_image
+from referee.bots.images.image_archive import load_image_archive
 
 #: The checkout whose referee is tested (the subprocesses import the same).
 ROOT = Path(B.__file__).resolve().parents[2]
@@ -352,9 +352,9 @@ def _measure(archive: Path, name: str, cap: int = CAP, *, source: bool = False) 
     peak memory grew during the call."""
     script = (
         "import json, resource, sys\n"
-        "from referee.bots.image_archive import load_image_archive\n"
-        "from referee.bots.source_build import build_source\n"
-        "from referee.bots.docker_daemon import docker_client\n"
+        "from referee.bots.images.image_archive import load_image_archive\n"
+        "from referee.bots.images.source_build import build_source\n"
+        "from referee.bots.sandbox.docker_daemon import docker_client\n"
         "client = docker_client(); client.version()\n"
         "def status(key):\n"
         "    line = next(l for l in open('/proc/self/status') if l.startswith(key + ':'))\n"
@@ -450,7 +450,7 @@ def test_a_1_gib_upload_loads_in_bounded_memory(client: Any, tmp_path: Path) -> 
 
 
 def _count(path: Path, cap: int) -> Any:
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     size = path.stat().st_size
     with path.open("rb") as f:
@@ -460,7 +460,7 @@ def _count(path: Path, cap: int) -> Any:
 def test_counter_refuses_a_gzip_bomb_at_the_default_cap(tmp_path: Path) -> None:
     """One file of 2 GiB + 1 in ~2 MiB of gzip: refused at its header,
     before a byte of it is decompressed."""
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     size = A.DEFAULT_MAX_IMAGE_UNPACKED + 1
     layer = Layer(tmp_path / "l", iter([header("zeros", size), bytes(MiB)]), "gzip")  # cut short: never read
@@ -473,7 +473,7 @@ def test_counter_refuses_a_gzip_bomb_at_the_default_cap(tmp_path: Path) -> None:
 def test_counter_streams_a_gzip_layer_at_the_default_cap(tmp_path: Path) -> None:
     """Files of 256 MiB, 2 GiB and more in all: every byte decompressed and
     counted until the total passes the cap (the figure: the rate)."""
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     layer = layer_files(tmp_path / "l", {f"f{i}": 256 * MiB for i in range(9)}, compress="gzip")
     t0 = time.perf_counter()
@@ -486,7 +486,7 @@ def test_counter_streams_a_gzip_layer_at_the_default_cap(tmp_path: Path) -> None
 
 
 def test_counter_counts_what_a_layer_unpacks_to(tmp_path: Path) -> None:
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     for kind in ("tar", "gzip"):
         layer = layer_files(tmp_path / f"l{kind}", {"a": 1000, "b": 3 * MiB}, compress=kind)
@@ -498,7 +498,7 @@ def test_counter_counts_what_a_layer_unpacks_to(tmp_path: Path) -> None:
 
 
 def test_counter_refuses_a_pax_sparse_file_and_a_terabyte_claim(tmp_path: Path) -> None:
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     pax_sparse = tarfile.TarInfo("f")
     pax_sparse.pax_headers = {
@@ -515,7 +515,7 @@ def test_counter_refuses_a_pax_sparse_file_and_a_terabyte_claim(tmp_path: Path) 
 
 
 def test_counter_refuses_too_many_entries(tmp_path: Path) -> None:
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     layer = Layer(tmp_path / "l", (header(f"d{i}/", 0, tarfile.DIRTYPE) for i in range(1001)), "gzip")
     size = layer.path.stat().st_size
@@ -527,7 +527,7 @@ def test_counter_reads_what_go_reads(tmp_path: Path) -> None:
     """The reader agrees with Go's on what it may not misread: long names,
     the ustar prefix, pax sizes, base-256 sizes, data after the end marker
     (counted), damaged streams (refused)."""
-    from referee.bots import archives as A
+    from referee.bots.images import archives as A
 
     long = "d/" + "x" * 120 + "/" + "y" * 90
     buf = io.BytesIO()
@@ -606,9 +606,9 @@ async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(
     house bot): its VOLUME is a tmpfs of the /tmp cap, not host disk."""
     from containers_helpers import wait_for_line
 
-    from referee.bots.baseimage import build_image
-    from referee.bots.container import ContainerBot
-    from referee.bots.container_limits import ContainerLimits
+    from referee.bots.images.baseimage import build_image
+    from referee.bots.sandbox.container import ContainerBot
+    from referee.bots.sandbox.container_limits import ContainerLimits
 
     (tmp_path / "volfill.py").write_text(VOLFILL)
     greedy_id = str(client.images.get(images["greedy"]).id)

@@ -34,10 +34,10 @@ from typing import Any
 import pytest
 from containers_helpers import FIGURES, upload_settled
 
-from referee.bots import builds as B
-from referee.bots import source_build
-from referee.bots.builds import BuildResult, remove_image
-from referee.bots.source_build import build_source
+from referee.bots.images import builds as B
+from referee.bots.images import source_build
+from referee.bots.images.builds import BuildResult, remove_image
+from referee.bots.images.source_build import build_source
 
 #: Tags this module makes (removed at its end).
 PREFIX = "referee-test-sandbox"

@@ -1,4 +1,4 @@
-"""Team uploads made into images (referee.bots.builds), against a real daemon.
+"""Team uploads made into images (referee.bots.images.builds), against a real daemon.
 
 Every archive is made here, in the test: source zips and tarballs, a
 ``docker save`` of the Node sample image, hand-made image archives (a one-file
@@ -24,14 +24,14 @@ from typing import Any
 import pytest
 from containers_helpers import FIGURES
 
-from referee.bots import builds as B
-from referee.bots import source_build
-from referee.bots.baseimage import ROOT
-from referee.bots.builds import BuildResult, remove_image
-from referee.bots.container import ContainerBot
-from referee.bots.image_archive import DEFAULT_MAX_IMAGE_BYTES, load_image_archive
-from referee.bots.instance import current
-from referee.bots.source_build import build_source
+from referee.bots.images import builds as B
+from referee.bots.images import source_build
+from referee.bots.images.baseimage import ROOT
+from referee.bots.images.builds import BuildResult, remove_image
+from referee.bots.images.image_archive import DEFAULT_MAX_IMAGE_BYTES, load_image_archive
+from referee.bots.images.source_build import build_source
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.instance import current
 from referee.match import play_match
 
 PY_BOT = '''\

@@ -49,7 +49,7 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from containers_helpers import FIGURES, WHY_SKIPPED, remove_instance_images, skip_under_runtime
 
-from referee.bots.instance import Instance, current
+from referee.bots.sandbox.instance import Instance, current
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -133,7 +133,7 @@ def compose_exe() -> str:
 @pytest.fixture(scope="module")
 def service_base(docker_client: Any, compose_exe: str) -> str:
     """The tag of python:3.11-slim's stand-in: this Python, the referee's dependencies, pip."""
-    from referee.bots.baseimage import build_base_image
+    from referee.bots.images.baseimage import build_base_image
 
     t0 = time.perf_counter()
     tag = f"referee-compose-base:{current().id}"
@@ -145,7 +145,7 @@ def service_base(docker_client: Any, compose_exe: str) -> str:
 @pytest.fixture(scope="module")
 def caddy_image(docker_client: Any, compose_exe: str) -> str:
     """The tag of caddy:2's stand-in: Debian's caddy binary, run as the official image runs it."""
-    from referee.bots.baseimage import build_program_image
+    from referee.bots.images.baseimage import build_program_image
 
     caddy = shutil.which("caddy")
     if caddy is None:
@@ -168,7 +168,7 @@ def caddy_image(docker_client: Any, compose_exe: str) -> str:
 @pytest.fixture(scope="module")
 def node_base(docker_client: Any, compose_exe: str) -> str:
     """The tag of node:20-slim's stand-in, made from this machine's node."""
-    from referee.bots.baseimage import build_node_base_image
+    from referee.bots.images.baseimage import build_node_base_image
 
     if shutil.which("node") is None:
         needed("the sample league's Node bot is built FROM this machine's node: there is none")

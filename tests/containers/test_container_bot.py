@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from containers_helpers import FIGURES, GVISOR, TEST_RUNTIME, UNREACHABLE, wait_for_line
 
-from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
+from referee.bots.sandbox import container_limits, docker_daemon
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.containers_cli import containers_cleanup
 
 PY_GREEDY = ["-m", "sample_bots.greedy", "--port", "{port}"]

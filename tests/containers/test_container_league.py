@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from containers_helpers import FIGURES, skip_under_runtime
 
-from referee.bots import docker_daemon
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
+from referee.bots.sandbox import docker_daemon
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.match import play_match
 from referee.tournament.league import LeagueError, parse_league
 from referee.tournament.runner import Tournament
@@ -239,10 +239,12 @@ def test_league_limits_merge_and_errors() -> None:
 
     assert error('limits = { memory = "lots" }') == (
         "league.toml:15: [[bots]] #1 limits 'memory': must be a size from 6m to 64g "
-        '(like "128m", swap included), got \'lots\''
+        "(like \"128m\", swap included), got 'lots'"
     )
     assert "unknown key 'pidz'" in error("limits = { pidz = 3 }")
-    assert "league.toml:12: [containers] 'pids': must be a whole number from 4 to 4096" in error("", "[containers]\npids = 1\n")
+    assert "league.toml:12: [containers] 'pids': must be a whole number from 4 to 4096" in error(
+        "", "[containers]\npids = 1\n"
+    )
     assert 'only "none" is supported' in error('limits = { network = "internal" }')
     assert "use {unix}" not in error('command = ["x", "--port", "{port}"]')
     assert "listens on the unix socket {unix}" in error('command = ["x", "--port", "{port}"]')

@@ -3,7 +3,7 @@ printed them for, over a whole game, checked per request id against what it
 printed (tests/containers/sdk_talker.py names the request in every line).
 
 * A bot on the SDK marks its requests (``BOT_OUTPUT_MARKS``,
-  referee/bots/marks.py): every line on its own request, 100 %, its lines
+  referee/bots/sandbox/marks.py): every line on its own request, 100 %, its lines
   that look like marks (the referee's, or its own naming an earlier
   request) shown as output and moving nothing.
 * The same bot on an SDK copy from before the marks, and a bot not on the
@@ -24,10 +24,10 @@ from containers_helpers import FIGURES
 from sdk_talker import expected
 
 from protocol.messages import Timeouts
-from referee.bots.baseimage import build_image
-from referee.bots.container import ContainerBot
-from referee.bots.marks import OUTPUT_MARKS_ENV
+from referee.bots.images.baseimage import build_image
 from referee.bots.process import CommandBot
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.marks import OUTPUT_MARKS_ENV
 from referee.diagnostics import output_by_request
 from referee.match import play_match
 from referee.record import steps

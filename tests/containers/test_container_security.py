@@ -20,12 +20,12 @@ import pytest
 from containers_helpers import FIGURES, skip_under_runtime, wait_for_line
 
 from protocol.messages import GameStart, Rules, Timeouts
-from referee.bots import container, container_limits, socket_guard
 from referee.bots.base import BotError
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits, file_key
 from referee.bots.http import HttpBot
-from referee.bots.socket_guard import SocketGuard, SocketRefused
+from referee.bots.sandbox import container, container_limits, socket_guard
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.container_limits import ContainerLimits, file_key
+from referee.bots.sandbox.socket_guard import SocketGuard, SocketRefused
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the referee runs as root in CI; this needs root")
@@ -473,7 +473,7 @@ async def test_a_root_referee_runs_its_bots_as_nobody(images: dict[str, str], ou
 _KILLED_REFEREE = """
 import asyncio, sys
 from pathlib import Path
-from referee.bots.container import ContainerBot
+from referee.bots.sandbox.container import ContainerBot
 
 async def main() -> None:
     async with ContainerBot(sys.argv[1], out_dir=Path(sys.argv[2]), name="orphan") as bot:

@@ -31,11 +31,11 @@ from test_archive_bombs import image_archive, layer_files  # noqa: E402
 from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
 from test_web_api import auth, new_competition, new_team  # noqa: E402
 
-from referee.bots import docker_daemon  # noqa: E402
-from referee.bots.builds import remove_image  # noqa: E402
-from referee.bots.container import ContainerBot  # noqa: E402
-from referee.bots.image_archive import load_image_archive  # noqa: E402
-from referee.bots.source_build import build_source  # noqa: E402
+from referee.bots.images.builds import remove_image  # noqa: E402
+from referee.bots.images.image_archive import load_image_archive  # noqa: E402
+from referee.bots.images.source_build import build_source  # noqa: E402
+from referee.bots.sandbox import docker_daemon  # noqa: E402
+from referee.bots.sandbox.container import ContainerBot  # noqa: E402
 from referee.service.store import ServiceDB  # noqa: E402
 from referee.web.admission_queue import PIPELINE  # noqa: E402
 from referee.web.app_state import DB  # noqa: E402
@@ -81,7 +81,7 @@ STOPSIGNAL SIGSTOP
 @pytest.fixture(scope="module")
 def healthcheck_image(client: Any, images: dict[str, str]) -> str:
     """The greedy bot with a health check every millisecond (and a stop signal that freezes)."""
-    from referee.bots.baseimage import build_image
+    from referee.bots.images.baseimage import build_image
 
     image = tag("healthcheck")
     build_image(

@@ -3,7 +3,7 @@
 The commands of that section's shell block are taken from docs/containers.md and
 run by bash, one script, from a copy of the repository's root (so that the
 archive ``docker save`` writes lands there), on this machine: no registry,
-the base images made by ``python -m referee.bots.baseimage``. Then each
+the base images made by ``python -m referee.bots.images.baseimage``. Then each
 image it built is started as the referee starts a container bot (read-only,
 no network, no capability) and must answer the protocol: the starter kit
 with the SDK the template keeps, the tactician, the Node bot.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from referee.bots.container import ContainerBot
+from referee.bots.sandbox.container import ContainerBot
 
 pytestmark = pytest.mark.slow
 
@@ -129,7 +129,7 @@ async def test_the_authors_one_line_change_keeps_the_sdk(
     the bot's files; the image still has the SDK the bot imports."""
     import docker.errors
 
-    from referee.bots.baseimage import build_base_image
+    from referee.bots.images.baseimage import build_base_image
 
     repo = repository_copy(tmp_path / "repo")
     template = (repo / "docker" / "bot-python.Dockerfile").read_text()

@@ -21,11 +21,11 @@ import pytest
 from click.testing import CliRunner
 from containers_helpers import FIGURES, WHY_SKIPPED, upload_settled
 
-from referee.bots import container_limits, docker_daemon
 from referee.bots.base import BotError
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits
 from referee.bots.process import CommandBot
+from referee.bots.sandbox import container_limits, docker_daemon
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.cli import main
 from referee.match import play_match
 from referee.tournament.league import LeagueError, parse_league

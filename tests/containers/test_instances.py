@@ -22,11 +22,12 @@ from click.testing import CliRunner
 from containers_helpers import remove_instance_images
 from test_builds import make_zip, python_bot_files
 
-from referee.bots import baseimage, docker_daemon, source_build
-from referee.bots.container import ContainerBot
 from referee.bots.factory import BotFactory, BotSpec
-from referee.bots.instance import INSTANCE_LABEL, Instance
+from referee.bots.images import baseimage, source_build
 from referee.bots.netpolicy import AddressPolicy
+from referee.bots.sandbox import docker_daemon
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.instance import INSTANCE_LABEL, Instance
 from referee.containers_cli import containers_cleanup
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app

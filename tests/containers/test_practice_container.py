@@ -19,7 +19,7 @@ import pytest
 from containers_helpers import FIGURES, upload_settled
 from test_gvisor import ladder_competition, no_override, runsc  # noqa: F401 - fixtures
 
-from referee.bots import docker_daemon
+from referee.bots.sandbox import docker_daemon
 
 
 @pytest.fixture

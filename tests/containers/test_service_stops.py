@@ -29,7 +29,7 @@ from helpers_web import league_text, new_admin_token, referee_cli, wait_for_http
 from test_builds import PY_BOT, make_zip  # noqa: E402
 
 from referee.bots import free_port  # noqa: E402
-from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
+from referee.bots.sandbox.instance import INSTANCE_LABEL  # noqa: E402
 from referee.service.store import ServiceDB  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -156,7 +156,7 @@ def _clean_up(db_path: Path, client: Any) -> None:
         return
     from test_web_ladder_browser import remove_team_images
 
-    from referee.bots import docker_daemon
+    from referee.bots.sandbox import docker_daemon
     from referee.web.admission_queue import service_instance
 
     db = ServiceDB(db_path)

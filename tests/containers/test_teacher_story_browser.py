@@ -64,7 +64,7 @@ from helpers_web import (  # noqa: E402
 from test_builds import make_zip, python_bot_files  # noqa: E402
 
 from referee.bots import free_port  # noqa: E402
-from referee.bots.instance import INSTANCE_LABEL  # noqa: E402
+from referee.bots.sandbox.instance import INSTANCE_LABEL  # noqa: E402
 from referee.service.store import ServiceDB  # noqa: E402
 
 if os.environ.get("CI") != "true":
@@ -234,7 +234,7 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
         bg.close()
         from test_web_ladder_browser import remove_team_images
 
-        from referee.bots import docker_daemon
+        from referee.bots.sandbox import docker_daemon
 
         left = docker_daemon.cleanup_containers({INSTANCE_LABEL: instance})
         remove_team_images(db_path)

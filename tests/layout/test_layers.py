@@ -114,11 +114,48 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+#: The transports of referee/bots/ (its top-level modules but the factory).
+BOTS_TRANSPORTS = tuple(
+    f"referee.bots.{m}"
+    for m in ("base", "clock", "deadline", "dropped", "http", "managed", "netpolicy", "process")
+)
+
 #: What each layer may import from the project (a prefix allows its submodules).
 ALLOWED = {
     "protocol": ("protocol",),
     "referee.game": ("protocol", "referee.game"),
     "referee.bots": ("protocol", "referee", "referee.bots", "referee.config"),
+    # referee/bots/ by job (issue 33): the transports at its top (the Bot protocol, HTTP,
+    # processes, clocks and deadlines, the URL policy); the sandbox of a container bot on
+    # them; a team's images on the sandbox; the cluster's nodes on the sandbox; the factory,
+    # which makes any bot, over all of them.
+    **{
+        f"referee.bots.{transport}": ("protocol", "referee", "referee.config", *BOTS_TRANSPORTS)
+        for transport in ("base", "clock", "deadline", "dropped", "http", "managed", "netpolicy", "process")
+    },
+    "referee.bots.sandbox": (
+        "protocol",
+        "referee",
+        "referee.config",
+        *BOTS_TRANSPORTS,
+        "referee.bots.sandbox",
+    ),
+    "referee.bots.images": (
+        "protocol",
+        "referee",
+        "referee.config",
+        *BOTS_TRANSPORTS,
+        "referee.bots.sandbox",
+        "referee.bots.images",
+    ),
+    "referee.bots.cluster": (
+        "protocol",
+        "referee",
+        "referee.config",
+        *BOTS_TRANSPORTS,
+        "referee.bots.sandbox",
+        "referee.bots.cluster",
+    ),
     "referee.record": ("protocol", "referee.game"),
     "referee.replay": ("protocol", "referee.game", "referee.record", "referee.report"),
     "referee.report": ("protocol", "referee.record", "referee.textsafe", "referee.tournament.ratings"),
@@ -228,7 +265,7 @@ def test_the_layer_checks_find_what_is_wrong() -> None:
         "elsewhere",
         "referee.newthing",
     ]
-    assert _layer("referee.bots.container") == _layer("referee.bots") != _layer("referee.web.app")
+    assert _layer("referee.bots.sandbox.container") == _layer("referee.bots") != _layer("referee.web.app")
     graph = {
         "referee.game.cards": {"referee.bots.http"},
         "referee.web.app": {"referee.game.cards"},

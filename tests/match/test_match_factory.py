@@ -12,9 +12,9 @@ import pytest
 from zoo import SCRIPT as ZOO
 
 from referee.bots import BotError, CommandBot, HttpBot
-from referee.bots.container import ContainerBot
-from referee.bots.container_limits import ContainerLimits
 from referee.bots.factory import BotFactory, BotSpec, parse_spec
+from referee.bots.sandbox.container import ContainerBot
+from referee.bots.sandbox.container_limits import ContainerLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 

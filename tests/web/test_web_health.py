@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.bots.docker_daemon import DockerUnavailable
+from referee.bots.sandbox.docker_daemon import DockerUnavailable
 from referee.web.health import Health, ServiceFault, backoff, classify, refusal_is_service, team_reason
 
 

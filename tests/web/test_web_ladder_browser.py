@@ -82,8 +82,8 @@ url = "{house}"
 def source_builds_or_reason() -> str | None:
     """None when a Python source upload can be built here, else why not
     (no Docker daemon, or no base image for Python bots)."""
-    from referee.bots.docker_daemon import DockerUnavailable, docker_client
-    from referee.bots.source_build import ensure_sdk_image
+    from referee.bots.images.source_build import ensure_sdk_image
+    from referee.bots.sandbox.docker_daemon import DockerUnavailable, docker_client
 
     try:
         client = docker_client()
@@ -130,7 +130,7 @@ def remove_team_images(db_path: Path) -> None:
         return
     from containers_helpers import remove_instance_images
 
-    from referee.bots.docker_daemon import docker_client
+    from referee.bots.sandbox.docker_daemon import docker_client
     from referee.web.admission_queue import service_instance
 
     db = ServiceDB(db_path)

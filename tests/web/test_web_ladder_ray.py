@@ -13,7 +13,7 @@ from helpers_web import LOOPBACK, new_admin_token
 from test_web_api import auth, new_team, submit
 from test_web_ladder import LEAGUE, ladder_dir, until
 
-from referee.bots.instance import Instance
+from referee.bots.sandbox.instance import Instance
 from referee.service.store import ServiceDB
 from referee.tournament.runner import DETERMINISTIC_FIELDS
 from referee.web import Settings, make_app

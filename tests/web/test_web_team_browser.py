@@ -55,7 +55,7 @@ WATCHED: dict[int, list[str]] = {}
 
 
 def docker_or_skip() -> Any:
-    from referee.bots import docker_daemon
+    from referee.bots.sandbox import docker_daemon
 
     try:
         return docker_daemon.docker_client()
@@ -233,7 +233,7 @@ def node_archive(docker: Any, folder: Path) -> Path | str:
     """A ``docker save`` of the Node sample bot's image, or why there is none."""
     if not shutil.which("node"):
         return "node is not installed on this machine: no Node sample image to save"
-    from referee.bots.baseimage import build_bot_image
+    from referee.bots.images.baseimage import build_bot_image
 
     try:
         tag = build_bot_image("node", docker)  # reused when its inputs did not change

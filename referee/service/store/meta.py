@@ -27,8 +27,8 @@ class Meta(Tables):
     def instance_id(self) -> str:
         """This install's id on the Docker daemon, made at the first start and
         kept: in every image tag, container name and label the service gives
-        (:mod:`referee.bots.instance`), so two installs never take each other's."""
-        from ...bots.instance import new_instance_id
+        (:mod:`referee.bots.sandbox.instance`), so two installs never take each other's."""
+        from ...bots.sandbox.instance import new_instance_id
 
         with self.transaction() as db:
             row = db.execute("SELECT value FROM service_meta WHERE key = 'instance_id'").fetchone()

@@ -106,7 +106,7 @@ async def check_league_input(request: web.Request, league_text: str) -> League:
     if league.containers.runtime or any(b.limits is not None and b.limits.runtime for b in league.bots):
         # a runtime the Docker daemon lacks: refused now, not at every team's admission
         from ...bots.base import BotError
-        from ...bots.docker_daemon import check_runtimes
+        from ...bots.sandbox.docker_daemon import check_runtimes
 
         try:
             await asyncio.to_thread(

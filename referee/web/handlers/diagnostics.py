@@ -51,7 +51,7 @@ def bot_logs(out_dir: Path, name: str) -> list[Path]:
     this machine and on each cluster node that played it (a URL bot has none
     here). Found by the exact name's key, never by a name another team's
     could share."""
-    from ...bots.container_limits import log_files_of
+    from ...bots.sandbox.container_limits import log_files_of
 
     return log_files_of(out_dir, name)
 

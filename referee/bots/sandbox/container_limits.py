@@ -5,8 +5,8 @@ bot's socket folder and logs (:func:`file_key`: a plain lowercase key as it
 is, anything else made safe *plus a hash of the exact text*, so ``"team a"``
 and ``"team_a"`` never share one).
 
-The bot that applies them is :class:`referee.bots.container.ContainerBot`;
-the runtime a container runs under, :mod:`referee.bots.docker_daemon`.
+The bot that applies them is :class:`referee.bots.sandbox.container.ContainerBot`;
+the runtime a container runs under, :mod:`referee.bots.sandbox.docker_daemon`.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class ContainerLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     socket_folder: str = "1m"
     #: The OCI runtime the container runs under (``--runtime``): ``"runsc"``
     #: for gVisor, a kernel of its own between the bot and the host's (see
-    #: :func:`~referee.bots.docker_daemon.effective_runtime`); None: the daemon's default (runc). It must
+    #: :func:`~referee.bots.sandbox.docker_daemon.effective_runtime`); None: the daemon's default (runc). It must
     #: be registered in the daemon (``docker info`` lists its runtimes).
     runtime: str | None = None
 
@@ -200,7 +200,7 @@ def log_file_of(out_dir: str | os.PathLike[str], key: str) -> Path:
 
 
 #: Under a run's output folder: a folder per cluster node whose file system
-#: holds it (:mod:`referee.bots.nodepool`), with the node's sockets and logs.
+#: holds it (:mod:`referee.bots.cluster.nodepool`), with the node's sockets and logs.
 NODES_DIR: Final = "nodes"
 
 

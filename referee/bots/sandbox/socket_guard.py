@@ -7,7 +7,7 @@ the check and the connection is not followed. A refusal is a ``connection``
 fault saying what was found (:class:`SocketRefused`).
 
 :class:`GuardedHttpBot` is the :class:`~referee.bots.http.HttpBot` a
-:class:`~referee.bots.container.ContainerBot` talks through.
+:class:`~referee.bots.sandbox.container.ContainerBot` talks through.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.helpers import ceil_timeout
 from aiohttp.tracing import Trace
 
-from .http import HttpBot, _user_agent
+from ..http import HttpBot, _user_agent
 
 __all__ = ["GuardedConnector", "GuardedHttpBot", "SocketGuard", "SocketRefused"]
 

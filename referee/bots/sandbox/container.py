@@ -2,7 +2,7 @@
 
 :class:`ContainerBot` creates a container from the image through the Docker
 Engine API (the ``docker`` package; ``pip install referee[containers]``) with
-the :class:`~referee.bots.container_limits.ContainerLimits` of its league: memory (swap included), CPUs,
+the :class:`~referee.bots.sandbox.container_limits.ContainerLimits` of its league: memory (swap included), CPUs,
 PIDs, a read-only root with a small ``/tmp`` tmpfs, every capability
 dropped, ``no-new-privileges``, an init process (so it stops at once) and
 **no network at all** (``--network none``).
@@ -14,11 +14,11 @@ container gets ``BOT_UNIX=/run/bot/bot.sock`` in its environment (the SDK in
 ``sample_bots/sdk.py`` listens there by itself) and, when a `command` is
 given, ``{unix}`` in it is replaced by that path. A league secret arrives as
 ``BOT_SECRET``; ``BOT_OUTPUT_MARKS`` holds the token of this container's
-marks of its output (:mod:`referee.bots.marks`).
+marks of its output (:mod:`referee.bots.sandbox.marks`).
 
 The socket folder is the one place the container can write on the host, so
-it is guarded (:func:`~referee.bots.container_limits.file_key`,
-:mod:`referee.bots.socket_folder`, :class:`~referee.bots.socket_guard.SocketGuard`):
+it is guarded (:func:`~referee.bots.sandbox.container_limits.file_key`,
+:mod:`referee.bots.sandbox.socket_folder`, :class:`~referee.bots.sandbox.socket_guard.SocketGuard`):
 
 - its name (and the log's) is the bot's `key` (a team's id) or name, kept as
   it is when it is a plain lowercase file name and otherwise made safe *plus
@@ -57,28 +57,28 @@ mid-game only costs its bot connection faults (data, never an exception);
 it is started again before its next game.
 
 Every container carries the labels ``referee.managed=1``,
-``referee.instance`` (the install's id, :mod:`referee.bots.instance`; its
+``referee.instance`` (the install's id, :mod:`referee.bots.sandbox.instance`; its
 name starts ``referee-<id>-``), ``referee.bot``, ``referee.out`` (the
 tournament's output folder), ``referee.pid`` and ``referee.host`` (the
 referee process that started it), so containers left by a referee that
 crashed are found and removed by
-:func:`~referee.bots.docker_daemon.cleanup_containers` (``referee
+:func:`~referee.bots.sandbox.docker_daemon.cleanup_containers` (``referee
 cleanup``), and by the next run of the same tournament: only the
 instance's own, never another install's on the same daemon.
 
 **gVisor** (defence in depth): with ``runtime = "runsc"`` in the limits (a
 league file's ``[containers] runtime``) or ``--runtime runsc`` (the
-operator's, :func:`~referee.bots.docker_daemon.set_runtime`, which wins over a league file's) the
+operator's, :func:`~referee.bots.sandbox.docker_daemon.set_runtime`, which wins over a league file's) the
 container runs under gVisor: the bot's system calls go to gVisor's own
 kernel, not the host's. The daemon must have the runtime registered, with
 the runtime arguments ``--network=none`` (gVisor cannot run with the network
 enabled in the root network namespace; the bot has none anyway) and
 ``--host-uds=create`` (so the bot can create its socket in the mounted
-folder); :func:`~referee.bots.docker_daemon.check_runtime` refuses, before any game, a runtime the daemon
+folder); :func:`~referee.bots.sandbox.docker_daemon.check_runtime` refuses, before any game, a runtime the daemon
 lacks, naming the ones it has. What differs under gVisor: the pids and
 memory limits hold the sandbox's own threads and memory too (see
-:data:`~referee.bots.container_limits.GVISOR_THREADS`,
-:data:`~referee.bots.container_limits.GVISOR_MEMORY`), and the bot cannot stat, unlink or rename over
+:data:`~referee.bots.sandbox.container_limits.GVISOR_THREADS`,
+:data:`~referee.bots.sandbox.container_limits.GVISOR_MEMORY`), and the bot cannot stat, unlink or rename over
 its socket once created (EPERM), so it cannot swap it at all.
 
 The Docker calls block: each runs in a worker thread (``asyncio.to_thread``),
@@ -106,7 +106,12 @@ import msgspec
 
 from protocol.messages import BotInfo, Fault, GameStart
 
-from .base import ActOutcome, BotError
+from ..base import ActOutcome, BotError
+from ..http import DEFAULT_MAX_BODY
+from ..managed import ACT_MARK as ACT_MARK
+from ..managed import GAME_MARK as GAME_MARK
+from ..managed import ManagedBot
+from ..process import tail_of
 from .container_limits import (
     GVISOR_MEMORY,
     GVISOR_THREADS,
@@ -130,14 +135,9 @@ from .docker_daemon import (
     short_error,
     volume_tmpfs,
 )
-from .http import DEFAULT_MAX_BODY
 from .instance import INSTANCE_LABEL, Instance, current
-from .managed import ACT_MARK as ACT_MARK
-from .managed import GAME_MARK as GAME_MARK
-from .managed import ManagedBot
 from .marks import OUTPUT_MARKS_ENV, OutputMarks
 from .marks import without_marks as without_marks
-from .process import tail_of
 from .socket_folder import CONTAINER_SOCKET_DIR, FolderWatch, empty_folder, mount_tmpfs, unmount
 from .socket_guard import GuardedHttpBot, SocketGuard
 
@@ -185,7 +185,7 @@ def _stamp_of(line: bytes) -> tuple[float | None, bytes]:
 class _LogPump(threading.Thread):
     """Copies a container's output into a file, up to a cap (blocking stream),
     with the referee's `marks` placed by the bot's marks or the daemon's
-    timestamps of its lines (:class:`referee.bots.marks.OutputMarks`)."""
+    timestamps of its lines (:class:`referee.bots.sandbox.marks.OutputMarks`)."""
 
     def __init__(self, container: Container, path: Path, cap: int, marks: OutputMarks | None = None) -> None:
         super().__init__(name=f"logs-{container.name}", daemon=True)
@@ -338,7 +338,7 @@ class ContainerBot(ManagedBot):
     def marks_own_output(self) -> bool:
         """Whether the running (or last) container marks its output itself
         (it printed a valid mark with its ``BOT_OUTPUT_MARKS`` token,
-        :mod:`referee.bots.marks`): its lines are then in its log exactly
+        :mod:`referee.bots.sandbox.marks`): its lines are then in its log exactly
         next to the moves it printed them for; else the daemon's timestamps
         place them."""
         return self._marks.by_bot

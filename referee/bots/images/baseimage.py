@@ -15,7 +15,7 @@ holding only what the bot needs: ``protocol/``, ``sample_bots/`` and
 ``referee/game/`` (the searcher uses the rules engine).
 
 Every image carries the hash of its inputs as the label ``referee.inputs``
-and the instance's label ``referee.instance`` (:mod:`referee.bots.instance`):
+and the instance's label ``referee.instance`` (:mod:`referee.bots.sandbox.instance`):
 the image this instance built as that tag, found **by the id it pinned**
 (never by what the tag names now: another install on the daemon may have
 re-tagged it, labels and all), is reused when its hash is the same, so
@@ -23,7 +23,7 @@ building again costs a hash of the inputs (~0.1 s). Images built FROM the
 base image name it by that id. Tags carry the instance id:
 ``referee-base:<id>``, ``referee-node-base:<id>``, ``referee-bot-greedy:<id>``.
 
-``python -m referee.bots.baseimage [--bot greedy ...]`` builds the base
+``python -m referee.bots.images.baseimage [--bot greedy ...]`` builds the base
 image and the sample bots' images and prints their tags.
 """
 
@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from .instance import INSTANCE_LABEL, Instance, current
+from ..sandbox.instance import INSTANCE_LABEL, Instance, current
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -72,7 +72,7 @@ SAMPLE_BOTS: Final = ("greedy", "random", "tactician", "searcher")
 #: Bump when the recipe changes: every image is then built again.
 RECIPE: Final = "4"
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+ROOT: Final = Path(__file__).resolve().parents[3]
 DOCKER_DIR: Final = ROOT / "docker"
 
 #: Distributions copied into the base image, with their dependencies.
@@ -99,7 +99,7 @@ Log = Callable[[str], None]
 
 
 def _docker_module() -> Any:
-    from .docker_daemon import docker_module as load
+    from ..sandbox.docker_daemon import docker_module as load
 
     return load()
 
@@ -108,7 +108,7 @@ def _client(client: DockerClient | None) -> DockerClient:
     """`client`, else the process's checked one (DockerUnavailable says what to do)."""
     if client is not None:
         return client
-    from .docker_daemon import docker_client
+    from ..sandbox.docker_daemon import docker_client
 
     return docker_client()
 
@@ -458,7 +458,7 @@ def build_node_base_image(
     It holds the ``node`` binary and its shared libraries only: no npm, npx
     nor corepack, so nothing in it runs a ``package.json`` script, and its
     ``PATH`` has no ``node_modules/.bin`` (a team's source build checks its
-    files with ``/usr/local/bin/node --check``: see :mod:`referee.bots.source_build`)."""
+    files with ``/usr/local/bin/node --check``: see :mod:`referee.bots.images.source_build`)."""
     import shutil
 
     client = _client(client)
@@ -674,7 +674,7 @@ def ensure_sample_images(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m referee.bots.baseimage",
+        prog="python -m referee.bots.images.baseimage",
         description="Build the local base image (no registry needed) and the sample bots' images.",
     )
     parser.add_argument(

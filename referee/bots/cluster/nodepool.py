@@ -1,12 +1,12 @@
 """Container bots on the node that plays the game (a Ray cluster's worker).
 
 The coordinator never starts an image bot's container when games run on a
-cluster: it pins the image (:class:`~referee.bots.registry.PinnedImage`,
+cluster: it pins the image (:class:`~referee.bots.cluster.registry.PinnedImage`,
 pushed to the registry with ``--registry``) and describes the bot as an
 :class:`ImageSeat`. Each node runs one :class:`NodePool` (in its one worker
 actor, so there is **one container per bot per node**): at the bot's first
-game there it gets the image by digest (:class:`~referee.bots.registry.ImageCache`),
-starts a :class:`~referee.bots.container.ContainerBot` on the node's own
+game there it gets the image by digest (:class:`~referee.bots.cluster.registry.ImageCache`),
+starts a :class:`~referee.bots.sandbox.container.ContainerBot` on the node's own
 Docker daemon (``DOCKER_HOST`` of the node) with every sandbox rule of one
 machine (limits, no network, the bounded socket folder, the socket guard on
 every connection) and keeps it for the next games, exactly as one machine
@@ -40,18 +40,18 @@ import msgspec
 
 from protocol.messages import ActRequest, BotInfo, Fault, GameEnd, GameStart
 
-from .base import ActOutcome, BotError, Endpoint
-from .clock import HANDSHAKE_S
-from .container import ContainerBot
-from .container_limits import NODES_DIR, ContainerLimits
-from .docker_daemon import (
+from ..base import ActOutcome, BotError, Endpoint
+from ..clock import HANDSHAKE_S
+from ..sandbox.container import ContainerBot
+from ..sandbox.container_limits import NODES_DIR, ContainerLimits
+from ..sandbox.docker_daemon import (
     DockerUnavailable,
     check_runtime,
     cleanup_containers,
     docker_client,
     effective_runtime,
 )
-from .instance import Instance
+from ..sandbox.instance import Instance
 from .registry import ImageCache, ImageUnavailable, PinnedImage
 
 __all__ = ["RUN_LABEL", "ImageSeat", "NodeBot", "NodeError", "NodePool", "RemoteImages", "seat_of"]
@@ -67,7 +67,7 @@ class NodeError(RuntimeError):
 
 class ImageSeat(msgspec.Struct, frozen=True, kw_only=True):
     """An image bot as a node starts it: everything a
-    :class:`~referee.bots.container.ContainerBot` needs, its image by id and digest."""
+    :class:`~referee.bots.sandbox.container.ContainerBot` needs, its image by id and digest."""
 
     name: str
     image: PinnedImage
@@ -103,7 +103,7 @@ def seat_of(
     out_dir: str,
 ) -> ImageSeat:
     """The seat of an image bot, its runtime the one this process would use
-    (``--runtime`` over the limits', :func:`~referee.bots.container.effective_runtime`)."""
+    (``--runtime`` over the limits', :func:`~referee.bots.sandbox.container.effective_runtime`)."""
     runtime, _ = effective_runtime(limits)
     if runtime != limits.runtime:
         limits = msgspec.structs.replace(limits, runtime=runtime)

@@ -6,7 +6,7 @@ clean-up of containers a referee left.
 
 Every container the referee starts carries the labels ``referee.managed=1``
 (:data:`MANAGED_LABEL`), ``referee.instance`` (the install's id,
-:mod:`referee.bots.instance`), ``referee.bot``, ``referee.out`` (the
+:mod:`referee.bots.sandbox.instance`), ``referee.bot``, ``referee.out`` (the
 tournament's output folder), ``referee.pid`` and ``referee.host`` (the
 referee process that started it), so containers left by a referee that
 crashed are found (:func:`find_containers`) and removed
@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from .base import BotError
+from ..base import BotError
+from ..process import pid_alive
 from .container_limits import RUNTIME_NAME, ContainerLimits
 from .instance import INSTANCE_LABEL, Instance, current
-from .process import pid_alive
 from .socket_folder import CONTAINER_SOCKET_DIR, release_orphan_folder
 
 #: The docker package ships no type information: its objects are Any here.
@@ -243,7 +243,7 @@ def volume_tmpfs(
     anonymous volume under /var/lib/docker/volumes for one not covered);
     `skip`: paths mounted otherwise. BotError for a volume path Docker would
     not clean to an absolute one. Uploaded images with a VOLUME are refused
-    (:func:`~referee.bots.image_archive.load_image_archive`): this covers the others
+    (:func:`~referee.bots.images.image_archive.load_image_archive`): this covers the others
     (an admin-named image, house bots)."""
     import posixpath
 

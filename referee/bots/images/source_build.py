@@ -37,16 +37,16 @@ could, it would be boxed in):
 - It runs as a uid of its own (:func:`build_uid`, from the upload's hash, in
   ``1000000..1999999``: neither root nor a bot's 65534), the owner of the
   bot's files (``COPY --chown``), with no capability left, and the
-  ``nproc`` ulimit (:data:`~referee.bots.builds.BUILD_PIDS`, which counts that uid's processes
+  ``nproc`` ulimit (:data:`~referee.bots.images.builds.BUILD_PIDS`, which counts that uid's processes
   on the host) is a real pids cap of this build alone, with the container's
-  pids limit; a CPU quota (:data:`~referee.bots.builds.BUILD_CPUS`), the memory cap and
+  pids limit; a CPU quota (:data:`~referee.bots.images.builds.BUILD_CPUS`), the memory cap and
   a file-size ulimit (the growth cap) as well.
 - What the build adds to its parent image (the team's files and their
   ``.pyc``: the image's ``Size`` less its parent's) is capped
   (``max_growth_bytes``, :data:`DEFAULT_MAX_BUILD_GROWTH`): files over it
   are refused before the build, an image over it after, and removed.
 
-It returns a :class:`~referee.bots.builds.BuildResult` (see :mod:`referee.bots.builds`).
+It returns a :class:`~referee.bots.images.builds.BuildResult` (see :mod:`referee.bots.images.builds`).
 Blocking: call it with ``asyncio.to_thread`` from the web layer.
 """
 
@@ -72,6 +72,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
+from ..sandbox.container_limits import GVISOR_MEMORY, GVISOR_THREADS, ContainerLimits
+from ..sandbox.docker_daemon import MANAGED_LABEL, docker_module, effective_runtime, is_gvisor
+from ..sandbox.instance import INSTANCE_LABEL, Instance, current
 from . import archives, baseimage
 from .builds import (
     CHUNK,
@@ -95,9 +98,6 @@ from .builds import (
     mb,
     remove_image,
 )
-from .container_limits import GVISOR_MEMORY, GVISOR_THREADS, ContainerLimits
-from .docker_daemon import MANAGED_LABEL, docker_module, effective_runtime, is_gvisor
-from .instance import INSTANCE_LABEL, Instance, current
 
 __all__ = [
     "BOT_DIR",
@@ -163,7 +163,7 @@ _LITTER_DIRS: Final = frozenset(
 )
 _LITTER_FILES: Final = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 _SDK_DOCKERFILE: Final = """\
-# The image Python source bots are built FROM (made by referee.bots.builds).
+# The image Python source bots are built FROM (made by referee.bots.images.builds).
 ARG BASE
 FROM ${BASE}
 WORKDIR /app
@@ -557,7 +557,7 @@ def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) ->
     check, cmd = _commands(bot)
     return "\n".join(
         [
-            "# The service's own Dockerfile for a source bot (referee.bots.builds).",
+            "# The service's own Dockerfile for a source bot (referee.bots.images.builds).",
             f"FROM {base_id}",
             env,  # the same for every bot: these steps come from the cache
             f"CMD {json.dumps(cmd)}",
@@ -732,7 +732,7 @@ def build_source(
     temp folder). `instance`: whose base images it is built FROM (default:
     the process's). `limits`: the competition's container limits, whose
     runtime the compile step runs under like its bots (the operator's
-    ``--runtime`` over them: :func:`~referee.bots.docker_daemon.effective_runtime`).
+    ``--runtime`` over them: :func:`~referee.bots.sandbox.docker_daemon.effective_runtime`).
     """
     check_tag(tag)
     image_labels(labels, "python", "")  # ValueError now for a bad one

@@ -5,7 +5,7 @@
 naming exactly one image whose config and layers are in the archive, no
 ``ONBUILD``, no ``VOLUME``, this machine's OS and CPU; what its layers
 unpack to, plain or gzip, counted and capped, 2 GiB by default:
-:mod:`referee.bots.archives`) and a **copy** holding only
+:mod:`referee.bots.images.archives`) and a **copy** holding only
 ``manifest.json`` (its ``RepoTags`` removed), the config and the layers is
 streamed to the daemon (``POST /images/load``).
 The archive's own names (``RepoTags``, the ``repositories`` file, an OCI
@@ -16,7 +16,7 @@ only adds them (no ``RUN``, no network), with its ``HEALTHCHECK`` cleared
 and its ``STOPSIGNAL`` reset (:data:`ADMITTED_CONFIG`), and is tagged with
 the service's `tag`.
 
-It returns a :class:`~referee.bots.builds.BuildResult` (see :mod:`referee.bots.builds`).
+It returns a :class:`~referee.bots.images.builds.BuildResult` (see :mod:`referee.bots.images.builds`).
 Blocking: call it with ``asyncio.to_thread`` from the web layer.
 """
 
@@ -225,7 +225,7 @@ def load_image_archive(
 
     Checks the archive (its tar headers read in bounded memory, what its
     layers unpack to counted against `max_unpacked` before the daemon sees a
-    byte: :mod:`referee.bots.archives`; no ``VOLUME``), streams the daemon a
+    byte: :mod:`referee.bots.images.archives`; no ``VOLUME``), streams the daemon a
     copy without the archive's own names, then labels the image (`labels`
     plus :data:`BUILT_BY_LABEL`, :data:`SOURCE_LABEL` and
     :data:`INPUT_LABEL`) and tags it `tag`. The result's ``image_id`` is the

@@ -1,7 +1,7 @@
 """Where a container bot's lines of output go in its log: the referee's marks
 (issue 26, item 5: the lines a bot printed during a turn, next to its move).
 
-The log pump of :class:`referee.bots.container.ContainerBot` copies the
+The log pump of :class:`referee.bots.sandbox.container.ContainerBot` copies the
 container's output into its log file and writes the referee's marks between
 the bot's lines: ``--- game <game id>`` and ``--- act <request id> <turn>``
 (:mod:`referee.bots.managed`), which :func:`referee.diagnostics.output_by_request`
@@ -37,7 +37,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Final
 
-from .managed import ACT_MARK
+from ..managed import ACT_MARK
 
 __all__ = ["DONE_MARK", "OUTPUT_MARKS_ENV", "OutputMarks", "without_marks"]
 

@@ -2,8 +2,8 @@
 
 Two kinds of upload, each a file already on disk (the web layer streams it
 there with its own size cap), each made into a pinned, runnable image:
-a ``docker save`` archive loaded (:func:`referee.bots.image_archive.load_image_archive`)
-and a source archive built (:func:`referee.bots.source_build.build_source`).
+a ``docker save`` archive loaded (:func:`referee.bots.images.image_archive.load_image_archive`)
+and a source archive built (:func:`referee.bots.images.source_build.build_source`).
 Here: what they return, their log, the daemon's streamed build with its
 deadline and limits, the service's labels, and :func:`remove_image`.
 
@@ -11,7 +11,7 @@ Both return a :class:`BuildResult`: the image id the service pins, the log
 (capped, control characters removed; for that team's eyes only: it names
 their files) and, when refused, one line saying what is wrong and how to
 fix it. A refusal is data; only a missing daemon raises
-(:class:`~referee.bots.docker_daemon.DockerUnavailable`: not the team's fault).
+(:class:`~referee.bots.sandbox.docker_daemon.DockerUnavailable`: not the team's fault).
 
 Every image made here carries the labels ``referee.built-by=referee``,
 ``referee.source`` (``image``, ``python`` or ``node``) and
@@ -41,7 +41,7 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from .instance import INSTANCE_LABEL, current
+from ..sandbox.instance import INSTANCE_LABEL, current
 
 #: The docker package ships no type information: its objects are Any here.
 DockerClient = Any
@@ -64,7 +64,7 @@ __all__ = [
 #: Memory of the build's containers (the compile step), swap included.
 BUILD_MEMORY: Final = 512 * 1024**2
 #: Processes (threads included) the compile step may have at once: the
-#: ``nproc`` ulimit of its own uid (:func:`~referee.bots.source_build.build_uid`). ``node --check``
+#: ``nproc`` ulimit of its own uid (:func:`~referee.bots.images.source_build.build_uid`). ``node --check``
 #: needs ~10.
 BUILD_PIDS: Final = 64
 #: CPUs of the compile step (a CFS quota).
@@ -156,13 +156,13 @@ def check_tag(tag: str) -> None:
 def client_of(client: DockerClient | None) -> DockerClient:
     if client is not None:
         return client
-    from .docker_daemon import docker_client
+    from ..sandbox.docker_daemon import docker_client
 
     return docker_client()
 
 
 def docker_errors() -> Any:
-    from .docker_daemon import docker_module
+    from ..sandbox.docker_daemon import docker_module
 
     return docker_module().errors
 

@@ -44,16 +44,16 @@ from typing import Any, Final
 
 import msgspec
 
-from .base import BotError
-from .container_limits import parse_size
-from .docker_daemon import (
+from ..base import BotError
+from ..sandbox.container_limits import parse_size
+from ..sandbox.docker_daemon import (
     DockerClient,
     DockerUnavailable,
     not_found,
 )
-from .docker_daemon import docker_module as _docker_module
-from .docker_daemon import short_error as _short
-from .instance import Instance, current
+from ..sandbox.docker_daemon import docker_module as _docker_module
+from ..sandbox.docker_daemon import short_error as _short
+from ..sandbox.instance import Instance, current
 
 __all__ = [
     "CACHE_ENV",
