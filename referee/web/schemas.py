@@ -14,7 +14,7 @@ import msgspec
 
 from ..admission import AdmissionReport
 from ..tournament.ratings import Standing
-from ..tournament.results import GameRow
+from ..tournament.store import GameRow
 from .db import RunStatus, SubmissionStatus
 
 # ------------------------------------------------------------ request bodies

@@ -19,9 +19,13 @@ from zoo import good_app, serve, zoo_app  # noqa: E402
 from protocol.messages import Timeouts  # noqa: E402
 from referee.bots.factory import BotSpec  # noqa: E402
 from referee.tournament.ladder import Ladder, LadderScheduler, Wanted, entry_name, ladder_entries  # noqa: E402
-from referee.tournament.league import Ladder as LadderConfig  # noqa: E402
-from referee.tournament.league import League, LeagueError, parse_league  # noqa: E402
-from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
+from referee.tournament.league import (  # noqa: E402
+    LadderTable,
+    League,
+    LeagueError,
+    TournamentTable,
+    parse_league,
+)
 from referee.tournament.ratings import Table  # noqa: E402
 from referee.tournament.store import Store  # noqa: E402
 
@@ -141,7 +145,7 @@ def league(ratings: str = "fresh") -> League:
     return League(
         tournament=TournamentTable(name="ladder", seed=11, table_size=2, concurrency=3),
         timeouts=Timeouts(move_ms=500),
-        ladder=LadderConfig(ratings=ratings, catch_up=4),
+        ladder=LadderTable(ratings=ratings, catch_up=4),
     )
 
 
@@ -352,7 +356,7 @@ def wide(fill: str = "greedy") -> League:
     return League(
         tournament=TournamentTable(name="ladder", seed=11, table_size=4, concurrency=4),
         timeouts=Timeouts(move_ms=2000),
-        ladder=LadderConfig(catch_up=4, fill=fill),
+        ladder=LadderTable(catch_up=4, fill=fill),
     )
 
 
