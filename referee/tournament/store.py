@@ -483,8 +483,8 @@ def open_ladder_store(path: Path) -> Store:
 
 
 def existing_store(out_dir: str | Path) -> Store | None:
-    """The store of the run folder `out_dir`; None when the run has recorded
-    nothing yet (no database: none is made)."""
+    """The store of the run folder `out_dir`; None when the folder has no
+    database yet (the run has not started): none is made by reading."""
     path = Path(out_dir) / TOURNAMENT_DB
     return Store(path) if path.exists() else None
 
