@@ -170,8 +170,7 @@ from protocol import Timeouts  # noqa: E402
 from referee import engine_status  # noqa: E402
 from referee.bots import free_port  # noqa: E402
 from referee.bots.factory import BotSpec  # noqa: E402
-from referee.tournament.league import League  # noqa: E402
-from referee.tournament.league import Tournament as TournamentCfg  # noqa: E402
+from referee.tournament.league import League, TournamentTable  # noqa: E402
 from referee.tournament.runner import Tournament  # noqa: E402
 
 #: The bot processes; team i plays on process i mod 4.
@@ -523,7 +522,7 @@ def baseline(urls: list[str], games: int, table_size: int, concurrency: int, see
     bots = [BotSpec(name=f"{team_name(i)} v1", url=u, address="127.0.0.1") for i, u in enumerate(urls)]
     per_round = len(bots) // table_size * table_size
     league = League(
-        tournament=TournamentCfg(
+        tournament=TournamentTable(
             name="baseline",
             seed=seed,
             table_size=table_size,

@@ -24,8 +24,7 @@ from pathlib import Path
 
 from protocol import Timeouts
 from referee.bots.factory import BotSpec
-from referee.tournament.league import League
-from referee.tournament.league import Tournament as TournamentCfg
+from referee.tournament.league import League, TournamentTable
 from referee.tournament.runner import Tournament
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +37,9 @@ def league(games_wanted: int, concurrency: int) -> League:
     ]
     rounds = max(1, -(-games_wanted // 4))  # one meeting x 4 rotations per round
     lg = League(
-        tournament=TournamentCfg(name="bench", seed=5, table_size=4, rounds=rounds, concurrency=concurrency),
+        tournament=TournamentTable(
+            name="bench", seed=5, table_size=4, rounds=rounds, concurrency=concurrency
+        ),
         timeouts=Timeouts(move_ms=5000),
         bots=bots,
     )

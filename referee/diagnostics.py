@@ -28,10 +28,9 @@ from .bots.managed import ACT_MARK, GAME_MARK
 from .bots.process import tail_of
 from .bots.sandbox.marks import DONE_MARK, without_marks
 from .game import view
-from .record import LatencyStats, MatchResult, ReplayError, latency_stats, state_hash, steps
+from .record import LatencyStats, ReplayError, latency_stats, state_hash, steps
 from .replay import read as read_replay
-from .tournament.runner import DB_NAME
-from .tournament.store import Store
+from .tournament.store import existing_store
 
 __all__ = ["BotDiagnostics", "FaultReport", "LATENCY_BUCKETS_MS", "diagnose"]
 
@@ -227,42 +226,34 @@ def diagnose(
     latencies: list[float] = []
     faults: list[FaultReport] = []
     count = 0
-    db = out_dir / DB_NAME
     replays: dict[int, Path] = {}
-    if db.exists():
-        with Store(db) as store:
-            rows = store.db.execute(
-                "SELECT idx, seats, result, replay, game_id FROM games ORDER BY idx"
-            ).fetchall()
-            fault_rows = store.db.execute(
-                "SELECT game_idx, seat, kind, turn, detail FROM faults WHERE bot = ? ORDER BY game_idx, turn",
-                (bot,),
-            ).fetchall()
+    store = existing_store(out_dir)
+    if store is not None:
+        with store:
+            played = store.games_of(bot)
+            fault_rows = store.faults_of(bot)
         ids: dict[int, str] = {}
-        for idx, seats_json, result_json, replay, game_id in rows:
-            seats = msgspec.json.decode(seats_json, type=list[str])
-            if bot not in seats:
-                continue
-            seat = seats.index(bot)
-            result = msgspec.json.decode(result_json, type=MatchResult)
+        for p in played:
+            seat = p.seats.index(bot)
+            result = p.result
             if seat < len(result.latencies_ms):
                 latencies += result.latencies_ms[seat]
             games.append(
                 GamePlayed(
-                    game=int(idx),
+                    game=p.index,
                     seat=seat,
                     place=result.places[seat],
                     faults=len(result.faults[seat]),
-                    has_replay=replay is not None,
+                    has_replay=p.replay is not None,
                 )
             )
-            ids[int(idx)] = str(game_id)
-            if replay is not None:
-                replays[int(idx)] = out_dir / str(replay)
+            ids[p.index] = p.game_id
+            if p.replay is not None:
+                replays[p.index] = out_dir / p.replay
         count = len(fault_rows)
         wanted: dict[int, list[tuple[int, str, int, str]]] = {}
-        for game_idx, seat, kind, turn, detail in fault_rows[:max_faults]:
-            wanted.setdefault(int(game_idx), []).append((int(seat), str(kind), int(turn), str(detail)))
+        for f in fault_rows[:max_faults]:
+            wanted.setdefault(f.game, []).append((f.seat, f.kind, f.turn, f.detail))
         for game_idx, items in wanted.items():
             bodies: dict[tuple[int, str], tuple[dict[str, Any], bool]] = {}
             path = replays.get(game_idx)

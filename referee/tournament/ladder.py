@@ -25,6 +25,7 @@ game (``ladder_plan``, written before any of its games is played). A ladder
 started again over the same folder plays the planned games not yet recorded,
 then plans on: nothing is lost and nothing is played twice. Ratings are
 applied in plan order, so the table after a restart is the table before it.
+Those tables and their statements are :mod:`referee.tournament.store`'s.
 
 :class:`LadderScheduler` is the plan alone (pure, no I/O): see its tests in
 tests/tournament/test_ladder.py. :class:`Ladder` plays it with the
@@ -36,15 +37,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import math
 import random
-import sqlite3
 import sys
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal
 
 import msgspec
 
@@ -56,61 +55,7 @@ from .league import League, LeagueError
 from .ratings import Standing
 from .runner import Tournament, league_fingerprint, redacted
 from .schedule import GameSpec, deal_seed
-from .store import Store
-
-LADDER_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ladder_entries (
-    name TEXT PRIMARY KEY,
-    team TEXT,                  -- NULL: a house bot; else the team's name when it entered (a label)
-    submission INTEGER,         -- the service's submission id
-    spec TEXT NOT NULL,         -- the BotSpec without its secret
-    mu0 REAL NOT NULL,
-    sigma0 REAL NOT NULL,
-    games0 INTEGER NOT NULL,    -- the game count it was seated from (catch-up)
-    joined_at REAL NOT NULL,
-    first_index INTEGER NOT NULL,
-    status TEXT NOT NULL,       -- active, retired, dropped, unreachable
-    reason TEXT,
-    ended_at REAL,
-    team_id INTEGER             -- the service's team id: who the entry is (NULL: a house bot, an old row)
-);
-CREATE TABLE IF NOT EXISTS ladder_plan (
-    idx INTEGER PRIMARY KEY,
-    round INTEGER NOT NULL,
-    meeting INTEGER NOT NULL,
-    rotation INTEGER NOT NULL,
-    deal_seed INTEGER NOT NULL,
-    seats TEXT NOT NULL
-);
-"""
-
-#: An entry's life: it plays (active), was replaced by its team's new
-#: version (retired), stopped answering (dropped), or could not be reached
-#: when it came (unreachable: it never played).
-EntryStatus = Literal["active", "retired", "dropped", "unreachable"]
-ENTRY_STATUSES: tuple[EntryStatus, ...] = get_args(EntryStatus)
-
-
-class Entry(msgspec.Struct, kw_only=True):
-    """One version of a team's bot (or a house bot) in the ladder.
-
-    Who it is is `team_id` (the service's team id) and `submission`;
-    `team` and `name` are labels, the team's name when the entry came in
-    (a team renamed later keeps its entries' names: issue 32)."""
-
-    name: str
-    team: str | None
-    submission: int | None
-    spec: BotSpec
-    mu0: float
-    sigma0: float
-    games0: int
-    joined_at: float
-    first_index: int
-    status: EntryStatus = "active"
-    reason: str | None = None
-    ended_at: float | None = None
-    team_id: int | None = None
+from .store import TOURNAMENT_DB, Entry, EntryStatus, Store, existing_store, open_ladder_store, owing_entries
 
 
 def team_key(e: Entry | Wanted) -> int | str | None:
@@ -164,75 +109,24 @@ def is_filler(entry: Entry) -> bool:
 # ------------------------------------------------------------- the store
 
 
-def open_ladder_store(path: Path) -> Store:
-    store = Store(path)
-    _migrate(store.db)
-    return store
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """The ladder's tables, a store made before entries had a team id given one
-    (NULL in old rows: the service fills it from the submission, :func:`set_team_ids`)."""
-    db.executescript(LADDER_SCHEMA)
-    if "team_id" not in _columns(db):
-        db.execute("ALTER TABLE ladder_entries ADD COLUMN team_id INTEGER")
-
-
-def _columns(db: sqlite3.Connection) -> set[str]:
-    return {str(r[1]) for r in db.execute("PRAGMA table_info(ladder_entries)")}
-
-
 def set_team_ids(out_dir: str | Path, team_of: Callable[[int], int | None]) -> int:
     """Give each team entry of the ladder in `out_dir` stored without a team
     id (a ladder older than ids) the id of its submission's team
     (`team_of(submission id)`); the rows changed. Before the ladder starts."""
-    path = Path(out_dir) / "tournament.sqlite"
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return 0
-    with Store(path) as store:
-        _migrate(store.db)
-        rows = store.db.execute(
-            "SELECT name, submission FROM ladder_entries WHERE team_id IS NULL AND submission IS NOT NULL"
-        ).fetchall()
-        changed = 0
-        with store.db:
-            for name, sid in rows:
-                tid = team_of(int(sid))
-                if tid is not None:
-                    store.db.execute("UPDATE ladder_entries SET team_id = ? WHERE name = ?", (tid, name))
-                    changed += 1
-        return changed
-
-
-_ENTRY_COLUMNS = (
-    "name, team, submission, spec, mu0, sigma0, games0, joined_at, first_index, status, reason, ended_at,"
-    " team_id"
-)
-_ENTRY_NAMES = _ENTRY_COLUMNS.replace(" ", "").split(",")
-
-
-def _entry(row: Sequence[object]) -> Entry:
-    """An entry from its stored row, checked (its status one of :data:`ENTRY_STATUSES`)."""
-    fields = dict(zip(_ENTRY_NAMES, row, strict=True))
-    fields["spec"] = msgspec.json.decode(str(fields["spec"]), type=BotSpec)
-    return msgspec.convert(fields, Entry)
-
-
-def read_entries(store: Store) -> list[Entry]:
-    _migrate(store.db)
-    rows = store.db.execute(
-        f"SELECT {_ENTRY_COLUMNS} FROM ladder_entries ORDER BY joined_at, name"
-    ).fetchall()
-    return [_entry(r) for r in rows]
+    with store:
+        return store.fill_team_ids(team_of)
 
 
 def ladder_entries(out_dir: str | Path) -> list[Entry]:
     """The entries of the ladder playing into `out_dir` (none when it has not started)."""
-    path = Path(out_dir) / "tournament.sqlite"
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return []
-    with Store(path) as store:
-        return read_entries(store)
+    with store:
+        return store.entries()
 
 
 def needed_entries(out_dir: str | Path) -> list[Entry]:
@@ -241,73 +135,8 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
     retired version finishes the rotations of a deal it was dealt into,
     also when the ladder plays on after a restart). Read-only: the ladder
     may be playing into it meanwhile."""
-    path = Path(out_dir) / "tournament.sqlite"
-    if not path.exists():
-        return []
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    try:
-        tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"ladder_entries", "ladder_plan", "games"} <= tables:
-            return []
-        columns = _ENTRY_COLUMNS if "team_id" in _columns(db) else _ENTRY_COLUMNS.replace("team_id", "NULL")
-        rows = db.execute(f"SELECT {columns} FROM ladder_entries ORDER BY joined_at, name").fetchall()
-        owing: set[str] = set()
-        for (seats,) in db.execute("SELECT seats FROM ladder_plan WHERE idx NOT IN (SELECT idx FROM games)"):
-            owing.update(json.loads(seats))
-    finally:
-        db.close()
-    return [e for e in map(_entry, rows) if e.status == "active" or e.name in owing]
-
-
-def put_entry(store: Store, e: Entry) -> None:
-    """Store entry ``e`` (in place of the one of its name), its bot's secret left
-    out: the counterpart of :func:`read_entries`."""
-    store.db.execute(
-        "INSERT OR REPLACE INTO ladder_entries (name, team, submission, spec, mu0, sigma0, games0, joined_at,"
-        " first_index, status, reason, ended_at, team_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            e.name,
-            e.team,
-            e.submission,
-            msgspec.json.encode(_unsecret(e.spec)).decode(),
-            e.mu0,
-            e.sigma0,
-            e.games0,
-            e.joined_at,
-            e.first_index,
-            e.status,
-            e.reason,
-            e.ended_at,
-            e.team_id,
-        ),
-    )
-
-
-def _unsecret(spec: BotSpec) -> BotSpec:
-    return msgspec.structs.replace(spec, secret=None) if spec.secret is not None else spec
-
-
-def _read_plan(store: Store) -> list[GameSpec]:
-    rows = store.db.execute(
-        "SELECT idx, round, meeting, rotation, deal_seed, seats FROM ladder_plan ORDER BY idx"
-    )
-    return [
-        GameSpec(index=i, round=r, meeting=m, rotation=rot, deal_seed=d, seats=tuple(json.loads(s)))
-        for i, r, m, rot, d, s in rows
-    ]
-
-
-def _put_plan(store: Store, block: Sequence[GameSpec]) -> None:
-    """A block's games, all or none, before any is played."""
-    with store.db:
-        store.db.execute("BEGIN")
-        store.db.executemany(
-            "INSERT INTO ladder_plan (idx, round, meeting, rotation, deal_seed, seats) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (g.index, g.round, g.meeting, g.rotation, g.deal_seed, json.dumps(list(g.seats)))
-                for g in block
-            ],
-        )
+    entries, owing = owing_entries(out_dir)
+    return [e for e in entries if e.status == "active" or e.name in owing]
 
 
 def ladder_fingerprint(league: League) -> str:
@@ -526,7 +355,7 @@ class Ladder(Tournament):
 
     def _open_store(self) -> Store:
         self.out.mkdir(parents=True, exist_ok=True)
-        store = open_ladder_store(self.out / "tournament.sqlite")
+        store = open_ladder_store(self.out / TOURNAMENT_DB)
         fingerprint = ladder_fingerprint(self.league)
         known = store.get_meta("ladder_fingerprint")
         if known is not None and known != fingerprint:
@@ -543,7 +372,7 @@ class Ladder(Tournament):
 
     def _restore(self, store: Store) -> list[GameSpec]:
         """The entries and the plan as they were; the planned games not yet recorded."""
-        for e in read_entries(store):
+        for e in store.entries():
             self.entries[e.name] = e
             if e.status == "unreachable":
                 continue  # it never played
@@ -554,7 +383,7 @@ class Ladder(Tournament):
             else:
                 self.table.retire(e.name)
                 self.plan.games[e.name] = e.games0
-        planned = _read_plan(store)
+        planned = store.plan()
         self.plan.restore(planned)
         done = store.done_indexes()
         todo = [g for g in planned if g.index not in done]
@@ -649,14 +478,14 @@ class Ladder(Tournament):
         if why is not None:
             entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
             self.entries[w.name] = entry
-            put_entry(store, entry)
+            store.put_entry(entry)
             self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
             return EntryResult(name=w.name, outcome="unreachable", reason=why)
         self.entries[w.name] = entry
         self._entries[w.name] = spec
         self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
         entry.games0 = self.plan.add(w.name)
-        put_entry(store, entry)
+        store.put_entry(entry)
         replaced = None
         if previous is not None and previous.status == "active":
             self._retire(previous, "retired", f"replaced by {w.name}")
@@ -677,7 +506,7 @@ class Ladder(Tournament):
         entry.status, entry.reason, entry.ended_at = "active", reason, None
         self.table.add_bot(entry.name)  # back from retirement, its rating and counts kept
         self.plan.add(entry.name)
-        put_entry(store, entry)
+        store.put_entry(entry)
         self._wake.set()
         return None
 
@@ -720,7 +549,7 @@ class Ladder(Tournament):
         if entry.name not in self.table.retired:
             self.table.retire(entry.name)
         if self._store is not None:
-            put_entry(self._store, entry)
+            self._store.put_entry(entry)
         if self._owed[entry.name] <= 0:
             self._close_entry(entry.name)
 
@@ -740,7 +569,7 @@ class Ladder(Tournament):
             if name not in self.table.retired:
                 self.table.retire(name)
             if self._store is not None:
-                put_entry(self._store, entry)
+                self._store.put_entry(entry)
             if entry.team is not None:
                 task = asyncio.ensure_future(self._fall_back_soon(entry))
                 self._tasks.add(task)
@@ -899,7 +728,7 @@ class Ladder(Tournament):
                     await self._wake.wait()
                     continue
                 self.waiting = None
-                _put_plan(store, block)
+                store.put_plan(block)
                 for g in block:
                     self._owed.update(g.seats)
                 self._queue.extend(block)

@@ -35,7 +35,7 @@ class LeagueError(ValueError):
     """A league file that cannot be used; the message names file, line, key."""
 
 
-class Tournament(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class TournamentTable(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Shown in the output and the service.
     name: str = "league"
     #: Every deal and the schedule derive from it: same seed, same games.
@@ -97,7 +97,7 @@ LADDER_RATINGS = ("fresh", "inherit")
 LADDER_FILLS = ("greedy", "none")
 
 
-class Ladder(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class LadderTable(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The classroom service's ladder: the games played all the time while a
     competition is open (``referee serve``; see referee/tournament/ladder.py)."""
 
@@ -133,11 +133,11 @@ class CompetitionTimes(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 
 
 class League(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    tournament: Tournament = msgspec.field(default_factory=Tournament)
+    tournament: TournamentTable = msgspec.field(default_factory=TournamentTable)
     #: The classroom service's deadlines (ignored by ``referee tournament``).
     competition: CompetitionTimes = msgspec.field(default_factory=CompetitionTimes)
     #: The classroom service's ladder (ignored by ``referee tournament``).
-    ladder: Ladder = msgspec.field(default_factory=Ladder)
+    ladder: LadderTable = msgspec.field(default_factory=LadderTable)
     #: When an adaptive league stops (the confidence is the standings', for
     #: every schedule).
     stop: Stop = msgspec.field(default_factory=Stop)

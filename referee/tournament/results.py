@@ -12,45 +12,25 @@ far). The service reads its runs here (:mod:`referee.web.data`,
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
 
-from .ladder import read_entries
 from .league import League
 from .ratings import Standing, Table
-from .runner import DB_NAME
-from .store import Store
+from .store import GameRow, Store, existing_store
 
 __all__ = [
-    "GameRow",
     "RunRatings",
     "Snapshot",
+    "count_adjudicated",
     "count_games",
     "deal_progress",
+    "game_seats",
     "games_list",
     "replay_path",
     "snapshot",
 ]
-
-
-class GameRow(msgspec.Struct, kw_only=True):
-    """A recorded game, as the game lists show it."""
-
-    index: int
-    round: int
-    meeting: int
-    rotation: int
-    game_id: str
-    seats: list[str]
-    places: list[int]
-    turns: int
-    adjudicated: bool
-    disqualified: list[int]
-    faults: int
-    has_replay: bool
-    finished_at: float
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -65,10 +45,10 @@ class Snapshot(msgspec.Struct, kw_only=True):
 
 
 def count_games(out_dir: str | Path) -> int:
-    path = Path(out_dir) / DB_NAME
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return 0
-    with Store(path) as store:
+    with store:
         return store.count_games()
 
 
@@ -95,7 +75,7 @@ class RunRatings:
     def _take_entries(self, store: Store) -> bool:
         """A ladder's new entries and retirements since the last update."""
         changed = False
-        for e in read_entries(store):
+        for e in store.entries():
             if self._entries.get(e.name) == e.status or e.status == "unreachable":
                 continue
             if e.name not in self.table.ratings:
@@ -113,11 +93,11 @@ class RunRatings:
     def update(self, out_dir: str | Path) -> Snapshot:
         """The standings over every game applied so far, after applying the new ones."""
         with self._lock:
-            path = Path(out_dir) / DB_NAME
             before = self.next
             changed = False
-            if path.exists():
-                with Store(path) as store:
+            store = existing_store(out_dir)
+            if store is not None:
+                with store:
                     if self.ladder:
                         changed = self._take_entries(store)
                     for o in store.outcomes(self.next):
@@ -151,81 +131,54 @@ def snapshot(out_dir: str | Path, league: League) -> Snapshot:
 def games_list(out_dir: str | Path, bot: str | None = None, last: int | None = None) -> list[GameRow]:
     """The recorded games in schedule order (those `bot` played in; the `last`
     ones only), as the pages and the API show them."""
-    path = Path(out_dir) / DB_NAME
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return []
-    out = []
-    query = (
-        "SELECT idx, round, meeting, rotation, seats, places, turns, adjudicated, disqualified,"
-        " replay, finished_at, game_id FROM games"
-    )
-    with Store(path) as store:
-        faults: dict[int, int] = {}
-        fault_rows: Iterable[tuple[int, int]] = ()
-        if last is not None and bot is None:
-            # the latest games only: their faults only (a cost that does not grow with the games played)
-            rows = store.db.execute(query + " ORDER BY idx DESC LIMIT ?", (last,)).fetchall()[::-1]
-            if rows:
-                fault_rows = store.db.execute(
-                    "SELECT game_idx, COUNT(*) FROM faults WHERE game_idx >= ? GROUP BY game_idx",
-                    (rows[0][0],),
-                )
-        else:
-            rows = store.db.execute(query + " ORDER BY idx").fetchall()
-            fault_rows = store.db.execute("SELECT game_idx, COUNT(*) FROM faults GROUP BY game_idx")
-        for idx, n in fault_rows:
-            faults[int(idx)] = int(n)
-    for idx, rnd, meeting, rotation, seats, places, turns, adj, dq, replay, finished, gid in rows:
-        seat_names = msgspec.json.decode(seats, type=list[str])
-        if bot is not None and bot not in seat_names:
-            continue
-        out.append(
-            GameRow(
-                index=idx,
-                round=rnd,
-                meeting=meeting,
-                rotation=rotation,
-                game_id=gid,
-                seats=seat_names,
-                places=msgspec.json.decode(places, type=list[int]),
-                turns=turns,
-                adjudicated=bool(adj),
-                disqualified=msgspec.json.decode(dq, type=list[int]),
-                faults=faults.get(int(idx), 0),
-                has_replay=replay is not None,
-                finished_at=finished,
-            )
-        )
-    return out
+    with store:
+        rows = store.game_rows(last if bot is None else None)
+    return rows if bot is None else [g for g in rows if bot in g.seats]
 
 
 def deal_progress(out_dir: str | Path, index: int) -> tuple[int, int] | None:
     """(rotations recorded, rotations in all) of the duplicate deal game
     `index` belongs to; None when there is no such game."""
-    path = Path(out_dir) / DB_NAME
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return None
-    with Store(path) as store:
-        row = store.db.execute("SELECT deal_seed, seats FROM games WHERE idx = ?", (index,)).fetchone()
-        if row is None:
-            return None
-        played = int(
-            store.db.execute("SELECT COUNT(*) FROM games WHERE deal_seed = ?", (row[0],)).fetchone()[0]
-        )
+    with store:
+        deal = store.deal_of(index)
         text = store.get_meta("league")
+    if deal is None:
+        return None
+    seats, played = deal
     duplicate = True
     if text is not None:
         duplicate = msgspec.json.decode(text, type=League).tournament.duplicate
-    rotations = len(msgspec.json.decode(row[1], type=list[str])) if duplicate else 1
-    return played, rotations
+    return played, len(seats) if duplicate else 1
+
+
+def game_seats(out_dir: str | Path, index: int) -> list[str] | None:
+    """The bots by seat of game `index`; None when it is not recorded."""
+    store = existing_store(out_dir)
+    if store is None:
+        return None
+    with store:
+        return store.seats_of(index)
 
 
 def replay_path(out_dir: str | Path, index: int) -> Path | None:
-    path = Path(out_dir) / DB_NAME
-    if not path.exists():
+    store = existing_store(out_dir)
+    if store is None:
         return None
-    with Store(path) as store:
-        row = store.db.execute("SELECT replay FROM games WHERE idx = ?", (index,)).fetchone()
-    if row is None or row[0] is None:
-        return None
-    return Path(out_dir) / str(row[0])
+    with store:
+        replay = store.replay_of(index)
+    return None if replay is None else Path(out_dir) / replay
+
+
+def count_adjudicated(out_dir: str | Path) -> int:
+    """The run's games that reached the turn limit and were adjudicated [D12]."""
+    store = existing_store(out_dir)
+    if store is None:
+        return 0
+    with store:
+        return store.count_adjudicated()

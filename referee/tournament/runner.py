@@ -37,9 +37,7 @@ from .executors import Executor, GameJob, LocalExecutor
 from .league import League, LeagueError
 from .ratings import HeadToHead, Outcome, Standing, Table, head_to_head
 from .schedule import GameSpec, Scheduler, make_scheduler
-from .store import Store, outcome_of
-
-DB_NAME = "tournament.sqlite"
+from .store import TOURNAMENT_DB, Store, outcome_of
 
 
 class Interrupted(Exception):
@@ -139,7 +137,7 @@ class Tournament:
 
     def _open_store(self) -> Store:
         self.out.mkdir(parents=True, exist_ok=True)
-        db = self.out / DB_NAME
+        db = self.out / TOURNAMENT_DB
         fresh = not db.exists()
         store = Store(db)
         fingerprint = league_fingerprint(self.league)
@@ -609,7 +607,7 @@ def load_standings(out: Path) -> list[Standing]:
 def load_confidence(out: Path) -> float:
     """The confidence the tournament in `out` was settled at (its league's
     ``[stop]``), 0.95 when the folder holds no readable league."""
-    db = out / DB_NAME
+    db = out / TOURNAMENT_DB
     if db.exists():
         with contextlib.suppress(Exception), Store(db) as store:
             text = store.get_meta("league")

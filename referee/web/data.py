@@ -21,18 +21,19 @@ from ..admission import AdmissionReport
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
 from ..service.store import Competition, Run, ServiceDB, Submission, Team
-from ..tournament.ladder import EntryStatus, is_filler, ladder_entries
+from ..tournament.ladder import is_filler, ladder_entries
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from ..tournament.results import (
     RunRatings,
     Snapshot,
+    count_adjudicated,
     count_games,
     deal_progress,
     games_list,
     replay_path,
 )
-from ..tournament.store import Store
+from ..tournament.store import EntryStatus
 from . import grading
 from .app_state import DB
 from .errors import fail
@@ -289,15 +290,6 @@ async def leaderboard(
         entries = await asyncio.to_thread(ladder_entries, run.out_dir)
         board.house_bots += [e.name for e in entries if is_filler(e) and e.name not in board.house_bots]
     return board
-
-
-def count_adjudicated(out_dir: str) -> int:
-    """The run's games that reached the turn limit and were adjudicated [D12]."""
-    path = Path(out_dir) / "tournament.sqlite"
-    if not path.exists():
-        return 0
-    with Store(path) as store:
-        return int(store.db.execute("SELECT COUNT(*) FROM games WHERE adjudicated != 0").fetchone()[0])
 
 
 # ------------------------------------------------------------------ team

@@ -15,7 +15,7 @@ import msgspec
 from ..admission import AdmissionReport
 from ..service.store import RunStatus, SubmissionStatus
 from ..tournament.ratings import Standing
-from ..tournament.results import GameRow
+from ..tournament.store import GameRow
 
 # ------------------------------------------------------------ request bodies
 

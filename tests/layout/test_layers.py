@@ -318,13 +318,10 @@ def test_the_classroom_core_never_imports_the_web_framework() -> None:
 
 #: The modules that may import sqlite3: the two stores (issue 33, item 2).
 SQL_MODULES = ("referee.service.store", "referee.tournament.store")
-#: Until the tournament store's step merges (it makes referee.tournament.store
-#: the only reader and writer of tournament.sqlite), the ladder still opens it.
-SQL_MODULES_FOR_NOW = ("referee.tournament.ladder",)
 
 
 def _sql_outside_the_stores(modules: dict[str, Path]) -> list[str]:
-    allowed = SQL_MODULES + SQL_MODULES_FOR_NOW
+    allowed = SQL_MODULES
     return sorted(
         f"{name} imports sqlite3"
         for name, path in modules.items()
@@ -339,10 +336,6 @@ def test_only_the_stores_run_sql() -> None:
     modules = {n: p for n, p in _modules().items() if n.startswith("referee")}
     assert "referee.service.store.db" in modules
     assert _sql_outside_the_stores(modules) == []
-    for name in SQL_MODULES_FOR_NOW:  # each exception is still needed
-        assert name not in modules or "sqlite3" in _third_party(modules[name]), (
-            f"drop {name} from SQL_MODULES_FOR_NOW"
-        )
 
 
 def test_the_sql_check_finds_an_import(tmp_path: Path) -> None:

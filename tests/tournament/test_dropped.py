@@ -16,8 +16,7 @@ from zoo import good_app, serve, zoo_app  # noqa: E402
 from protocol.messages import Timeouts  # noqa: E402
 from referee.bots import free_port
 from referee.bots.factory import BotSpec  # noqa: E402
-from referee.tournament.league import League, LeagueError  # noqa: E402
-from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
+from referee.tournament.league import League, LeagueError, TournamentTable  # noqa: E402
 from referee.tournament.runner import DEAD_GAMES, Tournament  # noqa: E402
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sqlite3
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,11 +18,16 @@ from zoo import good_app, serve, zoo_app  # noqa: E402
 from protocol.messages import Timeouts  # noqa: E402
 from referee.bots.factory import BotSpec  # noqa: E402
 from referee.tournament.ladder import Ladder, LadderScheduler, Wanted, entry_name, ladder_entries  # noqa: E402
-from referee.tournament.league import Ladder as LadderConfig  # noqa: E402
-from referee.tournament.league import League, LeagueError, parse_league  # noqa: E402
-from referee.tournament.league import Tournament as TournamentTable  # noqa: E402
+from referee.tournament.league import (  # noqa: E402
+    LadderTable,
+    League,
+    LeagueError,
+    TournamentTable,
+    parse_league,
+)
 from referee.tournament.ratings import Table  # noqa: E402
-from referee.tournament.store import Store  # noqa: E402
+from referee.tournament.results import games_list  # noqa: E402
+from referee.tournament.store import TOURNAMENT_DB, Store  # noqa: E402
 
 # ------------------------------------------------------------------ the plan
 
@@ -141,7 +145,7 @@ def league(ratings: str = "fresh") -> League:
     return League(
         tournament=TournamentTable(name="ladder", seed=11, table_size=2, concurrency=3),
         timeouts=Timeouts(move_ms=500),
-        ladder=LadderConfig(ratings=ratings, catch_up=4),
+        ladder=LadderTable(ratings=ratings, catch_up=4),
     )
 
 
@@ -165,12 +169,7 @@ async def until(cond: object, timeout: float = 180) -> None:
 
 
 def recorded(out: Path) -> list[tuple[int, list[str]]]:
-    if not (out / "tournament.sqlite").exists():
-        return []
-    db = sqlite3.connect(out / "tournament.sqlite")
-    import json
-
-    return [(i, json.loads(s)) for i, s in db.execute("SELECT idx, seats FROM games ORDER BY idx")]
+    return [(g.index, g.seats) for g in games_list(out)]
 
 
 def from_scratch(out: Path, lad: Ladder) -> dict[str, tuple[float, float]]:
@@ -180,7 +179,7 @@ def from_scratch(out: Path, lad: Ladder) -> dict[str, tuple[float, float]]:
     for e in ladder_entries(out):
         if e.status != "unreachable":
             table.add_bot(e.name, mu=e.mu0, sigma=e.sigma0)
-    with Store(out / "tournament.sqlite") as store:
+    with Store(out / TOURNAMENT_DB) as store:
         for i, o in enumerate(store.outcomes()):
             if o.index != i:
                 break
@@ -245,8 +244,8 @@ async def test_stopped_and_started_again_it_loses_nothing_and_plays_nothing_twic
             lad.stop(abandon=abandon)  # abandoned games in flight: planned, not recorded, played next time
             with pytest.raises(Exception, match="stopped"):
                 await task
-            with sqlite3.connect(out / "tournament.sqlite") as db:
-                planned = db.execute("SELECT COUNT(*) FROM ladder_plan").fetchone()[0]
+            with Store(out / TOURNAMENT_DB) as store:
+                planned = len(store.plan())
             assert planned >= len(recorded(out))
             # the table it kept is every recorded game in plan order, from scratch
             live = {b: (round(r.mu, 6), round(r.sigma, 6)) for b, r in lad.table.ratings.items()}
@@ -254,13 +253,11 @@ async def test_stopped_and_started_again_it_loses_nothing_and_plays_nothing_twic
     games = recorded(out)
     assert [i for i, _ in games] == list(range(len(games))) and len(games) >= 40
     # every table's deal was played in all its rotations, across the restarts
-    with sqlite3.connect(out / "tournament.sqlite") as db:
-        per_deal = Counter(d for (d,) in db.execute("SELECT deal_seed FROM games"))
-        plan = dict(db.execute("SELECT idx, seats FROM ladder_plan").fetchall())
+    with Store(out / TOURNAMENT_DB) as store:
+        per_deal = Counter(o.deal for o in store.outcomes())
+        plan = {g.index: list(g.seats) for g in store.plan()}
     assert all(n <= 2 for n in per_deal.values())
-    import json
-
-    assert all(json.loads(plan[i]) == seats for i, seats in games)  # played as planned
+    assert all(plan[i] == seats for i, seats in games)  # played as planned
 
 
 async def test_an_unreachable_new_version_leaves_the_previous_one_in_play(tmp_path: Path) -> None:
@@ -352,7 +349,7 @@ def wide(fill: str = "greedy") -> League:
     return League(
         tournament=TournamentTable(name="ladder", seed=11, table_size=4, concurrency=4),
         timeouts=Timeouts(move_ms=2000),
-        ladder=LadderConfig(catch_up=4, fill=fill),
+        ladder=LadderTable(catch_up=4, fill=fill),
     )
 
 

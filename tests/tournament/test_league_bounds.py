@@ -366,8 +366,7 @@ def test_a_deadline_is_checked_against_the_clock_given() -> None:
 def test_a_league_built_in_code_is_checked_with_the_same_ranges() -> None:
     """A League built in code, not read from a file (the service's runs add
     their teams' bots to one), is checked with the same ranges."""
-    from referee.tournament.league import Ladder as LadderTable
-    from referee.tournament.league import TomlLines, check_league
+    from referee.tournament.league import LadderTable, TomlLines, check_league
 
     league = msgspec.structs.replace(parse_league(BASE, "l.toml"), ladder=LadderTable(concurrency=HUGE))
     with pytest.raises(LeagueError, match=r"\[ladder\] 'concurrency': must be a whole number from 1 to 256"):

@@ -26,7 +26,7 @@ from ...replay import ReplayError, frames
 from ...replay import read as read_replay
 from ...service.store import Competition, Run, ServiceDB, Submission, Team
 from ...tournament.ladder import ladder_entries
-from ...tournament.runner import DB_NAME
+from ...tournament.results import game_seats, replay_path
 from .. import pages
 from ..app_state import DB
 from ..auth import require_team
@@ -166,18 +166,9 @@ async def render_diagnostics(
 def _seat_and_output(out_dir: Path, idx: int, names: set[str]) -> tuple[Path, int, str] | None:
     """Game `idx` of the run in `out_dir`: its replay, the seat of the
     team's bot (one of `names`) and that bot's name; None if not there."""
-    from ...tournament.results import replay_path
-    from ...tournament.store import Store
-
-    db = out_dir / DB_NAME
-    if not db.exists():
+    seats, path = game_seats(out_dir, idx), replay_path(out_dir, idx)
+    if seats is None or path is None or not path.exists():
         return None
-    with Store(db) as store:
-        row = store.db.execute("SELECT seats FROM games WHERE idx = ?", (idx,)).fetchone()
-    path = replay_path(out_dir, idx)
-    if row is None or path is None or not path.exists():
-        return None
-    seats = msgspec.json.decode(row[0], type=list[str])
     seat = next((i for i, n in enumerate(seats) if n in names), None)
     return None if seat is None else (path, seat, seats[seat])
 
