@@ -6,24 +6,29 @@ Python bot (``bot.py`` using the SDK) or a Node bot (``package.json`` or
 extracted into a temporary folder with every entry checked (no absolute
 path, no ``..``, no link, device or fifo, no control character, a cap on
 files and on bytes, counted while reading, so a zip bomb stops at the cap)
-and built with the service's **own** Dockerfile (a team's Dockerfile is
-copied as a plain file and ignored) FROM the local base image, with no
-network, memory capped and a time limit: the build is cancelled when it
-runs over (closing the connection makes the daemon stop it and remove its
-container). Its one step that runs anything, in a container of its own
-under the bots' runtime, compiles the bot (``compileall`` for Python,
-``node --check`` for Node): the team's code is never run during the build
+and made into an image by the service alone (a team's Dockerfile is a
+plain file, ignored): a container is created FROM the local base image
+(the SDK image for Python), the bot's files are put into it (a tar made
+here, every entry owned by the build's uid), its one step that runs
+anything compiles the bot (``compileall`` for Python, ``node --check`` for
+Node) under the bots' runtime, with no network, memory capped and a time
+limit, and the container is committed as the bot's image: one layer on its
+base, nothing in between. The team's code is never run during the build
 (see *The build's sandbox* below).
 
 The build's sandbox (no file of a team runs at build time, and if one
 could, it would be boxed in):
 
-- The compile step is not a ``RUN`` step of the build (the daemon runs
-  those under its default runtime, runc, whatever the bots run under): the
-  build only copies the files in, then the step runs in a container of its
-  own (:func:`_compile`) under the bots' runtime (gVisor with ``--runtime
-  runsc`` or the league's ``[containers] runtime``), with no network, and
-  that container is committed as the bot's image.
+- The compile step is not a ``RUN`` step of a build (the daemon runs
+  those under its default runtime, runc, whatever the bots run under): it
+  runs in a container of its own (:func:`_compile`) under the bots' runtime
+  (gVisor with ``--runtime runsc`` or the league's ``[containers]
+  runtime``), with no network, and that container is committed as the
+  bot's image with the config a bot's image has (user, folder, CMD, ENV,
+  labels). No image is made before the commit: a build stopped at any
+  point (a refusal, the time limit, the service killed) leaves at most its
+  container, labelled ``referee.managed=1`` with its referee's pid, which
+  the start-up sweep and ``referee cleanup`` remove.
 
 - The step is ``/usr/local/bin/python -I -S -m compileall -q
   /app/bot`` or ``/usr/local/bin/node --check /app/bot/ENTRY``, by absolute
@@ -36,7 +41,7 @@ could, it would be boxed in):
   no npm is in the image, so ``package.json`` scripts never run.
 - It runs as a uid of its own (:func:`build_uid`, from the upload's hash, in
   ``1000000..1999999``: neither root nor a bot's 65534), the owner of the
-  bot's files (``COPY --chown``), with no capability left, and the
+  bot's files (the tar's entries), with no capability left, and the
   ``nproc`` ulimit (:data:`~referee.bots.images.builds.BUILD_PIDS`, which counts that uid's processes
   on the host) is a real pids cap of this build alone, with the container's
   pids limit; a CPU quota (:data:`~referee.bots.images.builds.BUILD_CPUS`), the memory cap and
@@ -89,12 +94,10 @@ from .builds import (
     check_tag,
     clean_member_path,
     client_of,
-    daemon_build,
     daemon_message,
     file_sha256,
     has_control,
     image_labels,
-    label_line,
     mb,
     remove_image,
 )
@@ -181,9 +184,9 @@ RUN ["python", "-m", "compileall", "-q", "protocol", "sample_bots", "referee"]
 
 def build_uid(digest: str) -> int:
     """The uid a source build's compile step runs as, from the upload's
-    sha256 (hex): the same upload gets the same uid (its build steps come
-    from the cache), two uploads almost never share one, so the ``nproc``
-    ulimit counts this build's processes only."""
+    sha256 (hex): the same upload gets the same uid, two uploads almost
+    never share one, so the ``nproc`` ulimit counts this build's processes
+    only."""
     return BUILD_UID_FIRST + int(digest[:12] or "0", 16) % BUILD_UID_COUNT
 
 
@@ -546,34 +549,18 @@ def _commands(bot: _Bot) -> tuple[list[str], list[str]]:
     return ["/usr/local/bin/node", "--check", f"{BOT_DIR}/{bot.entry}"], ["node", bot.entry]
 
 
-def _dockerfile(bot: _Bot, base_id: str, labels: Mapping[str, str], uid: int) -> str:
-    """The build of `bot`'s image before its compile step: its files owned
-    by `uid` (see the module's *The build's sandbox*; the compile step runs
-    after, in a container of its own: :func:`_compile`)."""
-    if bot.kind == "python":  # the SDK image sets PYTHONPATH=/app and BOT_UNIX
-        env = "ENV PYTHONDONTWRITEBYTECODE=1"
-    else:
-        env = "ENV BOT_UNIX=/run/bot/bot.sock NODE_ENV=production"
-    check, cmd = _commands(bot)
-    return "\n".join(
-        [
-            "# The service's own Dockerfile for a source bot (referee.bots.images.builds).",
-            f"FROM {base_id}",
-            env,  # the same for every bot: these steps come from the cache
-            f"CMD {json.dumps(cmd)}",
-            f'COPY --chown={uid}:{uid} ["bot/", "{BOT_DIR}/"]',
-            "USER 65534:65534",
-            f"WORKDIR {BOT_DIR}",
-            label_line(labels),
-            f"# then, in a container of its own as {uid}:{uid}, from /: {json.dumps(check)}",
-            "",
-        ]
-    )
+def _environment(bot: _Bot) -> dict[str, str]:
+    """What `bot`'s image sets on top of its base image's environment (the
+    SDK image sets PYTHONUNBUFFERED, PYTHONPATH=/app and BOT_UNIX)."""
+    if bot.kind == "python":
+        return {"PYTHONDONTWRITEBYTECODE": "1"}
+    return {"BOT_UNIX": "/run/bot/bot.sock", "NODE_ENV": "production"}
 
 
 def _compile(
     client: DockerClient,
-    image_id: str,
+    base_id: str,
+    files: IO[bytes],
     *,
     tag: str,
     bot: _Bot,
@@ -586,15 +573,22 @@ def _compile(
     step_failed: str,
     instance: Instance,
 ) -> str:
-    """The compile step: `bot`'s check run in a container of its own from
-    `image_id` (the bot's files in place), under `runtime` (the bots' own:
-    gVisor under ``--runtime runsc``; a build's ``RUN`` step would run
-    under the daemon's default, runc, whatever the bots run under), as
-    `uid` from ``/``, no network, no capability, under `limits`; then
-    committed as `tag` with the image's own config (its labels, user,
-    folder and CMD). The committed image's id (blocking)."""
+    """The build: a container FROM `base_id`, `files` (a tar of the bot's
+    folder at :data:`BOT_DIR`, owned by `uid`) put into it, `bot`'s check
+    run in it under `runtime` (the bots' own: gVisor under ``--runtime
+    runsc``; a build's ``RUN`` step would run under the daemon's default,
+    runc, whatever the bots run under), as `uid` from ``/``, no network, no
+    capability, under `limits`; then committed as `tag` with a bot image's
+    config (its labels, environment, user, folder and CMD): one layer on
+    `base_id`, no image in between (nothing left when it stops half-way
+    but this container, labelled for the sweep). The committed image's id
+    (blocking)."""
     docker_mod = docker_module()
     check, cmd = _commands(bot)
+    log.line(
+        f"the bot's files into {BOT_DIR}, owned by {uid}:{uid}, in a container FROM {base_id}; "
+        f"the compile step there, as {uid}:{uid} from /: {json.dumps(check)}"
+    )
     gvisor = is_gvisor(runtime, client)
     pids = limits.pids + (GVISOR_THREADS if gvisor else 0)
     ours = {
@@ -605,8 +599,9 @@ def _compile(
     }
     try:
         container = client.containers.create(
-            image_id,
+            base_id,
             command=check,
+            environment=_environment(bot),  # kept by the commit, with the base image's
             name=f"{instance.container_prefix}build-{secrets.token_hex(4)}",
             user=f"{uid}:{uid}",
             working_dir="/",  # the compile step runs outside the team's folder
@@ -634,6 +629,7 @@ def _compile(
         raise Refused(f"the Docker daemon refused the build: {daemon_message(e)}") from None
     try:
         try:
+            container.put_archive("/", files)
             container.start()
         except docker_mod.errors.APIError as e:
             raise Refused(f"the Docker daemon refused the build: {daemon_message(e)}") from None
@@ -678,13 +674,16 @@ def _compile(
             container.remove(force=True)
 
 
-def _context(extracted: _Extracted, bot: _Bot, dockerfile: str, out: IO[bytes]) -> None:
-    """The build context: the Dockerfile and bot/ (the bot's folder, its top stripped)."""
+def _files(extracted: _Extracted, bot: _Bot, uid: int, out: IO[bytes]) -> None:
+    """The bot's folder (its top stripped) as a tar of :data:`BOT_DIR` from
+    ``/``, every entry owned by `uid` (the daemon keeps a tar's owners)."""
+    top = BOT_DIR.lstrip("/")
     with tarfile.open(fileobj=out, mode="w") as tar:
 
         def add(name: str, data: IO[bytes] | None, size: int, *, folder: bool = False) -> None:
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(f"{top}/{name}" if name else top)
             info.mtime = 0
+            info.uid = info.gid = uid
             if folder:
                 info.type = tarfile.DIRTYPE
                 info.mode = 0o755
@@ -693,17 +692,15 @@ def _context(extracted: _Extracted, bot: _Bot, dockerfile: str, out: IO[bytes]) 
                 info.mode = 0o644
             tar.addfile(info, data)
 
-        text = dockerfile.encode()
-        add("Dockerfile", io.BytesIO(text), len(text))
-        add("bot", None, 0, folder=True)
+        add("", None, 0, folder=True)
         for d in sorted(extracted.dirs):
             if d.startswith(bot.root) and d + "/" != bot.root:
-                add(f"bot/{d[len(bot.root) :]}", None, 0, folder=True)
+                add(d[len(bot.root) :], None, 0, folder=True)
         for name in sorted(extracted.files):
             if name.startswith(bot.root):
                 path = extracted.root / name
                 with path.open("rb") as f:
-                    add(f"bot/{name[len(bot.root) :]}", f, path.stat().st_size)
+                    add(name[len(bot.root) :], f, path.stat().st_size)
 
 
 def build_source(
@@ -804,44 +801,31 @@ def build_source(
         deadline += time.perf_counter() - t_ours
         log.line(f"a {bot.kind} bot: {bot.root}{bot.entry}")
         ours = image_labels(labels, bot.kind, digest)
-        dockerfile = _dockerfile(bot, parent, ours, build_uid(digest))
-        log.line("the service's Dockerfile:\n" + dockerfile)
-        with tempfile.TemporaryFile(dir=tmp) as context:
-            _context(extracted, bot, dockerfile, context)
-            context.seek(0)
+        uid = build_uid(digest)
+        check = (
+            "Python could not compile the bot's files"
+            if bot.kind == "python"
+            else f"node --check found an error in {bot.entry}"
+        )
+        with tempfile.TemporaryFile(dir=tmp) as files:
+            _files(extracted, bot, uid, files)
+            files.seek(0)
             shutil.rmtree(extracted.root, ignore_errors=True)
-            check = (
-                "Python could not compile the bot's files"
-                if bot.kind == "python"
-                else f"node --check found an error in {bot.entry}"
-            )
-            build_limits = BuildLimits(max_growth_bytes=max_growth_bytes)
-            staged = daemon_build(
-                client,
-                context,
-                tag=tag,
-                timeout_s=deadline - time.perf_counter(),
-                log=log,
-                limits=build_limits,
-            )
-        try:
             image_id = _compile(
                 client,
-                staged,
+                parent,
+                files,
                 tag=tag,
                 bot=bot,
-                uid=build_uid(digest),
+                uid=uid,
                 labels=ours,
-                limits=build_limits,
+                limits=BuildLimits(max_growth_bytes=max_growth_bytes),
                 runtime=effective_runtime(limits or ContainerLimits())[0],
                 deadline=deadline,
                 log=log,
                 step_failed=f"{check}: the build log shows the error; fix it and upload again",
                 instance=instance or current(),
             )
-        except (Refused, TookTooLong):
-            remove_image(tag, client, image_id=staged)  # the bot's files, never compiled: gone
-            raise
         _check_growth(client, tag, image_id, parent, files=extracted.total, cap=max_growth_bytes, log=log)
         log.line(f"built {tag}: {image_id} in {time.perf_counter() - t_team:.1f} s")
         return result(image_id, None)
