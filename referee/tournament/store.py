@@ -185,13 +185,33 @@ def outcome_of(index: int, seats: Sequence[str], deal: int, result: dict[str, An
     )
 
 
+def use_wal(db: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Put the database of `db` in WAL mode, once: a database already in it is
+    left as it is (asking again takes a lock, and SQLite answers "database is
+    locked" at once, without its busy timeout, when another connection is
+    making it WAL or recovering it at the same moment: then it is asked again
+    until `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
+
+
 class Store:
     """The database of one run folder, open for reading and writing (its tables made if missing)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
+        use_wal(self.db)
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(TOURNAMENT_SCHEMA)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import sqlite3
+import threading
 from pathlib import Path
 
 import msgspec
@@ -259,3 +260,30 @@ def test_only_the_store_names_the_file_or_runs_sql_on_it() -> None:
         or (isinstance(n, ast.ImportFrom) and n.module == "sqlite3")
     )
     assert importers == ["referee/tournament/store.py"]
+
+
+def test_many_connections_opening_a_new_store_at_once_all_open(tmp_path: Path) -> None:
+    """Connections that open the same new tournament.sqlite at the same moment
+    (the ladder's thread, a page, the diagnostics) all open: SQLite answers
+    "database is locked" at once, without its busy timeout, to one asking for
+    WAL while another is making the file WAL (seen on a loaded CI machine)."""
+    from referee.tournament.store import Store
+
+    failed: list[BaseException] = []
+
+    def open_it(path: Path, start: threading.Barrier) -> None:
+        start.wait()
+        try:
+            Store(path).close()
+        except BaseException as e:  # noqa: BLE001 - what the test counts
+            failed.append(e)
+
+    for round_ in range(60):
+        path = tmp_path / f"round-{round_}.sqlite"
+        start = threading.Barrier(8)
+        threads = [threading.Thread(target=open_it, args=(path, start)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failed == []

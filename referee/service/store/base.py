@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...tournament.store import use_wal
+
 #: The service database's file name in a backup folder (:mod:`referee.web.backup`).
 SERVICE_DB_NAME = "service.sqlite"
 
@@ -57,7 +59,7 @@ def connect(path: Path) -> sqlite3.Connection:
     """The service's connection to the database `path`: autocommit (each
     transaction is explicit, :func:`transaction`), WAL, foreign keys on."""
     db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-    db.execute("PRAGMA journal_mode=WAL")
+    use_wal(db, BUSY_TIMEOUT_S)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA foreign_keys=ON")
     return db
