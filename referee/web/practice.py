@@ -85,6 +85,7 @@ from ..tournament.ladder import entry_name
 from ..tournament.league import League, LeagueError
 from ..tournament.results import games_list
 from .app_state import DB, SETTINGS
+from .db_check import inside
 from .practice_worker import LOG_FILE, OUTCOME_FILE, Outcome, PracticeJob
 from .run_start import (
     check_league_text,
@@ -647,7 +648,7 @@ class PracticeQueue:
         # a game the server stopped in the middle of is played again from the start;
         # its folder is removed only inside the data folder (a row edited by hand or
         # restored from elsewhere is refused at start, and never removes anything else)
-        if not Path(game.out_dir).resolve().is_relative_to(db.data_dir.resolve()):
+        if not inside(game.out_dir, db.data_dir):
             await db.call(set_ended, game.id, "failed", "its folder is outside the data folder: not played")
             log.error(
                 "practice game %s: its folder %s is outside the data folder: not played",

@@ -86,3 +86,22 @@ def remove_instance_images(client: Any, instance: Any) -> None:
                 client.images.remove(t, force=False, noprune=False)
             except Exception:  # noqa: BLE001 - a child still names it: the next pass
                 pass
+
+
+def remove_prefixed_images(client: Any, prefix: str) -> None:
+    """Remove every image a test module tagged ``PREFIX-…`` (its fixture's clean-up)."""
+    from referee.bots.images.builds import remove_image
+
+    for image in client.api.images(name=f"{prefix}-*"):
+        for t in image.get("RepoTags") or ():
+            if t.startswith(prefix):
+                remove_image(t, client)
+
+
+def image_exists(client: Any, image: str) -> bool:
+    """Whether the daemon has `image` (a tag or an id)."""
+    try:
+        client.images.get(image)
+    except Exception:  # noqa: BLE001 - docker's NotFound, or the daemon's refusal: not there
+        return False
+    return True

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from containers_helpers import FIGURES
+from containers_helpers import FIGURES, image_exists, remove_prefixed_images
 
 from referee.bots.images import archives
 from referee.bots.images import builds as B
@@ -205,18 +205,7 @@ def image_archive(
 @pytest.fixture(scope="module")
 def client(docker_client: Any) -> Iterator[Any]:
     yield docker_client
-    for image in docker_client.api.images(name=f"{PREFIX}-*"):
-        for t in image.get("RepoTags") or ():
-            if t.startswith(PREFIX):
-                remove_image(t, docker_client)
-
-
-def _exists(client: Any, image: str) -> bool:
-    try:
-        client.images.get(image)
-    except Exception:  # noqa: BLE001
-        return False
-    return True
+    remove_prefixed_images(docker_client, PREFIX)
 
 
 def refused_before_the_daemon(client: Any, r: BuildResult, image_id: str, *needles: str) -> str:
@@ -227,7 +216,7 @@ def refused_before_the_daemon(client: Any, r: BuildResult, image_id: str, *needl
     for needle in needles:
         assert needle in r.reason, r.reason
     assert "Docker daemon" not in r.reason and "Loaded image" not in r.log, r.log
-    assert not _exists(client, image_id), "the daemon loaded the image"
+    assert not image_exists(client, image_id), "the daemon loaded the image"
     return r.reason
 
 
@@ -405,7 +394,7 @@ def test_a_400_mib_header_in_the_archive_costs_no_memory(client: Any, tmp_path: 
     what = "pax header" if type_ == b"x" else "long name"
     FIGURES[f"400 MiB {what} refused"] = f"{m['seconds']:.1f} s, {_memory(m)}"
     assert not m["ok"] and "in the archive is 400.0 MiB, more than 1.0 MiB" in m["reason"], m["log"]
-    assert not _exists(client, image_id)
+    assert not image_exists(client, image_id)
     assert m["growth"] < MEMORY_BOUND and m["maxrss_growth"] < MEMORY_BOUND, _memory(m)
 
 

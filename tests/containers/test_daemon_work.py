@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
+from containers_helpers import FIGURES, image_exists, remove_prefixed_images
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
 
@@ -31,7 +31,6 @@ from test_archive_bombs import image_archive, layer_files  # noqa: E402
 from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
 from test_web_api import auth, new_competition, new_team  # noqa: E402
 
-from referee.bots.images.builds import remove_image  # noqa: E402
 from referee.bots.images.image_archive import load_image_archive  # noqa: E402
 from referee.bots.images.source_build import build_source  # noqa: E402
 from referee.bots.sandbox import docker_daemon  # noqa: E402
@@ -54,18 +53,7 @@ def tag(name: str) -> str:
 @pytest.fixture(scope="module")
 def client(docker_client: Any) -> Iterator[Any]:
     yield docker_client
-    for image in docker_client.api.images(name=f"{PREFIX}-*"):
-        for t in image.get("RepoTags") or ():
-            if t.startswith(PREFIX):
-                remove_image(t, docker_client)
-
-
-def _exists(client: Any, image: str) -> bool:
-    try:
-        client.images.get(image)
-    except Exception:  # noqa: BLE001
-        return False
-    return True
+    remove_prefixed_images(docker_client, PREFIX)
 
 
 # ------------------------------------------------------------ item 5: HEALTHCHECK
@@ -167,7 +155,7 @@ async def test_an_archive_that_unpacks_past_the_disk_floor_is_never_loaded(
     assert sub.status == "waiting", (sub.status, sub.reason)
     assert sub.reason is not None and "the server's disk is full" in sub.reason, sub.reason
     assert "nothing is wrong with your bot" in sub.reason, sub.reason
-    assert not _exists(client, image_id), "the daemon loaded the archive"
+    assert not image_exists(client, image_id), "the daemon loaded the archive"
     assert not [i for i in pipeline.instance.images(client) if "team" in str(i.get("RepoTags"))]
     assert sub.upload is not None and os.path.isfile(sub.upload)  # kept: it is tried again by itself
     detail = await (
