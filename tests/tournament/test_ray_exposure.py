@@ -4,6 +4,7 @@ that listens beyond loopback warns once, naming what must protect it."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import pytest
 
@@ -166,35 +167,44 @@ class OwnCluster(NamedTuple):
     env: dict[str, str]
 
 
-@pytest.fixture
-def own_cluster(tmp_path: Path) -> Iterator[OwnCluster]:
-    """A cluster started as the service starts one (no --address)."""
-    pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
-    log = tmp_path / "own.log"
+@contextlib.contextmanager
+def cluster_process(
+    code: str, *args: str, env: dict[str, str], log: Path
+) -> Iterator[tuple[int, IO[str], str]]:
+    """A Python process running `code` that starts a Ray cluster, prints its GCS
+    address first and keeps the cluster up until its stdin ends: (its pid, its
+    stdout, the GCS address). Its stderr goes to `log`."""
     with log.open("w") as err:
-        service = subprocess.Popen(
-            [sys.executable, "-c", OWN],
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=_env(),
+            env=env,
             cwd=ROOT,
         )
     try:
-        assert service.stdout is not None
-        gcs = service.stdout.readline().strip()
-        assert gcs, f"the service's cluster did not start: {log.read_text()[-2000:]}"
-        env = json.loads(service.stdout.readline())
-        yield OwnCluster(gcs, service.pid, env)
+        assert proc.stdout is not None
+        gcs = proc.stdout.readline().strip()
+        assert gcs, f"the cluster did not start: {log.read_text()[-2000:]}"
+        yield proc.pid, proc.stdout, gcs
     finally:
-        assert service.stdin is not None
-        service.stdin.close()
+        assert proc.stdin is not None
+        proc.stdin.close()
         try:
-            service.wait(60)
+            proc.wait(60)
         except subprocess.TimeoutExpired:
-            service.kill()
-            service.wait()
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[OwnCluster]:
+    """A cluster started as the service starts one (no --address)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
+    with cluster_process(OWN, env=_env(), log=tmp_path / "own.log") as (pid, out, gcs):
+        yield OwnCluster(gcs, pid, json.loads(out.readline()))
 
 
 @pytest.mark.slow
@@ -237,40 +247,23 @@ def test_joining_a_cluster_reachable_beyond_loopback_warns_once(tmp_path: Path) 
     pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
     # Ray's socket paths must stay short (108 bytes): not under pytest's tmp_path.
     folder = tempfile.mkdtemp(prefix="referee-ray-test-")
-    log = tmp_path / "exposed.log"
-    with log.open("w") as err:
-        exposed = subprocess.Popen(
-            [sys.executable, "-c", EXPOSED, folder],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=_env(RAY_AUTH_MODE="disabled"),
-        )
     try:
-        assert exposed.stdout is not None
-        gcs = exposed.stdout.readline().strip()
-        assert gcs, f"the exposed cluster did not start: {log.read_text()[-2000:]}"
-        if ipaddress.ip_address(gcs.rpartition(":")[0].strip("[]")).is_loopback:
-            pytest.skip(f"this machine has no address beyond loopback (Ray chose {gcs})")
-        join = _python(JOIN, gcs, env=_env(RAY_AUTH_MODE="disabled"))
-        assert "JOINED" in join.stdout, join.stderr[-2000:]
-        assert join.stderr.count(WARNING) == 1, join.stderr[-2000:]
-        line = next(line for line in join.stderr.splitlines() if WARNING in line)
-        assert f"{gcs} (GCS)" in line
-        for words in ("private network", "firewall", "token", "docs/scale-out.md"):
-            assert words in line
-        # Its practice processes inherit that it was said: not again.
-        again = _python(JOIN, gcs, env=_env(RAY_AUTH_MODE="disabled", **{EXPOSURE_WARNED: "1"}))
-        assert "JOINED" in again.stdout and WARNING not in again.stderr
+        with cluster_process(
+            EXPOSED, folder, env=_env(RAY_AUTH_MODE="disabled"), log=tmp_path / "exposed.log"
+        ) as (_, _, gcs):
+            if ipaddress.ip_address(gcs.rpartition(":")[0].strip("[]")).is_loopback:
+                pytest.skip(f"this machine has no address beyond loopback (Ray chose {gcs})")
+            join = _python(JOIN, gcs, env=_env(RAY_AUTH_MODE="disabled"))
+            assert "JOINED" in join.stdout, join.stderr[-2000:]
+            assert join.stderr.count(WARNING) == 1, join.stderr[-2000:]
+            line = next(line for line in join.stderr.splitlines() if WARNING in line)
+            assert f"{gcs} (GCS)" in line
+            for words in ("private network", "firewall", "token", "docs/scale-out.md"):
+                assert words in line
+            # Its practice processes inherit that it was said: not again.
+            again = _python(JOIN, gcs, env=_env(RAY_AUTH_MODE="disabled", **{EXPOSURE_WARNED: "1"}))
+            assert "JOINED" in again.stdout and WARNING not in again.stderr
     finally:
-        assert exposed.stdin is not None
-        exposed.stdin.close()
-        try:
-            exposed.wait(60)
-        except subprocess.TimeoutExpired:
-            exposed.kill()
-            exposed.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
 
