@@ -372,3 +372,17 @@ def test_a_league_built_in_code_is_checked_with_the_same_ranges() -> None:
     league = msgspec.structs.replace(parse_league(BASE, "l.toml"), ladder=LadderTable(concurrency=HUGE))
     with pytest.raises(LeagueError, match=r"\[ladder\] 'concurrency': must be a whole number from 1 to 256"):
         check_league(league, "l.toml", TomlLines(BASE))
+
+
+def test_the_turn_limit_is_configurable_within_its_range() -> None:
+    """[D12] "default 1,000 turns, configurable": the default and any limit from 1 to
+    100,000 turns play; a limit beyond is refused naming the line and the range."""
+    assert parse_league(BASE, "l.toml").rules.turn_limit == 1000
+    for turns in ("1", "1000", "100000"):
+        text, _, _ = case_text("rules", "turn_limit", turns)
+        assert parse_league(text, "l.toml").rules.turn_limit == int(turns)
+    text, line, _ = case_text("rules", "turn_limit", "100001")
+    with pytest.raises(
+        LeagueError, match=rf"l.toml:{line}: \[rules\] 'turn_limit': must be a whole number from 1 to 100000"
+    ):
+        parse_league(text, "l.toml")
