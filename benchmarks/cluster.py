@@ -18,7 +18,7 @@ Two figures, each with the one-node figure as its baseline:
 Both nodes are on this machine (``ray.cluster_utils.Cluster``, one CPU
 each), the second one's containers on a second ``dockerd`` with its own
 bridge; the registry is Debian's ``docker-registry`` on loopback: the rig of
-``tests/cluster`` (``tests/cluster/cluster_helpers.py``). So two nodes share
+``tests/cluster`` (``tests/support/cluster.py``). So two nodes share
 this machine's cores: the games/s ratio shows the cluster's overhead and its
 scheduling, not what a second machine would add. Needs root, a running
 Docker daemon, ``docker-registry``, ``ip`` and Ray (``pip install -e '.[ray]'``).
@@ -49,7 +49,7 @@ from referee.bots.cluster.registry import ImageCache, Registry  # noqa: E402
 from referee.bots.images.baseimage import build_bot_image  # noqa: E402
 from referee.bots.sandbox.docker_daemon import docker_client  # noqa: E402
 from referee.tournament.executors import RayExecutor  # noqa: E402
-from tests.cluster.cluster_helpers import (  # noqa: E402
+from tests.support.cluster import (  # noqa: E402
     RegistryProcess,
     SecondDaemon,
     TwoNodes,

@@ -29,11 +29,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from peers import openspiel_crazy_eights, rlcard_uno  # noqa: E402
+from peers import openspiel_crazy_eights, rlcard_uno
 
-from protocol import Rules  # noqa: E402
-from referee import engine_status  # noqa: E402
-from referee.game import new_game  # noqa: E402
+from protocol import Rules
+from referee import engine_status
+from referee.game import new_game
 
 PLAYERS = (2, 4, 6)
 TARGET_OPENSPIEL = 1.3

@@ -2,7 +2,7 @@
 for (issue 26, item 5), with the bot's own marks against the daemon's
 timestamps, in the same run.
 
-One bot image (``tests/containers/sdk_talker.py`` on the SDK: on every
+One bot image (``tests/support/programs/sdk_talker.py`` on the SDK: on every
 ``/act`` it prints three lines naming the request, on stdout, stderr and
 from a thread) plays as two seats of each game: one as it is (the SDK marks
 its requests, ``BOT_OUTPUT_MARKS``) and one with the variable dropped (an
@@ -137,7 +137,7 @@ def main() -> int:
         client,
         IMAGE,
         DOCKERFILE,
-        {"sdk_talker.py": ROOT / "tests" / "containers" / "sdk_talker.py"},
+        {"sdk_talker.py": ROOT / "tests" / "support" / "programs" / "sdk_talker.py"},
         buildargs={"BASE": greedy},
         base_id=str(client.images.get(greedy).id),
     )

@@ -54,12 +54,12 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import overhead  # noqa: E402
+import overhead
 
-from protocol import Rules, Timeouts  # noqa: E402
-from referee import engine_status  # noqa: E402
-from referee.bots import HttpBot, free_port, make_session  # noqa: E402
-from referee.match import Match  # noqa: E402
+from protocol import Rules, Timeouts
+from referee import engine_status
+from referee.bots import HttpBot, free_port, make_session
+from referee.match import Match
 
 INSTALL = (
     "kaggle-environments is not installed. Its declared dependencies are heavy (jax, transformers, ...); "

@@ -5,7 +5,7 @@ practice games "never slowing the ladder").
   process, on loopback, with ``bot_policy`` allowing 127.0.0.0/8 (as
   ``--bot-networks 127.0.0.0/8``) and one validation game per submission.
   Competition *ladder* is opened: its ladder plays in the service's process
-  as the service runs it (a :class:`~referee.web.ladder_service.LadderThread`),
+  as the service runs it (a :class:`~referee.service.ladder_work.LadderWork`),
   4 teams and a house bot at tables of 2, concurrency 2. Competition
   *practice* is never opened: its 2 teams ask for practice games against
   its house bot, each again as soon as its last one ended (so one waits in
@@ -17,9 +17,9 @@ practice games "never slowing the ladder").
   referee's side).
 * **Windows** of ``--window`` seconds (after a warm-up), in turn: *alone*
   (no practice game asked), *process* (the flood, each game in a child
-  process at nice 19: :class:`~referee.web.practice.PracticeProcess`),
+  process at nice 19: :class:`~referee.service.practice.PracticeProcess`),
   *alone*, *thread* (the same flood played the old way, for comparison
-  only: the same job by :func:`referee.web.practice_worker.play` in a
+  only: the same job by :func:`referee.service.practice_worker.play` in a
   thread of the service at nice 19, sharing its GIL), *alone*, ... for
   ``--rounds`` rounds. The ladder's games/s in each flood window over the
   mean of the *alone* windows on either side (the machine's drift falls out
@@ -70,10 +70,11 @@ sys.path.insert(0, str(ROOT))
 from referee import engine_status  # noqa: E402
 from referee.bots import free_port  # noqa: E402
 from referee.bots.netpolicy import AddressPolicy, parse_networks  # noqa: E402
+from referee.service.practice import NICE, Ending  # noqa: E402
+from referee.service.practice_worker import PracticeJob, play  # noqa: E402
 from referee.service.store import ServiceDB  # noqa: E402
 from referee.web import Settings, make_app  # noqa: E402
-from referee.web.practice import NICE, PRACTICE, Ending  # noqa: E402
-from referee.web.practice_worker import PracticeJob, play  # noqa: E402
+from referee.web.app_state import ROOM  # noqa: E402
 
 LEAGUE = """\
 [tournament]
@@ -254,7 +255,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"ladder under way; warm-up {args.warmup:.0f} s; windows of {args.window:.0f} s", flush=True
             )
             await asyncio.sleep(args.warmup)
-            queue = app[PRACTICE]
+            queue = app[ROOM].practice
             process_job = queue.run_job
             plan = ["alone"]
             for _ in range(args.rounds):

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol import (  # noqa: E402
+from protocol import (
     APIVERSION,
     ActRequest,
     GameEnd,
@@ -51,8 +51,8 @@ from protocol import (  # noqa: E402
     decode_act_request,
     encode,
 )
-from referee.game import ActionError, new_game, view  # noqa: E402
-from sample_bots.sdk import checked_decision  # noqa: E402
+from referee.game import ActionError, new_game, view
+from sample_bots.sdk import checked_decision
 
 __all__ = [
     "BOTS",

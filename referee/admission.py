@@ -31,10 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -42,6 +42,8 @@ from protocol.messages import Rules, Timeouts
 
 from .bots.base import Bot, BotError
 from .bots.factory import BotFactory, BotSpec
+from .bots.house import builtin_spec
+from .bots.images.first_error import first_error, missing_module_fix
 from .bots.process import tail_of
 from .bots.sandbox.container import ContainerLimits
 from .check import CheckLine, OutputProbe, run_checks
@@ -49,18 +51,31 @@ from .match import Match
 from .record import FaultPolicy
 from .replay import write as write_replay
 
-__all__ = ["AdmissionLine", "AdmissionReport", "GAMES_DIR", "HOUSE_BOT", "ValidationGame", "admit"]
+if TYPE_CHECKING:
+    from .tournament.league import League
+
+__all__ = [
+    "CHECK_BUDGET_S",
+    "AdmissionLine",
+    "AdmissionReport",
+    "AdmissionSettings",
+    "GAMES_DIR",
+    "HOUSE_BOT",
+    "ValidationGame",
+    "admit",
+]
 
 #: The check folder's sub-folder of the validation games' replays.
 GAMES_DIR = "games"
 
-#: The validation games' opponent (its name in the report).
-HOUSE_BOT = BotSpec(
-    name="house-greedy", command=[sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]
-)
+#: The validation games' opponent (its name in the report): the built-in greedy house bot.
+HOUSE_BOT = builtin_spec("greedy")
 
 #: Validation games: two deals, both seatings.
 VALIDATION_GAMES = 4
+
+#: The longest check, in all, by default (``referee serve --check-budget``).
+CHECK_BUDGET_S = 120.0
 
 #: The time budget's line in the report (its reason starts with it).
 BUDGET_WHAT = "time budget"
@@ -72,6 +87,39 @@ LOG_TAIL = 2000
 #: One line of the report: the compliance check's own line type
 #: (:class:`referee.check.CheckLine`), for the check's lines and its own.
 AdmissionLine = CheckLine
+
+
+class AdmissionSettings(msgspec.Struct, kw_only=True, frozen=True):
+    """What a check plays with: a competition's league (its rules, timeouts,
+    fault policy, table size and duplicate deals) and the service's number of
+    validation games and time budget. The service's admission check and
+    ``referee check`` both take it (:meth:`of_league`); the service serves a
+    competition's to its teams (``GET /api/competitions/{cid}/admission``), so a
+    local check plays the games the service would."""
+
+    rules: Rules = msgspec.field(default_factory=Rules)
+    timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
+    faults: FaultPolicy = msgspec.field(default_factory=FaultPolicy)
+    table_size: int = 2
+    duplicate: bool = True
+    games: int = VALIDATION_GAMES
+    #: The longest check, in seconds, in all (None: no limit).
+    budget_s: float | None = None
+
+    @classmethod
+    def of_league(
+        cls, league: League, *, games: int = VALIDATION_GAMES, budget_s: float | None = CHECK_BUDGET_S
+    ) -> AdmissionSettings:
+        """The check a competition with `league` plays (the service's `games` and `budget_s`)."""
+        return cls(
+            rules=league.rules,
+            timeouts=league.timeouts,
+            faults=league.faults,
+            table_size=league.tournament.table_size,
+            duplicate=league.tournament.duplicate,
+            games=games,
+            budget_s=budget_s,
+        )
 
 
 class ValidationGame(msgspec.Struct, kw_only=True):
@@ -87,6 +135,9 @@ class ValidationGame(msgspec.Struct, kw_only=True):
     faults: int
     #: The replay file, relative to the check's folder.
     replay: str
+    #: The bot that really played every other seat (under the names in
+    #: `names`: the bots the team's could meet); "" in reports from before.
+    house: str = ""
 
 
 class AdmissionReport(msgspec.Struct, kw_only=True):
@@ -150,31 +201,29 @@ async def admit(
     spec: BotSpec,
     *,
     out_dir: Path,
-    rules: Rules | None = None,
-    timeouts: Timeouts | None = None,
+    settings: AdmissionSettings | None = None,
     limits: ContainerLimits | None = None,
-    games: int = VALIDATION_GAMES,
     house: BotSpec = HOUSE_BOT,
     seed: int | None = None,
     seat_name: str | None = None,
     opponents: Sequence[str] = (),
-    table_size: int = 2,
-    duplicate: bool = True,
-    policy: FaultPolicy | None = None,
-    budget_s: float | None = None,
 ) -> AdmissionReport:
-    """Check the bot `spec` (a URL bot, pinned to its address, or an image
-    bot, run in its sandbox) and play `games` validation games against
-    `house`. Never raises for what the bot does: every failure is a line.
+    """Check the bot `spec` (a URL bot, pinned to its address, an image bot,
+    run in its sandbox, or a command bot, started here by ``referee check``)
+    and play ``settings.games`` validation games against `house`, with the
+    league's rules, timeouts, fault policy and table of `settings`. Never
+    raises for what the bot does: every failure is a line.
 
     `seat_name`: the bot's name at its tables (default ``spec.name``);
     `opponents`: the names its real tables could seat beside it, drawn for
-    the house bot's seats (default: the house bot's name). `table_size`,
-    `duplicate`, `policy`: the league's. Deals are secret and random unless a
-    `seed` is given. Over `budget_s` seconds in all the check stops and the
-    bot is refused, with its own figures (replies, time a move)."""
+    the house bot's seats (default: the house bot's name). Deals are secret
+    and random unless a `seed` is given. Over ``settings.budget_s`` seconds in
+    all the check stops and the bot is refused, with its own figures
+    (replies, time a move)."""
     began = time.perf_counter()
-    timeouts = timeouts or Timeouts()
+    settings = settings or AdmissionSettings()
+    timeouts = settings.timeouts
+    games, budget_s = settings.games, settings.budget_s
     out_dir.mkdir(parents=True, exist_ok=True)
     factory = BotFactory(
         log_dir=out_dir / "logs", out_dir=out_dir, limits=limits, labels={"referee.purpose": "admission"}
@@ -185,8 +234,8 @@ async def admit(
     table = _Table(
         own,
         list(opponents) or [house.name],
-        max(2, table_size),
-        duplicate,
+        max(2, settings.table_size),
+        settings.duplicate,
         random.SystemRandom() if seed is None else random.Random(seed),
         spare=house.name,
     )
@@ -200,9 +249,9 @@ async def admit(
                 spec,
                 factory,
                 house,
-                rules or Rules(),
+                settings.rules,
                 timeouts,
-                policy or FaultPolicy(),
+                settings.faults,
                 games,
                 table,
                 pace,
@@ -259,18 +308,25 @@ async def _check(
                     detail += f"\n--- the bot's output ---\n{log}"
                 if path is not None:  # the team need not see the server's folders
                     detail = detail.replace(str(path), path.name)
-                lines.append(
-                    AdmissionLine(
-                        ok=False,
-                        what="start",
-                        detail=detail,
-                        fix="run the bot on your machine and read its errors: it must "
-                        "serve HTTP on $BOT_UNIX (the SDK's run_bot does)",
-                    )
+                fix = (
+                    "run the command by hand and read its errors"
+                    if spec.image is None  # a command bot, started by referee check on its author's machine
+                    else "run the bot on your machine and read its errors: it must "
+                    "serve HTTP on $BOT_UNIX (the SDK's run_bot does)"
                 )
+                found = first_error(detail)  # issue 35: the first line points at the line
+                if found is not None:
+                    detail = f"{found}\n{detail}"
+                    if found.module is not None:
+                        fix = missing_module_fix(found)
+                lines.append(AdmissionLine(ok=False, what="start", detail=detail, fix=fix))
                 return
+            # where a command bot answers is on its author's machine; a container's socket is the server's
+            at = f" at {endpoint.url}" if spec.image is None else ""
             lines.append(
-                AdmissionLine(ok=True, what="start", detail=f"answered GET / {took:.0f} ms after starting")
+                AdmissionLine(
+                    ok=True, what="start", detail=f"answered GET /{at} {took:.0f} ms after starting"
+                )
             )
             url = endpoint.url
         assert url is not None
@@ -415,6 +471,7 @@ async def _validation_games(
                     place=result.places[team_seat],
                     faults=len(result.faults[team_seat]),
                     replay=name,
+                    house=house_spec.name,
                 )
             )
             for f in result.faults[team_seat]:
@@ -422,16 +479,21 @@ async def _validation_games(
     finally:
         await house.close()
     what = f"validation games against {house_spec.name}"
+    others = sorted({n for n in table.opponents if n != house_spec.name})
+    # the truth of the players column: its other names are seats, played by the house bot
+    seated = (
+        f"; {house_spec.name} played every other seat, under the names {', '.join(others)}" if others else ""
+    )
     if faults:
         shown = "; ".join(faults[:3]) + (f"; and {len(faults) - 3} more" if len(faults) > 3 else "")
         lines.append(
             AdmissionLine(
                 ok=False,
                 what=what,
-                detail=f"{len(faults)} fault(s) in {played[0]} games: {shown}",
+                detail=f"{len(faults)} fault(s) in {played[0]} games{seated}: {shown}",
                 fix="every reply must be legal and in time in real games too: replay the game "
                 "(referee replay) and look at the turn named",
             )
         )
     else:
-        lines.append(AdmissionLine(ok=True, what=what, detail=f"{played[0]} games, no fault"))
+        lines.append(AdmissionLine(ok=True, what=what, detail=f"{played[0]} games, no fault{seated}"))

@@ -29,7 +29,6 @@ import os
 import random
 import secrets
 from collections.abc import Awaitable, Sequence
-from typing import NamedTuple
 
 import msgspec
 
@@ -121,30 +120,50 @@ class _ActRequestWire(msgspec.Struct, kw_only=True):
     legal: list[Action]
 
 
-class _Pending(NamedTuple):
+class _Pending:
     """A request ready to go: its id and turn, the legal actions sent, the
-    encoded body, the encoded state (hashed for the record) and the hard limit."""
+    encoded body, the encoded state (hashed for the record) and the hard limit.
+    (A plain class: compiled, it is built without a Python-level call, which a
+    NamedTuple's ``__new__`` is.)"""
 
-    request_id: str
-    turn: int
-    legal: list[Action]
-    body: bytes
-    state: bytes
-    limit_s: float
+    __slots__ = ("request_id", "turn", "legal", "body", "state", "limit_s")
+
+    def __init__(
+        self, request_id: str, turn: int, legal: list[Action], body: bytes, state: bytes, limit_s: float
+    ) -> None:
+        self.request_id = request_id
+        self.turn = turn
+        self.legal = legal
+        self.body = body
+        self.state = state
+        self.limit_s = limit_s
 
 
-class _Settled(NamedTuple):
+class _Settled:
     """What became of one request, kept until :meth:`Match._flush` writes it
     into the record (off the path between a reply and the next request)."""
 
-    batch: int
-    seat: int
-    pending: _Pending
-    action: Action | None
-    by: By
-    fault: Fault | None
-    latency_ms: float
-    dq_reason: str | None
+    __slots__ = ("batch", "seat", "pending", "action", "by", "fault", "latency_ms", "dq_reason")
+
+    def __init__(
+        self,
+        batch: int,
+        seat: int,
+        pending: _Pending,
+        action: Action | None,
+        by: By,
+        fault: Fault | None,
+        latency_ms: float,
+        dq_reason: str | None,
+    ) -> None:
+        self.batch = batch
+        self.seat = seat
+        self.pending = pending
+        self.action = action
+        self.by = by
+        self.fault = fault
+        self.latency_ms = latency_ms
+        self.dq_reason = dq_reason
 
 
 class Match:

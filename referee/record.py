@@ -28,7 +28,7 @@ import msgspec
 
 from protocol.codec import ENCODER
 from protocol.messages import Action, Fault, Rules, Timeouts
-from referee.game import GameState, ViewCache, new_game, view
+from referee.game import GameState, ViewCache, new_game, public_view, view
 
 __all__ = [
     "FORMAT_VERSION",
@@ -45,6 +45,7 @@ __all__ = [
     "ReplayRecord",
     "RequestLine",
     "ResultLine",
+    "Follower",
     "Step",
     "apply_step",
     "latency_stats",
@@ -356,3 +357,55 @@ def steps(record: ReplayRecord, *, keep_sent: bool = False) -> Iterator[Step]:
         )
         if mine != theirs:
             raise ReplayMismatch(f"re-run result {result} differs from the recorded {recorded}")
+
+
+class Follower:
+    """A game followed while its record grows (issue 36: watching live):
+    deals it again from the header and applies each batch of requests once
+    the whole batch is in the record (the set-up choices together, as the
+    seats see them), through the same :func:`apply_step` as :func:`steps`.
+
+    :meth:`advance` reads the record's lines up to a length taken once (a
+    record written on another thread only grows, and a line is whole once
+    appended). It shows only what :func:`~referee.game.public_view` shows; a
+    request that disqualified its seat waits for its disqualification line.
+    The record's own checks (the hashes, the result) are :func:`steps`'
+    business, once the game is over."""
+
+    def __init__(self, header: ReplayHeader) -> None:
+        self.state = new_game(header.rules, header.names, random.Random(header.seed))
+        #: Lines of the record read so far.
+        self.read = 0
+        #: Requests read whose batch is not whole yet, with their disqualification.
+        self._waiting: list[tuple[RequestLine, str | None]] = []
+
+    def advance(self, lines: Sequence[RequestLine | DisqualifiedLine | NoticeLine]) -> bool:
+        """Apply what the record has that is new; whether the game moved."""
+        n = len(lines)  # one look: the lines the other thread appends later wait for the next call
+        moved = False
+        for line in lines[self.read : n]:
+            if isinstance(line, RequestLine):
+                self._waiting.append((line, None))
+            elif isinstance(line, DisqualifiedLine) and self._waiting:
+                self._waiting[-1] = (self._waiting[-1][0], line.reason)
+        self.read = n
+        state = self._waiting
+        while not self.state.over:
+            seats = self.state.to_move()
+            batch = state[: len(seats)]
+            if len(batch) < len(seats) or any(line.by == "none" and reason is None for line, reason in batch):
+                break
+            if [line.seat for line, _ in batch] != seats:
+                raise ReplayMismatch(
+                    f"the engine asks seats {seats}, the record has {[line.seat for line, _ in batch]}"
+                )
+            for line, reason in batch:
+                if line.by != "skipped" and not self.state.over:
+                    apply_step(self.state, line.seat, line.action, line.fault, reason)
+            del state[: len(seats)]
+            moved = True
+        return moved
+
+    def public(self, since: int = 0) -> dict[str, object]:
+        """The game as a watcher sees it now, with the public log from `since`."""
+        return public_view(self.state, since)

@@ -210,6 +210,7 @@ def frames(
     names = header.names
     deal = new_game(header.rules, names, random.Random(header.seed))
     out = [_frame(deal, ViewCache(), 0, "the deal", None, None, None)]
+    out[0]["turn"] = None  # no move yet
     cache = ViewCache()
     for step in steps(record):
         line, reason = step.line, step.dq_reason
@@ -227,7 +228,7 @@ def frames(
             detail = public_detail(line.fault) if public else line.fault.detail
             fault = f"{line.fault.kind}: {detail}"
         frame = _frame(step.state, cache, step.since, label, line.seat, line.by, fault)
-        frame["turn"] = line.turn
+        frame["turn"] = line.turn  # the request's `turn` (PROTOCOL.md), never the state's after the move
         if outputs is not None and line.seat == output_seat:
             frame["output"] = outputs.get(line.request_id, "")
         out.append(frame)

@@ -15,10 +15,16 @@ and runs ``python mybot.py --port 8001``. ``decide`` may be a plain function or
 an ``async def``; the optional hooks ``on_start(GameStart)`` and
 ``on_end(GameEnd)`` likewise.
 
+It needs msgspec and the standard library alone (issue 35): ``pip install
+referee-sdk`` from the service's ``/sdk/`` gives it, with :mod:`protocol`, to
+any Python 3.11+, and :func:`run_bot` serves HTTP/1.1 with asyncio
+(:func:`serving`). :func:`make_app` gives the same bot as an aiohttp
+application, to embed or test, where aiohttp is installed.
+
 What the SDK does for the bot (PROTOCOL.md):
 
 - serves ``GET /`` (the ``BotInfo``), ``POST /start``, ``POST /act`` and
-  ``POST /end``;
+  ``POST /end``; a body over 1 MiB gets ``413``;
 - decodes every body strictly with :mod:`protocol`'s decoders: a body that
   does not follow the protocol gets ``400 {"error": "<what is wrong>"}``;
 - when a secret is set, checks ``X-Referee-Signature`` on every ``POST``: a
@@ -40,7 +46,11 @@ What the SDK does for the bot (PROTOCOL.md):
   then also sends stderr to stdout and makes stdout line-buffered, so that
   the lines of both keep their order around the marks. Lines printed by
   other threads while ``decide`` runs go to that move too; lines printed
-  when several requests are being answered at once, to the latest.
+  when several requests are being answered at once, to the latest;
+- :func:`say` prints for one game: each line starts with the game's tag
+  (:func:`game_tag`: ``[game <game_id> seat <seat> turn <turn>]``, which the
+  service's per-game output goes by) and is written whole; :func:`game_log`
+  logs the same way, and the SDK's own warnings about a request carry it.
 
 Threads: a plain (non-async) ``decide`` or hook runs in a worker thread, so
 the server stays responsive while a search bot thinks. Calls for different
@@ -57,20 +67,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import inspect
 import io
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeAlias, TypeVar
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any, Final, Generic, TextIO, TypeAlias, TypeVar
 
 from protocol import (
     HEADER,
@@ -87,19 +97,29 @@ from protocol import (
     verify,
 )
 
+if TYPE_CHECKING:  # aiohttp is needed by make_app alone, and imported there
+    from aiohttp import web
+
 __all__ = [
+    "GAME_ATTR",
+    "MAX_BODY",
     "OUTPUT_MARKS_ENV",
     "Decide",
     "Decision",
     "EndHook",
+    "GameLogFormatter",
     "SeatMemory",
     "StartHook",
     "arg_parser",
     "checked_decision",
     "deadline_guard_s",
+    "game_log",
+    "game_tag",
     "make_app",
     "output_marks_token",
     "run_bot",
+    "say",
+    "serving",
 ]
 
 #: What ``decide`` returns: an Action, or an index into ``request.legal``.
@@ -131,6 +151,71 @@ def output_marks_token(environ: Mapping[str, str] | None = None) -> str | None:
     return value if _TOKEN.fullmatch(value) else None
 
 
+#: Held while a whole line (or a message's lines) is written: :func:`say`,
+#: the log of :func:`run_bot` and the output marks never cut into each other.
+_PRINT_LOCK: Final = threading.RLock()
+
+#: The log record attribute that names a record's game (:func:`game_log`).
+GAME_ATTR: Final = "game"
+
+
+def game_tag(message: ActRequest | GameStart | GameEnd) -> str:
+    """``[game <game_id> seat <seat> turn <turn>]`` (no turn for ``/start`` and
+    ``/end``): what starts each line :func:`say` and :func:`game_log` write, so
+    that the service's diagnostics give the line to its game (a line naming a
+    game's id goes to that game) whatever else runs at the same time."""
+    turn = f" turn {message.turn}" if isinstance(message, ActRequest) else ""
+    return f"[game {message.game_id} seat {message.seat}{turn}]"
+
+
+def say(
+    message: ActRequest | GameStart | GameEnd, *values: object, sep: str = " ", file: TextIO | None = None
+) -> None:
+    """``print`` for one game: every line of the text starts with
+    :func:`game_tag` and all of them are written at once, flushed, never cut
+    by another thread's :func:`say`, log line or output mark. A bot that plays
+    several games at once (threads: see the module's docstring) prints with
+    this; a plain ``print`` writes its values, separators and newline one by
+    one, and two threads' prints can share a line."""
+    text = sep.join(str(v) for v in values)
+    tag = game_tag(message)
+    out = "".join(f"{tag} {line}\n" for line in text.splitlines() or [""])
+    stream = sys.stdout if file is None else file
+    with _PRINT_LOCK:
+        stream.write(out)
+        stream.flush()
+
+
+def game_log(
+    message: ActRequest | GameStart | GameEnd, logger: logging.Logger | None = None
+) -> logging.LoggerAdapter[logging.Logger]:
+    """A logger for one game (default: the ``bot`` logger): under
+    :func:`run_bot`'s logging (:class:`GameLogFormatter`) each line of its
+    records, a traceback's included, starts with :func:`game_tag`."""
+    return logging.LoggerAdapter(logger or logging.getLogger("bot"), {GAME_ATTR: game_tag(message)})
+
+
+class GameLogFormatter(logging.Formatter):
+    """A formatter that starts every line of a record that names its game
+    (the :data:`GAME_ATTR` attribute: :func:`game_log`, and the SDK's own
+    warnings about a request) with that game's tag."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        tag = getattr(record, GAME_ATTR, None)
+        if not isinstance(tag, str):
+            return text
+        return "\n".join(f"{tag} {line}" for line in text.splitlines())
+
+
+class _WholeLines(logging.StreamHandler[TextIO]):
+    """Writes each record whole, under the lock :func:`say` holds."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with _PRINT_LOCK:
+            super().emit(record)
+
+
 class _OutputMarks:
     """Prints the marks around a request's ``decide``, each one line at once
     on file descriptor 1, after what the bot printed before it."""
@@ -139,15 +224,16 @@ class _OutputMarks:
         self.prefix = f"--- {token} "
 
     def _write(self, line: str) -> None:
-        for stream in (sys.stdout, sys.stderr):
+        with _PRINT_LOCK:  # never inside a line of say's or the log's
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, OSError, ValueError):
+                    pass
             try:
-                stream.flush()
-            except (AttributeError, OSError, ValueError):
+                os.write(1, line.encode())
+            except OSError:
                 pass
-        try:
-            os.write(1, line.encode())
-        except OSError:
-            pass
 
     def act(self, act: ActRequest) -> None:
         self._write(f"{self.prefix}act {act.request_id} {act.turn}\n")
@@ -234,16 +320,24 @@ class _Bot:
     marks: _OutputMarks | None = None
 
 
-_BOT: Final = web.AppKey("bot", _Bot)
-_EXECUTOR: Final = web.AppKey("executor", ThreadPoolExecutor)
+def _bot(
+    decide: Decide,
+    info: BotInfo,
+    secret: str | None,
+    on_start: StartHook | None,
+    on_end: EndHook | None,
+    deadline_guard: bool,
+    output_marks: str | None,
+) -> _Bot:
+    token = output_marks_token() if output_marks is None else output_marks or None
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise ValueError(f"output_marks must be letters, digits, '_' or '-' (1 to 128), not {token!r}")
+    marks = _OutputMarks(token) if token is not None else None
+    return _Bot(decide, info, secret, on_start, on_end, deadline_guard, marks)
 
 
-def _json(status: int, payload: dict[str, Any]) -> web.Response:
-    return web.Response(status=status, body=encode(payload), content_type="application/json")
-
-
-def _error(status: int, message: str) -> web.Response:
-    return _json(status, {"error": message})
+def _error(status: int, message: str) -> tuple[int, bytes]:
+    return status, encode({"error": message})
 
 
 def _is_async(fn: Callable[..., object]) -> bool:
@@ -251,94 +345,6 @@ def _is_async(fn: Callable[..., object]) -> bool:
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's async __call__
     return call is not None and inspect.iscoroutinefunction(call)
-
-
-async def _call(app: web.Application, fn: Callable[[Any], object], arg: object) -> object:
-    """Call a sync or async function: async ones in the loop, sync ones in a worker thread."""
-    if _is_async(fn):
-        result = fn(arg)
-    else:
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(app[_EXECUTOR], fn, arg)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-async def _body(request: web.Request, bot: _Bot) -> bytes | web.Response:
-    """The raw body, or the 401 reply when the signature does not check out."""
-    body = await request.read()
-    if bot.secret is not None:
-        given = request.headers.get(HEADER)
-        if given is None:
-            log.warning("%s %s refused: no %s header", request.method, request.path, HEADER)
-            return _error(401, f"missing {HEADER} header")
-        if not verify(bot.secret, body, given):
-            log.warning("%s %s refused: bad signature", request.method, request.path)
-            return _error(401, f"bad {HEADER}: not the HMAC-SHA256 of the body under this bot's secret")
-    return body
-
-
-def _bad_body(request: web.Request, error: ProtocolError) -> web.Response:
-    log.warning("%s %s: bad body: %s", request.method, request.path, error.message)
-    return _error(400, error.message)
-
-
-@web.middleware
-async def _log_requests(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    start = time.perf_counter()
-    try:
-        response = await handler(request)
-    except web.HTTPException as e:
-        log.debug(
-            "%s %s %d %.1f ms", request.method, request.path, e.status, (time.perf_counter() - start) * 1000
-        )
-        raise
-    log.debug(
-        "%s %s %d %.1f ms",
-        request.method,
-        request.path,
-        response.status,
-        (time.perf_counter() - start) * 1000,
-    )
-    return response
-
-
-async def _info(request: web.Request) -> web.Response:
-    return web.Response(body=encode(request.app[_BOT].info), content_type="application/json")
-
-
-async def _notice(
-    request: web.Request,
-    decode: Callable[[bytes], GameStart | GameEnd],
-    hook: Callable[[Any], Any] | None,
-    name: str,
-) -> web.Response:
-    """``/start`` and ``/end``: check, decode, call the hook; 200 even when
-    the hook raises (the referee ignores the body; a bug costs nothing here)."""
-    body = await _body(request, request.app[_BOT])
-    if isinstance(body, web.Response):
-        return body
-    try:
-        message = decode(body)
-    except ProtocolError as e:
-        return _bad_body(request, e)
-    if hook is not None:
-        try:
-            await _call(request.app, hook, message)
-        except Exception:
-            log.warning("%s raised for game %s", name, message.game_id, exc_info=True)
-    return _json(200, {"ok": True})
-
-
-async def _start(request: web.Request) -> web.Response:
-    return await _notice(request, decode_game_start, request.app[_BOT].on_start, "on_start")
-
-
-async def _end(request: web.Request) -> web.Response:
-    return await _notice(request, decode_game_end, request.app[_BOT].on_end, "on_end")
 
 
 def checked_decision(decision: object, act: ActRequest) -> Decision | None:
@@ -352,64 +358,128 @@ def checked_decision(decision: object, act: ActRequest) -> Decision | None:
     return None
 
 
-async def _decide(app: web.Application, bot: _Bot, act: ActRequest) -> Decision:
-    """Run the bot's decide with the deadline guard; index 0 whenever it fails."""
-    where = f"game {act.game_id} request {act.request_id}"
-    call = _call(app, bot.decide, act)
-    try:
-        if bot.guard:
-            decision = await asyncio.wait_for(call, deadline_guard_s(act.deadline_ms))
+class _Core:
+    """The protocol side of a bot, without HTTP: what each request gets.
+
+    Both ways of serving a bot use it: :func:`serving` (what :func:`run_bot`
+    runs, the standard library's asyncio) and :func:`make_app` (an aiohttp
+    application, to embed or test)."""
+
+    def __init__(self, bot: _Bot) -> None:
+        self.bot = bot
+        self._executor: ThreadPoolExecutor | None = None
+
+    def open(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="decide")
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    async def respond(self, method: str, path: str, signature: str | None, body: bytes) -> tuple[int, bytes]:
+        """The status and JSON body that answer one request; logged at DEBUG."""
+        start = time.perf_counter()
+        status, reply = await self._route(method, path, signature, body)
+        log.debug("%s %s %d %.1f ms", method, path, status, (time.perf_counter() - start) * 1000)
+        return status, reply
+
+    async def _route(self, method: str, path: str, signature: str | None, body: bytes) -> tuple[int, bytes]:
+        if path == "/":
+            if method in ("GET", "HEAD"):
+                return 200, encode(self.bot.info)
+            return _error(405, f"{method} / is not served: GET / gives the bot's identity")
+        if path not in ("/start", "/act", "/end"):
+            return _error(404, f"no {path}: a bot serves GET /, POST /start, POST /act and POST /end")
+        if method != "POST":
+            return _error(405, f"{method} {path} is not served: use POST")
+        bot = self.bot
+        if bot.secret is not None:
+            if signature is None:
+                log.warning("%s %s refused: no %s header", method, path, HEADER)
+                return _error(401, f"missing {HEADER} header")
+            if not verify(bot.secret, body, signature):
+                log.warning("%s %s refused: bad signature", method, path)
+                return _error(401, f"bad {HEADER}: not the HMAC-SHA256 of the body under this bot's secret")
+        try:
+            if path == "/act":
+                return await self._act(decode_act_request(body))
+            if path == "/start":
+                return await self._notice(decode_game_start(body), bot.on_start, "on_start")
+            return await self._notice(decode_game_end(body), bot.on_end, "on_end")
+        except ProtocolError as e:
+            log.warning("%s %s: bad body: %s", method, path, e.message)
+            return _error(400, e.message)
+
+    async def _call(self, fn: Callable[[Any], object], arg: object) -> object:
+        """Call a sync or async function: async ones in the loop, sync ones in a worker thread."""
+        if _is_async(fn):
+            result = fn(arg)
         else:
-            decision = await call
-    except TimeoutError:
-        log.warning(
-            "%s: decide did not answer within %.0f ms of a %d ms deadline; answering index 0",
-            where,
-            deadline_guard_s(act.deadline_ms) * 1000,
-            act.deadline_ms,
-        )
-        return 0
-    except Exception:
-        log.warning("%s: decide raised; answering index 0", where, exc_info=True)
-        return 0
-    checked = checked_decision(decision, act)
-    if checked is None:
-        log.warning(
-            "%s: decide returned %r, neither an Action nor an index into legal (0..%d); answering index 0",
-            where,
-            decision,
-            len(act.legal) - 1,
-        )
-        return 0
-    return checked
+            result = await asyncio.get_running_loop().run_in_executor(self._executor, fn, arg)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
+    async def _notice(
+        self, message: GameStart | GameEnd, hook: Callable[[Any], Any] | None, name: str
+    ) -> tuple[int, bytes]:
+        """``/start`` and ``/end``: call the hook; 200 even when it raises
+        (the referee ignores the body; a bug costs nothing here)."""
+        if hook is not None:
+            try:
+                await self._call(hook, message)
+            except Exception:
+                log.warning("%s raised", name, exc_info=True, extra={GAME_ATTR: game_tag(message)})
+        return 200, encode({"ok": True})
 
-async def _act(request: web.Request) -> web.Response:
-    bot = request.app[_BOT]
-    body = await _body(request, bot)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        act = decode_act_request(body)
-    except ProtocolError as e:
-        return _bad_body(request, e)
-    if bot.marks is not None:
-        bot.marks.act(act)
-    try:
-        decision = await _decide(request.app, bot, act)
-    finally:
-        if bot.marks is not None:
-            bot.marks.done(act)
-    if isinstance(decision, int):
-        return _json(200, {"request_id": act.request_id, "index": decision})
-    return _json(200, {"request_id": act.request_id, "action": decision})
+    async def _act(self, act: ActRequest) -> tuple[int, bytes]:
+        marks = self.bot.marks
+        if marks is not None:
+            marks.act(act)
+        try:
+            decision = await self._decide(act)
+        finally:
+            if marks is not None:
+                marks.done(act)
+        if isinstance(decision, int):
+            return 200, encode({"request_id": act.request_id, "index": decision})
+        return 200, encode({"request_id": act.request_id, "action": decision})
 
-
-async def _executor_ctx(app: web.Application) -> AsyncIterator[None]:
-    executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="decide")
-    app[_EXECUTOR] = executor
-    yield
-    executor.shutdown(wait=False, cancel_futures=True)
+    async def _decide(self, act: ActRequest) -> Decision:
+        """Run the bot's decide with the deadline guard; index 0 whenever it fails."""
+        bot = self.bot
+        where = f"game {act.game_id} request {act.request_id}"
+        tagged = {GAME_ATTR: game_tag(act)}
+        call = self._call(bot.decide, act)
+        try:
+            if bot.guard:
+                decision = await asyncio.wait_for(call, deadline_guard_s(act.deadline_ms))
+            else:
+                decision = await call
+        except TimeoutError:
+            log.warning(
+                "%s: decide did not answer within %.0f ms of a %d ms deadline; answering index 0",
+                where,
+                deadline_guard_s(act.deadline_ms) * 1000,
+                act.deadline_ms,
+                extra=tagged,
+            )
+            return 0
+        except Exception:
+            log.warning("%s: decide raised; answering index 0", where, exc_info=True, extra=tagged)
+            return 0
+        checked = checked_decision(decision, act)
+        if checked is None:
+            log.warning(
+                "%s: decide returned %r, neither an Action nor an index into legal (0..%d); answering index 0",
+                where,
+                decision,
+                len(act.legal) - 1,
+                extra=tagged,
+            )
+            return 0
+        return checked
 
 
 def make_app(
@@ -422,7 +492,9 @@ def make_app(
     deadline_guard: bool = True,
     output_marks: str | None = None,
 ) -> web.Application:
-    """The aiohttp application of a bot (see the module docstring for what it does).
+    """The bot as an aiohttp application, to embed or test (needs aiohttp,
+    which the SDK itself does not: :func:`run_bot` serves with the standard
+    library). Answers exactly as :func:`serving` does.
 
     ``secret``: when given, every ``POST`` must carry a valid
     ``X-Referee-Signature``. ``deadline_guard``: answer ``index 0`` when
@@ -431,25 +503,165 @@ def make_app(
     marks printed around each ``decide`` (default: ``$BOT_OUTPUT_MARKS``,
     :func:`output_marks_token`; ``""``: none).
     """
-    token = output_marks_token() if output_marks is None else output_marks or None
-    if token is not None and not _TOKEN.fullmatch(token):
-        raise ValueError(f"output_marks must be letters, digits, '_' or '-' (1 to 128), not {token!r}")
-    app = web.Application(middlewares=[_log_requests])
-    app[_BOT] = _Bot(
-        decide,
-        info,
-        secret,
-        on_start,
-        on_end,
-        deadline_guard,
-        _OutputMarks(token) if token is not None else None,
-    )
-    app.cleanup_ctx.append(_executor_ctx)
-    app.router.add_get("/", _info)
-    app.router.add_post("/start", _start)
-    app.router.add_post("/act", _act)
-    app.router.add_post("/end", _end)
+    from aiohttp import web
+
+    core = _Core(_bot(decide, info, secret, on_start, on_end, deadline_guard, output_marks))
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await request.read()
+        status, reply = await core.respond(request.method, request.path, request.headers.get(HEADER), body)
+        return web.Response(status=status, body=reply, content_type="application/json")
+
+    async def executor(app: web.Application) -> AsyncIterator[None]:
+        core.open()
+        yield
+        core.close()
+
+    app = web.Application(client_max_size=MAX_BODY)
+    app.cleanup_ctx.append(executor)
+    app.router.add_route("*", "/{path:.*}", handle)
     return app
+
+
+#: The largest request body served (aiohttp's default too); a larger one gets 413.
+MAX_BODY: Final = 1024 * 1024
+#: The largest request line and headers; larger gets 431.
+MAX_HEAD: Final = 64 * 1024
+
+_REASONS: Final = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    431: "Request Header Fields Too Large",
+}
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            line = await reader.readline()
+            try:
+                n = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise _BadRequest(400, "bad chunked body: a chunk size is not hexadecimal") from None
+            if n == 0:
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            size += n
+            if size > MAX_BODY:
+                raise _BadRequest(413, f"body over {MAX_BODY} bytes")
+            chunks.append(await reader.readexactly(n))
+            await reader.readexactly(2)
+    length = headers.get("content-length", "0").strip()
+    if not length.isdigit():
+        raise _BadRequest(400, f"bad Content-Length {length!r}")
+    if int(length) > MAX_BODY:
+        raise _BadRequest(413, f"body of {length} bytes: over {MAX_BODY}")
+    return await reader.readexactly(int(length))
+
+
+async def _write(writer: asyncio.StreamWriter, status: int, reply: bytes, close: bool, head: bool) -> None:
+    lines = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(reply)}",
+    ]
+    if close:
+        lines.append("Connection: close")
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (b"" if head else reply))
+    await writer.drain()
+
+
+async def _connection(core: _Core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """One HTTP/1.1 connection: its requests one after another (keep-alive)."""
+    try:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.LimitOverrunError:
+                await _write(writer, *_error(431, f"request head over {MAX_HEAD} bytes"), True, False)
+                return
+            lines = head[:-4].decode("latin-1").split("\r\n")
+            request_line = lines[0].split(" ")
+            if len(request_line) != 3 or not request_line[2].startswith("HTTP/1."):
+                await _write(writer, *_error(400, "bad request line"), True, False)
+                return
+            method, target, version = request_line
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                name, colon, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            connection = headers.get("connection", "").lower()
+            close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+            try:
+                body = await _read_body(reader, headers)
+            except _BadRequest as e:
+                await _write(writer, *_error(e.status, e.message), True, False)
+                return
+            path = target.split("?", 1)[0]
+            status, reply = await core.respond(method, path, headers.get(HEADER.lower()), body)
+            await _write(writer, status, reply, close, method == "HEAD")
+            if close:
+                return
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass  # the client went away
+    finally:
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    decide: Decide,
+    info: BotInfo,
+    *,
+    port: int | None = None,
+    unix: str | None = None,
+    host: str = "127.0.0.1",
+    secret: str | None = None,
+    on_start: StartHook | None = None,
+    on_end: EndHook | None = None,
+    deadline_guard: bool = True,
+    output_marks: str | None = None,
+) -> AsyncIterator[str]:
+    """Serve the bot (HTTP/1.1, the standard library's asyncio) while the
+    block runs, on TCP `host`:`port` (0: any free port) or on the unix socket
+    `unix`; yields where: ``http://HOST:PORT`` or ``unix:PATH``. The other
+    arguments are :func:`make_app`'s."""
+    core = _Core(_bot(decide, info, secret, on_start, on_end, deadline_guard, output_marks))
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _connection(core, reader, writer)
+
+    core.open()
+    try:
+        if unix:
+            server = await asyncio.start_unix_server(connection, path=unix, limit=MAX_HEAD)
+            where = f"unix:{unix}"
+        else:
+            server = await asyncio.start_server(connection, host, port or 0, limit=MAX_HEAD)
+            bound = server.sockets[0].getsockname()
+            where = f"http://{host}:{bound[1]}"
+        async with server:
+            yield where
+    finally:
+        core.close()
 
 
 def arg_parser(description: str | None = None) -> argparse.ArgumentParser:
@@ -502,20 +714,47 @@ def run_bot(
     token = output_marks_token()
     if token is not None:
         _join_output()  # logging writes to stderr: now the same ordered stream
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = make_app(
-        decide, info, secret=args.secret, on_start=on_start, on_end=on_end, output_marks=token or ""
-    )
+    handler = _WholeLines()
+    handler.setFormatter(GameLogFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     unix = args.unix if args.port is None else None  # --port wins over $BOT_UNIX
-    where = f"unix:{unix}" if unix else f"http://{args.host}:{args.port}"
-    log.info(
-        "%s %s listening on %s%s",
-        info.name,
-        info.version,
-        where,
-        " (signatures checked)" if args.secret else "",
-    )
-    if unix:
-        web.run_app(app, path=unix, print=None, access_log=None)
-    else:
-        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+    try:
+        asyncio.run(_serve_until_stopped(decide, info, args, unix, on_start, on_end, token or ""))
+    except KeyboardInterrupt:
+        pass
+
+
+async def _serve_until_stopped(
+    decide: Decide,
+    info: BotInfo,
+    args: argparse.Namespace,
+    unix: str | None,
+    on_start: StartHook | None,
+    on_end: EndHook | None,
+    token: str,
+) -> None:
+    """Serve until SIGINT or SIGTERM (``docker stop``), then return."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    async with serving(
+        decide,
+        info,
+        port=args.port,
+        unix=unix,
+        host=args.host,
+        secret=args.secret,
+        on_start=on_start,
+        on_end=on_end,
+        output_marks=token,
+    ) as where:
+        log.info(
+            "%s %s listening on %s%s",
+            info.name,
+            info.version,
+            where,
+            " (signatures checked)" if args.secret else "",
+        )
+        await stop.wait()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-import budget  # noqa: F401 - loads the hypothesis profile (fast or full) for every test
 import pytest
-from mounts import unmount_under
+
+from tests.support import budget
+from tests.support.mounts import unmount_under
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -16,7 +18,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--update-golden",
         action="store_true",
         default=False,
-        help="rewrite the golden files under tests/golden/ instead of comparing with them",
+        help="rewrite the golden files under tests/golden/ instead of comparing with them, and the screenshots the docs show (docs/*.png) that the browser tests take",
     )
 
 
@@ -59,6 +61,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Each pytest-xdist worker is an install of its own on the Docker daemon
+    # (referee.bots.sandbox.instance): its own tags, labels and pinned ids, so
+    # that two workers never build, re-tag or remove each other's images (CI's
+    # slow pass runs the container suites on two workers).
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker and not os.environ.get("REFEREE_INSTANCE"):
+        os.environ["REFEREE_INSTANCE"] = f"u{os.getuid()}{worker}"
     # Plain `pytest` is the fast suite; naming tests (`pytest tests/containers`)
     # or a mark expression (`-m "slow or not slow"`, as CI does) runs what is asked.
     # (pytest-xdist's workers parse the same command line, so they decide the same.)
@@ -78,9 +87,7 @@ def pytest_report_header(config: pytest.Config) -> str:
         if markexpr
         else "the tests named"
     )
-    return (
-        f"referee: {run}; tests/budget.py profile {budget.PROFILE!r} (-m 'slow or not slow' runs every suite)"
-    )
+    return f"referee: {run}; tests/support/budget.py profile {budget.PROFILE!r} (-m 'slow or not slow' runs every suite)"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -95,6 +102,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+#: The docs' folder: a test writes into it only when asked to (``--update-golden``).
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.fixture
+def docs_screenshot(update_golden: bool, tmp_path: Path) -> Callable[[str], Path]:
+    """Where a browser test saves the screenshot ``docs/NAME`` shows: there
+    with ``--update-golden``, else in the test's own folder (a test run
+    never rewrites the docs)."""
+    return lambda name: (DOCS if update_golden else tmp_path) / name
 
 
 #: pytest-playwright's sync fixtures: a test that asks for one (directly or
@@ -145,6 +164,27 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
     if folder in SLOW_FOLDERS or _is_browser_test(item):
         item.add_marker(pytest.mark.slow)
+    if item.get_closest_marker("slow") is not None and item.get_closest_marker("xdist_group") is None:
+        item.add_marker(pytest.mark.xdist_group(_slow_group(item, folder)))
+
+
+#: Files of Ray tests outside tests/cluster: a Ray cluster of their own each.
+RAY_FILES = frozenset({"test_ray_executor.py", "test_ray_exposure.py", "test_web_ladder_ray.py"})
+
+
+def _slow_group(item: pytest.Item, folder: str) -> str:
+    """The slow tests' groups for pytest-xdist's ``--dist loadgroup`` (CI's
+    slow pass on two workers): a group runs on one worker, in collection
+    order. The browser tests are one (one worker's Playwright, run last:
+    :func:`pytest_collection_modifyitems`); the cluster and Ray tests are one
+    (a second Docker daemon, its registry on a fixed port, Ray clusters); each
+    other file is one (its module fixtures built once, its own fixed names)."""
+    if _is_browser_test(item):
+        return "browser"
+    if folder == "cluster" or item.path.name in RAY_FILES:
+        return "cluster"
+    path = Path(str(item.path))
+    return str(path.relative_to(TESTS)) if path.is_relative_to(TESTS) else path.name
 
 
 def pytest_collection_modifyitems(

@@ -74,6 +74,9 @@ class BotSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: here override the league's ``[containers]`` table (the loader stores
     #: the merged result); None: the league's limits as they are.
     limits: ContainerLimits | None = None
+    #: A built-in house bot (:data:`referee.bots.house.BUILTIN_BOTS`: ``greedy``...):
+    #: the referee's own code, run as its command or as the image the service built.
+    builtin: str | None = None
 
     @property
     def kind(self) -> Kind:

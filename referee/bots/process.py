@@ -89,16 +89,32 @@ def pid_alive(pid: int | None) -> bool:
 
 
 def tail_of(path: Path, size: int = STDERR_TAIL) -> str:
-    """The last `size` bytes of a log file, as text (empty if unreadable)."""
+    """The last whole lines of a log file within its last `size` bytes, as
+    text (empty if unreadable): a line cut by the window is left out, so
+    the tail never starts with a fragment (of a bot's line, or of a marker
+    line that would then escape being recognised)."""
     try:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
             end = f.tell()
-            f.seek(max(0, end - size))
-            text = f.read().decode("utf-8", "replace")
+            start = max(0, end - size)
+            f.seek(max(0, start - 1))  # the byte before the window: a line starts there or not
+            data = f.read()
     except OSError:
         return ""
-    return text.strip()
+    if start > 0:
+        first, nl, rest = data.partition(b"\n")
+        data = rest if nl and len(first) > 0 else data[1:]
+    return data.decode("utf-8", "replace").strip()
+
+
+def last_lines(text: str, cap: int) -> str:
+    """The last whole lines of `text` within `cap` characters (a line longer than `cap`: its end)."""
+    if len(text) <= cap:
+        return text
+    tail = text[-cap:]
+    cut = tail.find("\n")
+    return tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail
 
 
 def _load_prctl() -> Callable[[int, int], int] | None:
@@ -208,6 +224,12 @@ class CommandBot(ManagedBot):
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.returncode is None
+
+    async def exited(self) -> int | None:
+        """Wait until the bot's process exits (by itself or killed) and is
+        reaped: its exit code (``-N``: killed by signal N); None if none runs."""
+        process = self._process
+        return None if process is None else await process.wait()
 
     @property
     def url(self) -> str | None:

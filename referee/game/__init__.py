@@ -22,7 +22,7 @@ from .state import (
     MalformedActionError,
     new_game,
 )
-from .view import ViewCache, events, full_view, view
+from .view import ViewCache, events, full_view, public_view, view
 
 __all__ = [
     "ActionError",
@@ -36,6 +36,7 @@ __all__ = [
     "full_view",
     "layout",
     "new_game",
+    "public_view",
     "resample",
     "view",
 ]

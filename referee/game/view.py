@@ -15,9 +15,7 @@ encoding :func:`view`, built faster; a property test holds it to them), and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import msgspec
+from typing import Any, Final
 
 from protocol.codec import ENCODER
 from protocol.messages import Event, PlayerView, State, YouView
@@ -269,23 +267,19 @@ def view(state: GameState, seat: int, since: int = 0, cache: ViewCache | None = 
     )
 
 
-class _StateWire(msgspec.Struct, kw_only=True):
-    """:class:`~protocol.messages.State` with `players` and `events` already
-    encoded (the same fields in the same order: the same bytes)."""
-
-    you: YouView
-    players: msgspec.Raw
-    pile: list[str]
-    draw_count: int
-    cleared: list[str]
-    removed_count: int
-    current: int
-    direction: int
-    extra_actions: int
-    events: msgspec.Raw
-    phase: str
-    turn: int
-    pending: str | None
+#: The JSON of :class:`~protocol.messages.State` with its parts filled in by
+#: ``%``: the fields in the Structs' order, as ``ENCODER.encode(view(...))``
+#: writes them (no spaces; a property test holds the two to the same bytes).
+#: One ``bytes % tuple`` is cheaper than building a Struct to encode.
+_STATE_JSON: Final = (
+    b'{"you":{"seat":%d,"hand":%b,"up":%b,"down":%b},"players":[%b],"pile":%b,'
+    b'"draw_count":%d,"cleared":%b,"removed_count":%d,"current":%d,"direction":%d,'
+    b'"extra_actions":%d,"events":%b,"phase":%b,"turn":%d,"pending":%b}'
+)
+#: The JSON of each phase's name, and of ``pending``.
+_PHASE_JSON: Final = tuple(ENCODER.encode(name) for name in PHASE_NAMES)
+_SWAP_JSON: Final = ENCODER.encode("swap")
+_NULL_JSON: Final = b"null"
 
 
 class ViewCache:
@@ -306,7 +300,7 @@ class ViewCache:
     fields by hand after viewing it is not following it.)
     """
 
-    __slots__ = ("_state", "_events", "_event_json", "_cleared", "_players")
+    __slots__ = ("_state", "_events", "_event_json", "_cleared", "_cleared_json", "_players")
 
     def __init__(self) -> None:
         #: The state followed; None until the first view.
@@ -317,6 +311,8 @@ class ViewCache:
         self._event_json: list[bytes] = []
         #: The wire strings of the cleared cards, in order.
         self._cleared: list[str] = []
+        #: Their JSON.
+        self._cleared_json = b"[]"
         #: By seat: (the facts its PlayerView shows, its JSON), once built.
         self._players: list[tuple[tuple[Any, ...], bytes] | None] = []
 
@@ -326,6 +322,7 @@ class ViewCache:
         self._events = []
         self._event_json = []
         self._cleared = []
+        self._cleared_json = b"[]"
         self._players = [None] * state.n
 
     def _wire_events(self, state: GameState) -> list[Event]:
@@ -354,7 +351,8 @@ class ViewCache:
         """``ENCODER.encode(view(state, seat, since))``, built faster: the
         match runner's path. Each seat's :class:`PlayerView` is kept encoded
         with every fact it is built from and rebuilt only when one changes;
-        each public event is encoded once."""
+        each public event and the cleared cards are encoded once; the rest
+        is filled into the JSON's frame."""
         if state is not self._state:
             self._follow(state)
         setup = state.phase == SETUP
@@ -362,20 +360,21 @@ class ViewCache:
         cache = self._players
         dq = state.dq_order
         alive = state.alive
+        hands = state.hands
+        ups = state.up
+        downs = state.down
+        knowns = state.known
         parts: list[bytes] = []
         for i in range(state.n):
-            hand_count, up = _shown(state, i, seat, setup)
+            # As _shown: during set-up another's 3UP counts as in hand [D2].
+            up = ups[i]
+            hand_count = len(hands[i])
+            if setup and i != seat:
+                hand_count += len(up)
+                up = []
             p = place(i)
             # Every fact _player reads (names and seats do not change).
-            key = (
-                hand_count,
-                tuple(up),
-                tuple(state.down[i]),
-                tuple(state.known[i]),
-                alive[i],
-                p,
-                i in dq,
-            )
+            key = (hand_count, tuple(up), tuple(downs[i]), tuple(knowns[i]), alive[i], p, i in dq)
             hit = cache[i]
             if hit is not None and hit[0] == key:
                 parts.append(hit[1])
@@ -383,14 +382,28 @@ class ViewCache:
                 encoded = ENCODER.encode(_player(state, i, hand_count, up, p))
                 cache[i] = (key, encoded)
                 parts.append(encoded)
-        return ENCODER.encode(
-            _StateWire(
-                you=_you(state, seat),
-                players=msgspec.Raw(b"[" + b",".join(parts) + b"]"),
-                cleared=self._wire_cleared(state),
-                events=msgspec.Raw(self._events_json(state, seat, since)),
-                **_table(state, seat, setup),
-            )
+        strs = C.STR
+        encode = ENCODER.encode
+        cleared = state.cleared
+        if len(self._cleared) < len(cleared):
+            self._cleared_json = encode(self._wire_cleared(state))
+        return _STATE_JSON % (
+            seat,
+            encode([strs[c] for c in sorted(hands[seat])]),
+            encode([strs[c] for c in ups[seat]]),
+            encode(_down(downs[seat])),
+            b",".join(parts),
+            encode([strs[c] for c in state.pile]),
+            len(state.draw),
+            self._cleared_json,
+            len(state.removed),
+            seat if setup else state.current,
+            state.direction,
+            len(state.extras),
+            self._events_json(state, seat, since),
+            _PHASE_JSON[state.phase],
+            state.turn,
+            _SWAP_JSON if state.pending_swap else _NULL_JSON,
         )
 
     def _events_json(self, state: GameState, seat: int, since: int) -> bytes:
@@ -409,6 +422,29 @@ class ViewCache:
                 if seq >= since and log[seq].seat == seat:
                     parts[seq - since] = ENCODER.encode(event(seq, log[seq], cards))
         return b"[" + b",".join(parts) + b"]"
+
+
+def public_view(state: GameState, since: int = 0) -> dict[str, Any]:
+    """What a watcher may see of a game in play (issue 36): the state's
+    public fields (PROTOCOL.md's ``state`` without ``you``, every 3UP hidden
+    during set-up [D2], ``current`` None then) and the public log from
+    ``since`` (private cards hidden from all). Built from the same parts as
+    :func:`view`, so it holds nothing a seat's view keeps to that seat."""
+    setup = state.phase == SETUP
+    place = _place_of(state)
+    players: list[PlayerView] = []
+    for i in range(state.n):
+        hand_count, up = _shown(state, i, -1, setup)
+        players.append(_player(state, i, hand_count, up, place(i)))
+    table = _table(state, -1, setup)
+    if setup:
+        table["current"] = None
+    return {
+        **table,
+        "players": players,
+        "cleared": [C.STR[c] for c in state.cleared],
+        "events": events(state, None, since),
+    }
 
 
 def full_view(state: GameState) -> dict[str, object]:

@@ -35,6 +35,10 @@ class Invalid(ServiceError):
     """A value given is not one the rules accept (`field` names it)."""
 
 
+class Unauthorized(ServiceError):
+    """Who asks is not (or no longer) who they must be: a token replaced while its upload streamed."""
+
+
 class Forbidden(ServiceError):
     """Who asks may not do this, whatever its state (an image named by a team)."""
 
@@ -55,13 +59,19 @@ class DiskFull(ServiceError):
     """The server's disk is below its floor: the service's problem, not the asker's."""
 
 
+class NotReady(ServiceError):
+    """The service is not set up for this yet (uploads without Docker): the organiser's to fix, not the asker's."""
+
+
 __all__ = [
     "Conflict",
     "DiskFull",
     "Forbidden",
     "Invalid",
     "NotFound",
+    "NotReady",
     "RateLimited",
     "ServiceError",
     "TooLarge",
+    "Unauthorized",
 ]

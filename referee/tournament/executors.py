@@ -28,8 +28,9 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -63,6 +64,8 @@ class GameJob(msgspec.Struct, kw_only=True):
     replay: bool = True
     #: Image bots' seats (None for the others; empty: none): a node starts them.
     images: list[ImageSeat | None] = msgspec.field(default_factory=list)
+    #: The game's position in its schedule (-1: none): how those who watch it find it.
+    index: int = -1
 
 
 class GameDone(msgspec.Struct, kw_only=True):
@@ -80,17 +83,56 @@ class Executor(Protocol):
     async def close(self) -> None: ...
 
 
+class InFlight:
+    """The games of one run in flight, by schedule index (issue 36: watching
+    live): each :class:`~referee.match.Match` from before its first request
+    to after its result. Written by the thread that plays the run, read by
+    any other: a lock around the dict (taken twice a game, never per move);
+    a reader follows ``match.record.lines``, a list that only grows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._games: dict[int, Match] = {}
+
+    def add(self, index: int, match: Match) -> None:
+        with self._lock:
+            self._games[index] = match
+
+    def remove(self, index: int, match: Match) -> None:
+        with self._lock:
+            if self._games.get(index) is match:
+                del self._games[index]
+
+    def snapshot(self) -> dict[int, Match]:
+        """The games in flight now (a copy)."""
+        with self._lock:
+            return dict(self._games)
+
+
 class LocalExecutor:
-    """Games in this process, with the coordinator's own bot transports."""
+    """Games in this process, with the coordinator's own bot transports;
+    with `in_flight`, each game is listed there while it plays (what the
+    service's watchers follow: the Ray executor's games cannot be)."""
 
     name = "local"
     remote_images = False
+
+    def __init__(self, in_flight: InFlight | None = None) -> None:
+        self.in_flight = in_flight
 
     async def play(self, job: GameJob, bots: Sequence[Bot]) -> GameDone:
         match = Match(
             bots, job.seed, rules=job.rules, timeouts=job.timeouts, policy=job.policy, names=job.names
         )
-        result = await match.play()
+        watched = self.in_flight
+        if watched is None or job.index < 0:
+            result = await match.play()
+        else:
+            watched.add(job.index, match)
+            try:
+                result = await match.play()
+            finally:
+                watched.remove(job.index, match)
         if not job.replay:
             return GameDone(result=result, replay=b"")
         # Compressing a replay takes ~1 ms (up to 5): off the event loop, where
@@ -348,6 +390,31 @@ class _PrivateCluster:
         atexit.unregister(self.close)
 
 
+#: How long the head's address may take to accept a connection before joining gives up.
+HEAD_CONNECT_S = 5.0
+
+
+def _answers(address: str) -> None:
+    """Raise :class:`ExecutorError` unless something accepts a connection at
+    `address` (``HOST:PORT``, the head's GCS): ``ray.init`` retries a silent
+    address for minutes, in a thread no one can stop, where the operator
+    wants the mistake said at once. Other forms (``auto``, ``ray://``) are
+    left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        socket.create_connection((host, int(port)), timeout=HEAD_CONNECT_S).close()
+    except OSError as e:
+        raise ExecutorError(
+            f"nothing answers at the Ray cluster's address {address} ({e.strerror or e}): start its head "
+            f"(`ray start --head --port {port}`) or give the address it prints (--address)"
+        ) from None
+
+
 class RayExecutor:
     """Games on Ray workers: `workers` async actors, each running up to
     `per_worker` games at once. `address`: an existing cluster (``auto`` or
@@ -362,7 +429,10 @@ class RayExecutor:
     image bot's image, which nodes pull by digest (without one, every node
     must have the images on its daemon: a cluster on one machine sharing
     its daemon). Nodes that join later get games from their first refresh
-    (every `refresh_s`); a node whose worker dies is not used again."""
+    (every `refresh_s`); a node whose worker dies is not used again.
+    `node_body`: the class of the node actors (the service's builds and
+    admission checks use their own, :class:`referee.service.check_site.CheckWorker`,
+    through :meth:`call_node`)."""
 
     name = "ray"
     #: Image bots run on the nodes (:class:`~referee.bots.cluster.nodepool.NodeBot`), not here.
@@ -376,6 +446,7 @@ class RayExecutor:
         retries: int = 3,
         registry: str | None = None,
         refresh_s: float = 5.0,
+        node_body: type = GameWorker,
     ) -> None:
         try:
             import ray as _ray
@@ -407,7 +478,10 @@ class RayExecutor:
                         _temp_dir=self._private.ray_folder,
                     )
                 else:
+                    _answers(address)
                     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+            except ExecutorError:
+                raise
             except Exception as e:  # Ray raises many kinds here
                 if self._private is not None:
                     self._private.close()
@@ -431,9 +505,11 @@ class RayExecutor:
         self.lost: set[str] = set()
         self._refresh_s = refresh_s
         self._refreshed = -1e9
-        self._node_class = ray.remote(num_cpus=0, max_concurrency=max(64, per_worker * 4))(GameWorker)
+        self._node_class = ray.remote(num_cpus=0, max_concurrency=max(64, per_worker * 4))(node_body)
         #: Games played per node (by node id).
         self.played: dict[str, int] = {}
+        #: Called with (node id, its worker) when a node's worker is made (a node joined).
+        self.on_join: Callable[[str, Any], None] | None = None
 
     def _new_worker(self) -> Any:
         return self._actor_class.remote()
@@ -483,9 +559,15 @@ class RayExecutor:
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
             ).remote()
             self._inflight.setdefault(node, 0)
+            if self.on_join is not None:
+                self.on_join(node, self.nodes[node])
         for node in list(self.nodes):
             if node not in alive:
                 self._lose(node)
+
+    async def refresh(self) -> None:
+        """A worker on every live node now (not at the next job)."""
+        await self._refresh(force=True)
 
     def _lose(self, node: str) -> None:
         self.lost.add(node)
@@ -494,8 +576,10 @@ class RayExecutor:
             with contextlib.suppress(Exception):
                 self.ray.kill(worker)
 
-    async def _pick(self) -> tuple[str, Any]:
+    async def _pick(self, prefer: str | None = None) -> tuple[str, Any]:
         await self._refresh()
+        if prefer is not None and prefer in self.nodes:
+            return prefer, self.nodes[prefer]
         if not self.nodes:
             await self._refresh(force=True)
         if not self.nodes:
@@ -509,24 +593,33 @@ class RayExecutor:
 
     async def _on_node(self, method: str, payload: bytes | str) -> tuple[Reply, str]:
         """Call `method` on a node worker, another one if that one dies."""
+        out, node = await self.call_node(method, payload)
+        return _REPLY.decode(out), node
+
+    async def call_node(self, method: str, *args: Any, prefer: str | None = None) -> tuple[Any, str]:
+        """`method` of a node worker called with `args` on the node `prefer`
+        while it lives (the node that has what the call needs), else on the one
+        with the fewest calls in flight (then the fewest games played); on
+        another node when that one dies (its node lost), up to `retries`
+        times: what it returned, and the node."""
         last: Exception | None = None
         for _ in range(self.retries + 1):
-            node, worker = await self._pick()
+            node, worker = await self._pick(prefer)
             self._inflight[node] = self._inflight.get(node, 0) + 1
             try:
-                out = await getattr(worker, method).remote(payload)
+                out = await getattr(worker, method).remote(*args)
             except self.ray.exceptions.RayActorError as e:
                 # The worker died (its node lost, killed, out of memory): the
                 # game is played again from its seed on another node.
                 last = e
                 self.retried += 1
-                log.warning("the Ray worker of node %s died; playing the game again elsewhere", node[:12])
+                log.warning("the Ray worker of node %s died; its %s goes to another node", node[:12], method)
                 self._lose(node)
                 continue
             finally:
                 self._inflight[node] = self._inflight.get(node, 1) - 1
-            return _REPLY.decode(out), node
-        raise ExecutorError(f"a game failed on {self.retries + 1} Ray nodes in a row: {last}")
+            return out, node
+        raise ExecutorError(f"a {method} failed on {self.retries + 1} Ray nodes in a row: {last}")
 
     @staticmethod
     def _checked(reply: Reply) -> Reply:

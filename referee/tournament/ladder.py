@@ -39,9 +39,8 @@ import asyncio
 import collections
 import math
 import random
-import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -49,6 +48,7 @@ import msgspec
 
 from ..bots.base import BotError
 from ..bots.factory import BotSpec
+from ..bots.house import BUILTIN_BOTS, HOUSE_PREFIX, builtin_spec, is_builtin, with_image
 from ..report import Progress
 from .executors import Executor
 from .league import League, LeagueError
@@ -80,30 +80,35 @@ def entry_name(team: str, version: int) -> str:
     return f"{team} v{version}"
 
 
-#: The built-in house bots that fill a ladder's empty seats (``[ladder] fill``):
+#: The built-in house bots that fill a ladder's (and a final's) empty seats
+#: (``[ladder] fill``, :data:`referee.bots.house.BUILTIN_BOTS`):
 #: ``house-greedy-1``, ``house-greedy-2``... (a house bot: no team).
-FILL_PREFIX = "house-"
-FILL_COMMANDS = {"greedy": [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]}
+FILL_PREFIX = HOUSE_PREFIX
 
 
 def filler_name(fill: str, i: int) -> str:
     return f"{FILL_PREFIX}{fill}-{i}"
 
 
+def filler_spec(fill: str, i: int, images: Mapping[str, str] | None = None) -> BotSpec:
+    """The `i`-th built-in house bot `fill` that fills an empty seat (its
+    image, when `images` holds one for it, else its command)."""
+    return with_image(builtin_spec(fill, filler_name(fill, i)), images or {})
+
+
 def is_filler(entry: Entry) -> bool:
     """A built-in house bot the ladder seated to fill a table."""
-    command = (
-        FILL_COMMANDS.get(entry.name[len(FILL_PREFIX) :].rpartition("-")[0])
-        if entry.name.startswith(FILL_PREFIX)
-        else None
-    )
-    return (
-        command is not None
-        and entry.team is None
-        and entry.submission is None
-        and entry.spec.command is not None
-        and entry.spec.command[1:] == command[1:]
-    )
+    if not entry.name.startswith(FILL_PREFIX) or entry.team is not None or entry.submission is not None:
+        return False
+    fill = entry.name[len(FILL_PREFIX) :].rpartition("-")[0]
+    module = BUILTIN_BOTS.get(fill)
+    if module is None:
+        return False
+    spec, command = entry.spec, entry.spec.command
+    if spec.builtin == fill and is_builtin(spec):
+        return True
+    # a ladder stored before the built-in bots' table: this interpreter's path, then -m MODULE
+    return spec.image is None and command is not None and command[1:5] == ["-m", module, "--port", "{port}"]
 
 
 # ------------------------------------------------------------- the store
@@ -120,13 +125,35 @@ def set_team_ids(out_dir: str | Path, team_of: Callable[[int], int | None]) -> i
         return store.fill_team_ids(team_of)
 
 
-def ladder_entries(out_dir: str | Path) -> list[Entry]:
-    """The entries of the ladder playing into `out_dir` (none when it has not started)."""
+def ladder_entries(
+    out_dir: str | Path, names: Collection[str] | None = None, submissions: Collection[int] | None = None
+) -> list[Entry]:
+    """The entries of the ladder playing into `out_dir` (none when it has
+    not started); of these `names` or `submissions` only, when given."""
     store = existing_store(out_dir)
     if store is None:
         return []
     with store:
-        return store.entries()
+        return store.entries(names, submissions)
+
+
+def entry_submissions(out_dir: str | Path) -> list[tuple[str, int | None, str]]:
+    """(name, submission id, status) of each entry of the ladder in `out_dir`,
+    in the order they came (None: a house bot; nothing when it has not started)."""
+    store = existing_store(out_dir)
+    if store is None:
+        return []
+    with store:
+        return store.entry_submissions()
+
+
+def ladder_fillers(out_dir: str | Path) -> list[Entry]:
+    """The built-in house bots the ladder in `out_dir` seated to fill its tables (:func:`is_filler`)."""
+    store = existing_store(out_dir)
+    if store is None:
+        return []
+    with store:
+        return [e for e in store.house_entries() if is_filler(e)]
 
 
 def needed_entries(out_dir: str | Path) -> list[Entry]:
@@ -139,9 +166,11 @@ def needed_entries(out_dir: str | Path) -> list[Entry]:
     return [e for e in entries if e.status == "active" or e.name in owing]
 
 
-def ladder_fingerprint(league: League) -> str:
-    """What must not change while a ladder lives: its rules, timeouts, fault
-    policy, ratings, seats and deals (its bots come and go)."""
+def ladder_fingerprint(league: League, *, legacy: bool = False) -> str:
+    """What must not change while a ladder lives: its rules, fault policy,
+    ratings and deals (its bots come and go; its timeouts and seats follow
+    the competition's league edits, issue 34). `legacy`: as ladders made
+    before edits reached them fingerprinted it (timeouts and seats too)."""
     t = league.tournament
     fixed = msgspec.structs.replace(
         league,
@@ -149,8 +178,15 @@ def ladder_fingerprint(league: League) -> str:
         ladder=type(league.ladder)(),
         path="",
         tournament=msgspec.structs.replace(
-            t, schedule="ladder", rounds=1, concurrency=1, name="ladder", output=""
+            t,
+            schedule="ladder",
+            rounds=1,
+            concurrency=1,
+            name="ladder",
+            output="",
+            table_size=t.table_size if legacy else 0,
         ),
+        timeouts=league.timeouts if legacy else type(league.timeouts)(),
     )
     return league_fingerprint(fixed)
 
@@ -319,8 +355,12 @@ class Ladder(Tournament):
         log: Callable[[str], None] | None = None,
         executor: Executor | None = None,
         replays: bool = True,
+        on_game: Callable[[int], None] | None = None,
+        images: Mapping[str, str] | None = None,
     ) -> None:
         lad = league.ladder
+        #: The images of built-in house bots (the service's): fillers play them, else their commands.
+        self.images = dict(images or {})
         # The runner's own schedule is not used: the ladder plans its blocks.
         idle = msgspec.structs.replace(league.tournament, schedule="round-robin")
         super().__init__(
@@ -333,6 +373,7 @@ class Ladder(Tournament):
             log=log,
             executor=executor,
             drop_unreachable=True,
+            on_game=on_game,
         )
         t = league.tournament
         self.plan = LadderScheduler(t.table_size, t.duplicate, t.seed, catch_up=lad.catch_up)
@@ -347,6 +388,9 @@ class Ladder(Tournament):
         self._store: Store | None = None
         #: Set once the ladder plays (its bots started).
         self.started = asyncio.Event()
+        #: Set at each change one may wait for: an entry's status, :attr:`waiting`,
+        #: a game applied to the live table. A waiter clears it, checks, then waits.
+        self.changed = asyncio.Event()
         #: Why the ladder plays no game now and what to do, in plain words
         #: (None while it plays): too few players for a table.
         self.waiting: str | None = None
@@ -358,11 +402,11 @@ class Ladder(Tournament):
         store = open_ladder_store(self.out / TOURNAMENT_DB)
         fingerprint = ladder_fingerprint(self.league)
         known = store.get_meta("ladder_fingerprint")
-        if known is not None and known != fingerprint:
+        if known is not None and known not in (fingerprint, ladder_fingerprint(self.league, legacy=True)):
             store.close()
             raise LeagueError(
-                f"{self.out} holds a ladder of another league (its rules, timeouts, fault policy, ratings, "
-                "seats or seed differ): a competition's league cannot change while its ladder lives"
+                f"{self.out} holds a ladder of another league (its rules, fault policy, ratings, "
+                "duplicate deals or seed differ): those cannot change while a competition's ladder lives"
             )
         store.set_meta("ladder_fingerprint", fingerprint)
         store.set_meta("league", msgspec.json.encode(redacted(self.league)).decode())
@@ -431,6 +475,24 @@ class Ladder(Tournament):
         self.bots[spec.name] = bot
         return None
 
+    def apply_league(self, league: League) -> None:
+        """A league edit reaches the ladder (on its loop), from its next
+        block: its timeouts (from its next game), its table size and its
+        ``[ladder]`` table (the concurrency it opened with kept). Its house
+        bots come and go with :meth:`reconcile`; its rules, fault policy,
+        ratings and deals stay (:func:`ladder_fingerprint`)."""
+        mine = self.league
+        lad = msgspec.structs.replace(league.ladder, concurrency=mine.ladder.concurrency)
+        tournament = msgspec.structs.replace(mine.tournament, table_size=league.tournament.table_size)
+        self.league = msgspec.structs.replace(
+            mine, timeouts=league.timeouts, tournament=tournament, ladder=lad
+        )
+        self.plan.table_size = tournament.table_size
+        self.plan.catch_up = lad.catch_up
+        if self._store is not None:
+            self._store.set_meta("league", msgspec.json.encode(redacted(self.league)).decode())
+        self._wake.set()
+
     async def reconcile(self, wanted: Sequence[Wanted]) -> list[EntryResult]:
         """Bring the ladder to `wanted`, every entry it should have (call on
         the ladder's loop once it has :attr:`started`): each new entry is
@@ -449,6 +511,13 @@ class Ladder(Tournament):
                     results.append(EntryResult(name=w.name, outcome="kept"))
                 elif e.status == "dropped" and e.team is not None:
                     await self._fall_back(e)
+                elif e.status == "retired" and e.team is None and not is_filler(e):
+                    why = await self._reinstate(e, "back in the league file")
+                    results.append(
+                        EntryResult(name=w.name, outcome="unreachable", reason=why)
+                        if why is not None
+                        else EntryResult(name=w.name, outcome="entered")
+                    )
                 continue
             previous = (
                 None
@@ -460,8 +529,12 @@ class Ladder(Tournament):
             )
             results.append(await self._enter(w, previous))
         teams = {team_key(w) for w in wanted if w.team is not None}
+        house = {w.name for w in wanted if w.team is None}
         for e in list(self.entries.values()):
-            if e.status == "active" and e.team is not None and team_key(e) not in teams:
+            if e.status == "active" and e.team is None and not is_filler(e) and e.name not in house:
+                self._retire(e, "retired", "removed from the league file")
+                self.log(f"ladder: house bot {e.name!r} retires: removed from the league file")
+            elif e.status == "active" and e.team is not None and team_key(e) not in teams:
                 # e.g. its pinned address is one the service no longer allows
                 self._retire(e, "retired", "no longer in play: the service withdrew it")
                 self.log(f"ladder: {e.name!r} is withdrawn")
@@ -478,14 +551,16 @@ class Ladder(Tournament):
         if why is not None:
             entry.status, entry.reason, entry.ended_at = "unreachable", why, time.time()
             self.entries[w.name] = entry
-            store.put_entry(entry)
+            self._put_entry(entry)
             self.log(f"ladder: {w.name!r} could not be reached and does not enter: {why}")
             return EntryResult(name=w.name, outcome="unreachable", reason=why)
         self.entries[w.name] = entry
         self._entries[w.name] = spec
         self.table.add_bot(w.name, mu=entry.mu0, sigma=entry.sigma0)
         entry.games0 = self.plan.add(w.name)
-        store.put_entry(entry)
+        # where it enters the plan: games planned while its bot was reached are not its
+        entry.first_index = self.plan.next_index
+        self._put_entry(entry)
         replaced = None
         if previous is not None and previous.status == "active":
             self._retire(previous, "retired", f"replaced by {w.name}")
@@ -506,7 +581,7 @@ class Ladder(Tournament):
         entry.status, entry.reason, entry.ended_at = "active", reason, None
         self.table.add_bot(entry.name)  # back from retirement, its rating and counts kept
         self.plan.add(entry.name)
-        store.put_entry(entry)
+        self._put_entry(entry)
         self._wake.set()
         return None
 
@@ -548,10 +623,19 @@ class Ladder(Tournament):
         self.plan.retire(entry.name)
         if entry.name not in self.table.retired:
             self.table.retire(entry.name)
-        if self._store is not None:
-            self._store.put_entry(entry)
+        self._put_entry(entry)
         if self._owed[entry.name] <= 0:
             self._close_entry(entry.name)
+
+    def _put_entry(self, entry: Entry) -> None:
+        """Store an entry's new status (and say it changed)."""
+        if self._store is not None:
+            self._store.put_entry(entry)
+        self.changed.set()
+
+    def _apply_ready(self) -> None:
+        super()._apply_ready()
+        self.changed.set()
 
     def _close_entry(self, name: str) -> None:
         bot = self.bots.pop(name, None)
@@ -568,8 +652,7 @@ class Ladder(Tournament):
             self.plan.retire(name)
             if name not in self.table.retired:
                 self.table.retire(name)
-            if self._store is not None:
-                self._store.put_entry(entry)
+            self._put_entry(entry)
             if entry.team is not None:
                 task = asyncio.ensure_future(self._fall_back_soon(entry))
                 self._tasks.add(task)
@@ -597,7 +680,7 @@ class Ladder(Tournament):
         fill = self.league.ladder.fill
         k = self.league.tournament.table_size
         players = len(self._players())
-        want = k - players if fill in FILL_COMMANDS and self.needed() <= players < k else 0
+        want = k - players if fill in BUILTIN_BOTS and self.needed() <= players < k else 0
         seated = [e for e in self.entries.values() if is_filler(e) and e.status == "active"]
         for extra in seated[want:]:
             self._retire(extra, "retired", f"not needed: {players} players fill the tables of {k}")
@@ -611,7 +694,7 @@ class Ladder(Tournament):
             if e is None:
                 if name in self._entries:
                     continue
-                spec = BotSpec(name=name, command=list(FILL_COMMANDS[fill]))
+                spec = filler_spec(fill, i, self.images)
                 result = await self._enter(Wanted(name=name, spec=spec), None)
                 why = result.reason if result.outcome != "entered" else None
             elif e.status == "retired" and is_filler(e):
@@ -638,7 +721,8 @@ class Ladder(Tournament):
         )
         return (
             f"The ladder is waiting: it needs at least {need} players to play (tables of {k}) and has "
-            f"{len(players)} ({names}). Add a house bot to the league file{fill}, or wait for more teams' "
+            f"{len(players)} ({names}). Add a house bot to the league file (a built-in one: [[bots]] "
+            f'name = "house-greedy" builtin = "greedy"){fill}, or wait for more teams\' '
             "bots to be accepted: it starts by itself."
         )
 
@@ -725,9 +809,12 @@ class Ladder(Tournament):
                 block = self.plan.block(mu, self._tables())
                 if not block:
                     self.waiting = self._why_waiting()
+                    self.changed.set()
                     await self._wake.wait()
                     continue
-                self.waiting = None
+                if self.waiting is not None:
+                    self.waiting = None
+                    self.changed.set()
                 store.put_plan(block)
                 for g in block:
                     self._owed.update(g.seats)

@@ -26,6 +26,7 @@ import msgspec
 from protocol.messages import MAX_PLAYERS, MIN_PLAYERS, Rules, Timeouts
 
 from ..bots.factory import BotSpec
+from ..bots.house import BUILTIN_BOTS, builtin_spec, is_builtin
 from ..bots.sandbox.container_limits import ContainerLimits, check_limits, parse_size
 from ..config import MAX_NESTING, TOO_DEEP, find_unknown_key, nesting, too_deep
 from ..record import FaultPolicy
@@ -83,8 +84,13 @@ class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     confidence: float = 0.95
     #: Settle the first `top` ranks only (each of them and the next bot).
     top: int | None = None
-    #: The most games the league plays (default: 20 x bots x table_size).
+    #: The most games the league plays (adaptive, by default: 20 x bots x
+    #: table_size; a round-robin or a balanced schedule: its first games only).
     max_games: int | None = None
+    #: An adaptive league extended after it stopped at its budget: the
+    #: budgets it stopped at, in order (each below the next and below
+    #: `max_games`, the new one). The service's *extend the final* sets it.
+    extended_from: list[int] = msgspec.field(default_factory=list)
 
     def game_limit(self, bots: int, table_size: int) -> int:
         """`max_games`, or its default for a league of `bots` bots."""
@@ -94,7 +100,7 @@ class Stop(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 #: The values of ``[ladder] ratings``.
 LADDER_RATINGS = ("fresh", "inherit")
 #: Who fills a ladder's empty seats (``[ladder] fill``).
-LADDER_FILLS = ("greedy", "none")
+LADDER_FILLS = (*BUILTIN_BOTS, "none")
 
 
 class LadderTable(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -113,8 +119,9 @@ class LadderTable(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     catch_up: int = 100
     #: Who fills the empty seats when fewer players (teams' versions in
     #: play and house bots) than a table's seats remain but at least two:
-    #: "greedy", the built-in greedy sample bot (house bots named
-    #: ``house-greedy-1``...), or "none" (the ladder waits for players).
+    #: a built-in house bot ("greedy", the default, "random", "tactician",
+    #: "searcher": house bots named ``house-greedy-1``...), or "none" (the
+    #: ladder waits for players). The final fills its seats the same way.
     fill: str = "greedy"
     #: A team's practice games (``referee serve``, issue 26) may seat the
     #: other teams' versions in play; false: house bots and its own versions only.
@@ -307,6 +314,7 @@ BOUNDS: Final[dict[str, dict[str, Bound | SizeBound | IdsBound]]] = {
         "confidence": Bound(0.5, 1, "a probability", whole=False, exclusive=True),
         "top": Bound(1, 1000, "ranks"),
         "max_games": Bound(MIN_PLAYERS, MAX_GAMES, "games"),
+        "extended_from": Bound(MIN_PLAYERS, MAX_GAMES, "games"),
     },
     "rules": {"turn_limit": Bound(1, 100_000, "turns")},
     "rules.deck": {
@@ -345,8 +353,11 @@ def bounds_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], s
         if not isinstance(table, dict):
             return
         for key, bound in bounds.items():
-            if key in table and table[key] is not None and (problem := bound.problem(table[key])):
-                found.append((where, key, problem))
+            value = table.get(key)
+            for item in value if isinstance(value, list) else [value]:  # a list: each of its numbers
+                if item is not None and (problem := bound.problem(item)):
+                    found.append((where, key, problem))
+                    break
 
     for path, bounds in BOUNDS.items():
         node: object = data
@@ -400,14 +411,15 @@ def _utc(t: float) -> str:
 MAX_DOTS = 100
 
 
-def load_league(path: str | Path) -> League:
-    """Read and check a league file; raises :class:`LeagueError`."""
+def load_league(path: str | Path, *, bots_to_come: bool = False) -> League:
+    """Read and check a league file; raises :class:`LeagueError`. With
+    `bots_to_come`, a competition's: the teams' bots join it later."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise LeagueError(f"{p}: cannot read the league file: {e.strerror or e}") from None
-    return parse_league(text, str(p))
+    return parse_league(text, str(p), bots_to_come=bots_to_come)
 
 
 def parse_league(
@@ -468,6 +480,12 @@ def parse_league(
     league.path = str(Path(filename).resolve())
     _merge_limits(league, data, filename, lines)
     check_league(league, filename, lines, bots_to_come=bots_to_come, now=clock())
+    league.bots = [
+        msgspec.structs.replace(builtin_spec(b.builtin, b.name), fresh_process=b.fresh_process)
+        if b.builtin is not None and not is_builtin(b)
+        else b
+        for b in league.bots
+    ]
     return league
 
 
@@ -553,15 +571,28 @@ def check_league(
             "max_games",
             f"must be at least table_size ({t.table_size}): one table's rotations, got {stop.max_games}",
         )
-    if t.schedule != "adaptive":
-        for key in ("top", "max_games"):
-            if getattr(stop, key) is not None:
-                fail(
-                    ("stop",),
-                    key,
-                    f'only an adaptive league stops early (schedule = "adaptive"); '
-                    f"this one plays its {t.schedule} schedule to the end",
-                )
+    budgets = [*stop.extended_from, stop.max_games or 0]
+    if stop.extended_from and (
+        stop.max_games is None
+        or any(a >= b for a, b in zip(budgets, budgets[1:]))
+        or budgets[0] < t.table_size
+    ):
+        fail(
+            ("stop",),
+            "extended_from",
+            "the budgets a league stopped at, each at least table_size, rising, and below max_games "
+            f"(the budget now), got {stop.extended_from} then max_games = {stop.max_games}",
+        )
+    if t.schedule != "adaptive" and stop.top is not None and not bots_to_come:
+        # a competition's league (bots to come) keeps it for its final, always adaptive: see league_notes
+        fail(
+            ("stop",),
+            "top",
+            f'only an adaptive league settles its first ranks (schedule = "adaptive"); this one plays '
+            f"its {t.schedule} schedule to the end (max_games may cap it)",
+        )
+    if t.schedule != "adaptive" and stop.extended_from:
+        fail(("stop",), "extended_from", 'only an adaptive league is extended (schedule = "adaptive")')
     try:
         league.rules.validate(t.table_size)
     except ValueError as e:
@@ -569,7 +600,7 @@ def check_league(
     for key, message in check_limits(league.containers):
         fail(("containers",), key, message)
     if not league.bots and not bots_to_come:
-        fail((), None, "no bots: add [[bots]] tables with a name and a url, command or image")
+        fail((), None, "no bots: add [[bots]] tables with a name and a url, command, image or builtin")
     seen: dict[str, int] = {}
     for i, b in enumerate(league.bots):
         where: tuple[str | int, ...] = ("bots", i)
@@ -578,6 +609,23 @@ def check_league(
         if b.name in seen:
             fail(where, "name", f"duplicate bot name {b.name!r} (also [[bots]] #{seen[b.name] + 1})")
         seen[b.name] = i
+        if b.builtin is not None:
+            if b.builtin not in BUILTIN_BOTS:
+                fail(
+                    where,
+                    "builtin",
+                    f"{b.builtin!r} is not a built-in house bot: expected one of "
+                    f"{', '.join(repr(k) for k in BUILTIN_BOTS)}",
+                )
+            if not is_builtin(b):  # as written in a file: nothing but its name (and fresh_process)
+                for key in ("url", "command", "image", "cwd", "secret", "limits", "address"):
+                    if getattr(b, key) is not None:
+                        fail(
+                            where, key, f"a built-in house bot ({b.builtin!r}) is the referee's own: no {key}"
+                        )
+                if b.env:
+                    fail(where, "env", f"a built-in house bot ({b.builtin!r}) is the referee's own: no env")
+            continue
         given = [k for k in ("url", "command", "image") if getattr(b, k) is not None]
         if b.image is not None and given == ["command", "image"]:
             given = ["image"]  # the command run in the container
@@ -585,7 +633,7 @@ def check_league(
             fail(
                 where,
                 None,
-                f"bot {b.name!r} needs exactly one of url, command, image"
+                f"bot {b.name!r} needs exactly one of url, command, image, builtin"
                 + (f" (got {', '.join(given)})" if given else ""),
             )
         if b.url is not None and not re.match(r"^(https?://[^/\s]+|unix:/\S+)", b.url):
@@ -625,6 +673,24 @@ def check_league(
                 f"round-robin of {len(league.bots)} bots at {t.table_size}-seat tables{times} is "
                 f'{games:,} games; use schedule = "balanced" or "adaptive"',
             )
+
+
+def league_notes(league: League) -> list[str]:
+    """What a competition's league file holds that has no meaning somewhere
+    the service plays it (accepted, and said on creation and on every edit)."""
+    t, stop = league.tournament, league.stop
+    notes = []
+    if stop.max_games is not None:
+        notes.append(
+            f"[stop] max_games = {stop.max_games} is the game budget of the final and of a run started by "
+            "hand; the ladder has none (it plays while the competition is open)"
+        )
+    if stop.top is not None and t.schedule != "adaptive":
+        notes.append(
+            f"[stop] top = {stop.top} counts in the final (always adaptive) only; a run started by hand "
+            f'plays its {t.schedule} schedule (schedule = "adaptive" to settle the first ranks there too)'
+        )
+    return notes
 
 
 # ------------------------------------------------- error positions in TOML

@@ -44,6 +44,33 @@ class Outcome(msgspec.Struct, kw_only=True):
     deal: int = -1
 
 
+class BotState(msgspec.Struct, array_like=True):
+    """One bot's row of a :class:`Table`, as a checkpoint keeps it: its
+    rating as TrueSkill holds it (precision π and τ = π·μ, so that it comes
+    back bit for bit: μ and σ recomputed from them would not) and its counts."""
+
+    pi: float
+    tau: float
+    mu0: float
+    sigma0: float
+    points: int
+    games: int
+    wins: int
+    place_sum: int
+    faults: dict[str, int]
+    #: The latency histogram's buckets (:class:`LatencyHistogram`).
+    latencies: dict[int, int]
+    retired: bool
+
+
+class TableState(msgspec.Struct, array_like=True):
+    """What a :class:`Table` holds besides its bots' rows: the last game
+    applied and the design effect's sums, with its deals in progress."""
+
+    applied: int
+    design: settle.DesignState
+
+
 class Standing(msgspec.Struct, kw_only=True):
     bot: str
     mu: float
@@ -202,6 +229,56 @@ class Table:
             if seat < len(o.points):
                 self.points[bot] += o.points[seat]
         self.design.add(o.deal, o.seats, scores, infos)
+
+    # -- checkpoints (the service's :class:`~referee.tournament.results.RunRatings`)
+
+    def state(self) -> TableState:
+        return TableState(applied=self.applied, design=self.design.state())
+
+    def bot_state(self, name: str) -> BotState:
+        r = self.ratings[name]
+        return BotState(
+            pi=r.pi,
+            tau=r.tau,
+            mu0=self.mu0[name],
+            sigma0=self.sigma0[name],
+            points=self.points[name],
+            games=self.games[name],
+            wins=self.wins[name],
+            place_sum=self.place_sum[name],
+            faults=dict(self.faults[name]),
+            latencies=dict(self.latencies[name].counts),
+            retired=name in self.retired,
+        )
+
+    def restore(self, state: TableState, bots: dict[str, BotState]) -> None:
+        """Put the table back in the state :meth:`state` and :meth:`bot_state`
+        gave (every bot of it): applying the games after it then gives what
+        applying every game from the first would, bit for bit."""
+        self.applied = state.applied
+        self.design = settle.DesignEffect.restore(state.design)
+        self.retired = set()
+        self.ratings.clear()
+        self.mu0.clear()
+        self.sigma0.clear()
+        self.points.clear()
+        self.games.clear()
+        self.wins.clear()
+        self.place_sum.clear()
+        self.faults.clear()
+        self.latencies.clear()
+        for name, b in bots.items():
+            self.add_bot(name, mu=b.mu0, sigma=b.sigma0)
+            r = self.ratings[name]
+            r.pi, r.tau = b.pi, b.tau
+            self.mu0[name], self.sigma0[name] = b.mu0, b.sigma0
+            self.points[name], self.games[name], self.wins[name] = b.points, b.games, b.wins
+            self.place_sum[name] = b.place_sum
+            self.faults[name] = dict(b.faults)
+            self.latencies[name].counts = dict(b.latencies)
+            self.latencies[name].count = sum(b.latencies.values())
+            if b.retired:
+                self.retired.add(name)
 
     def _order(self) -> list[str]:
         """The bots in standings order (on the rounded values the standings show)."""
@@ -373,21 +450,23 @@ def head_to_head(bots: Sequence[str], outcomes: Iterable[Outcome]) -> list[HeadT
         for b in bots:
             if a == b or (a, b) not in w:
                 continue
-            wins, losses, draws = w[(a, b)]
-            n = wins + losses + draws
-            score = wins + draws / 2
-            low, high = wilson(score, n)
-            out.append(
-                HeadToHead(
-                    bot=a,
-                    opponent=b,
-                    games=n,
-                    wins=wins,
-                    losses=losses,
-                    draws=draws,
-                    rate=round(score / n, 4),
-                    low=round(low, 4),
-                    high=round(high, 4),
-                )
-            )
+            out.append(head_to_head_record(a, b, *w[(a, b)]))
     return out
+
+
+def head_to_head_record(bot: str, opponent: str, wins: int, losses: int, draws: int) -> HeadToHead:
+    """`bot` against `opponent`: its win rate, a draw counting half a win, with its 95% Wilson interval."""
+    n = wins + losses + draws
+    score = wins + draws / 2
+    low, high = wilson(score, n)
+    return HeadToHead(
+        bot=bot,
+        opponent=opponent,
+        games=n,
+        wins=wins,
+        losses=losses,
+        draws=draws,
+        rate=round(score / n, 4) if n else 0.0,
+        low=round(low, 4),
+        high=round(high, 4),
+    )

@@ -18,7 +18,7 @@ import math
 import signal
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Container
+from collections.abc import AsyncGenerator, Callable, Container, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +48,19 @@ def league_fingerprint(league: League) -> str:
     """What must not change between a run and its resume: the bots, rules,
     timeouts, fault policy, ratings and the schedule's parameters."""
     t = league.tournament
+    # An extended league is the league it was: its first budget counts (the
+    # schedule replays its games under it), not the budgets it was given since.
+    stop = msgspec.to_builtins(league.stop)
+    first = stop.pop("extended_from", None)
+    if first:
+        stop["max_games"] = first[0]
     data = {
         "seed": t.seed,
         "table_size": t.table_size,
         "rounds": t.rounds,
         "duplicate": t.duplicate,
         "schedule": t.schedule,
-        "stop": league.stop,
+        "stop": stop,
         "rules": league.rules,
         "timeouts": league.timeouts,
         "faults": league.faults,
@@ -88,8 +94,20 @@ class Tournament:
         log: Callable[[str], None] | None = None,
         executor: Executor | None = None,
         drop_unreachable: bool = False,
+        on_game: Callable[[int], None] | None = None,
+        seated: Mapping[str, Bot] | None = None,
+        scheduler: Scheduler | None = None,
+        signals: bool = True,
     ) -> None:
         self.league = league
+        #: Seats played by a transport given ready-made (a person's
+        #: :class:`~referee.bots.human.HumanSeat`), by the league's bot name:
+        #: not started by the factory, handshaken and closed like the others.
+        self.seated: Mapping[str, Bot] = seated or {}
+        #: Whether Ctrl-C and SIGTERM stop the run (False: a run inside a server, whose signals they are).
+        self.signals = signals
+        #: Called with a game's index once it is recorded (the service wakes its watchers).
+        self.on_game = on_game
         #: A bot that cannot be reached when the run starts, or that loses
         #: DEAD_GAMES games in a row to connection faults and timeouts, is
         #: dropped from the rest of the run (its games recorded as its
@@ -109,8 +127,8 @@ class Tournament:
         say = log or (lambda msg: print(msg, file=sys.stderr))
         #: Its lines may quote a bot (its name, its error): no escape sequence reaches a terminal.
         self.log: Callable[[str], None] = lambda msg: say(for_terminal(msg))
-        #: Which games, block by block (round-robin, balanced or adaptive).
-        self.scheduler: Scheduler = make_scheduler(league)
+        #: Which games, block by block (round-robin, balanced or adaptive; or the one given).
+        self.scheduler: Scheduler = scheduler if scheduler is not None else make_scheduler(league)
         #: The league's confidence: what "settled" means in the standings.
         self.confidence = league.stop.confidence
         #: The standings, fed every game in schedule order as it finishes.
@@ -188,6 +206,12 @@ class Tournament:
 
         async def one(i: int, entry: BotSpec) -> None:
             where = f"[[bots]] #{i + 1} {entry.name!r}"
+            given = self.seated.get(entry.name)
+            if given is not None:
+                self.bots[entry.name] = given
+                info = await given.handshake()
+                store.put_bot(entry.name, entry.kind, entry.target, msgspec.to_builtins(info))
+                return
             try:
                 strays = await factory.prepare(entry)
             except BotError as e:
@@ -307,7 +331,7 @@ class Tournament:
         self._finished = dict(recorded)  # applied as their turn comes, like new ones
         loop = asyncio.get_running_loop()
         handled: list[signal.Signals] = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM) if self.signals else ():
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
                 handled.append(sig)
@@ -483,6 +507,7 @@ class Tournament:
             policy=league.faults,
             replay=self.replays,
             images=images if any(s is not None for s in images) else [],
+            index=spec.index,
         )
 
     def _record(self, spec: GameSpec, result: MatchResult, store: Store, replay: Path | None) -> None:
@@ -507,6 +532,8 @@ class Tournament:
             faults=faults,
             replay=str(replay.relative_to(self.out)) if replay else None,
         )
+        if self.on_game is not None:
+            self.on_game(spec.index)
 
     # --------------------------------------------------------------- output
 

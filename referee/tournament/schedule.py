@@ -54,7 +54,15 @@ workers play block k-1 while block k is decided (one block of look-ahead).
     below them whose rank interval (``rank_low``) still reaches into them gets
     a table with the bots around place N. The league ends when nothing is
     left to settle, or at ``max_games`` (whole tables only; default 20 x bots
-    x table_size).
+    x table_size). A league that stopped at its budget may be extended
+    (``[stop] extended_from`` lists the budgets it stopped at, ``max_games``
+    is the new one): each earlier budget rules until the schedule reaches
+    it, so the games played are planned again exactly as they were and the
+    next ones follow on the same seed (the service's *extend the final*).
+
+``[stop] max_games`` caps the other schedules too: a round-robin plays its
+first ``max_games`` games in its order, a balanced one its whole tables
+within them.
 
 Balanced and adaptive schedules take in a new bot or retire one between
 blocks. A new bot is seated first until its games catch up with the median:
@@ -154,12 +162,14 @@ def make_scheduler(league: League) -> Scheduler:
     """The scheduler of `league`'s ``[tournament] schedule``."""
     t = league.tournament
     names = [b.name for b in league.bots]
+    stop = league.stop
     if t.schedule == "round-robin":
-        return RoundRobinScheduler(names, t.table_size, t.rounds, t.duplicate, t.seed)
+        return RoundRobinScheduler(
+            names, t.table_size, t.rounds, t.duplicate, t.seed, max_games=stop.max_games
+        )
     if t.schedule == "balanced":
-        return BalancedScheduler(names, t.table_size, t.rounds, t.duplicate, t.seed)
+        return BalancedScheduler(names, t.table_size, t.rounds, t.duplicate, t.seed, max_games=stop.max_games)
     if t.schedule == "adaptive":
-        stop = league.stop
         return AdaptiveScheduler(
             names,
             t.table_size,
@@ -169,6 +179,7 @@ def make_scheduler(league: League) -> Scheduler:
             confidence=stop.confidence,
             top=stop.top,
             max_games=stop.max_games,
+            extended_from=stop.extended_from,
         )
     raise ValueError(f"unknown schedule {t.schedule!r}")
 
@@ -196,6 +207,7 @@ class RoundRobinScheduler:
         seed: int,
         *,
         chunk: int = ROUND_ROBIN_BLOCK,
+        max_games: int | None = None,
     ) -> None:
         self.bots = list(bots)
         self.table_size = table_size
@@ -205,6 +217,10 @@ class RoundRobinScheduler:
         self.chunk = chunk
         self.meetings = math.comb(len(self.bots), table_size) if len(self.bots) >= table_size else 0
         self.size = self.meetings * table_size * rounds
+        #: ``[stop] max_games``: the schedule's first games only, in its order.
+        self.max_games = max_games
+        if max_games is not None:
+            self.size = min(self.size, max_games)
         self._stopped: str | None = None
 
     @property
@@ -222,7 +238,8 @@ class RoundRobinScheduler:
     def block(self, k: int, standings: Sequence[Standing] | None) -> list[GameSpec]:
         start = k * self.chunk
         if start >= self.size:
-            self._stopped = "done"
+            full = self.max_games is None or self.size < self.max_games
+            self._stopped = "done" if full else "max_games"
             return []
         return self.games(start, min(self.size, start + self.chunk))
 
@@ -323,8 +340,19 @@ class BalancedScheduler:
     """Rounds in which every bot sits at one table; pairs meet as evenly as
     the numbers allow (see the module's docstring)."""
 
-    def __init__(self, bots: Sequence[str], table_size: int, rounds: int, duplicate: bool, seed: int) -> None:
+    def __init__(
+        self,
+        bots: Sequence[str],
+        table_size: int,
+        rounds: int,
+        duplicate: bool,
+        seed: int,
+        *,
+        max_games: int | None = None,
+    ) -> None:
         self.table_size = table_size
+        #: ``[stop] max_games``: no table past it (whole tables only).
+        self.max_games = max_games
         self.rounds = rounds
         self.duplicate = duplicate
         self.seed = seed
@@ -354,7 +382,10 @@ class BalancedScheduler:
     @property
     def total(self) -> int | None:
         left = max(0, self.rounds - self.round)
-        return self.next_index + left * (self.active_count() // self.table_size) * self.table_size
+        total = self.next_index + left * (self.active_count() // self.table_size) * self.table_size
+        if self.max_games is not None:
+            total = min(total, self.max_games - self.max_games % self.table_size)
+        return total
 
     @property
     def limit(self) -> int | None:
@@ -366,10 +397,13 @@ class BalancedScheduler:
 
     def block(self, k: int, standings: Sequence[Standing] | None) -> list[GameSpec]:
         self._check_block(k)
+        if self.max_games is not None and self.next_index + self.table_size > self.max_games:
+            self._stopped = "max_games"
+            return []
         if self.round >= self.rounds:
             self._stopped = "done"
             return []
-        return self._balanced_block(self.rounds, None)
+        return self._balanced_block(self.rounds, self.max_games)
 
     def add_bot(self, name: str) -> None:
         if name in self.ids and self.active[self.ids[name]]:
@@ -710,11 +744,18 @@ class AdaptiveScheduler(BalancedScheduler):
         confidence: float = 0.95,
         top: int | None = None,
         max_games: int | None = None,
+        extended_from: Sequence[int] = (),
     ) -> None:
         super().__init__(bots, table_size, rounds, duplicate, seed)
         self.confidence = confidence
         self.top = top
         self.max_games = max_games
+        #: The budgets in force one after the other (``[stop] extended_from``,
+        #: then ``max_games``): each until the schedule reaches it, so a
+        #: league extended after it stopped plans its first games exactly as
+        #: it did (its resume replays them) and goes on from where it stopped.
+        self.extended_from = list(extended_from)
+        self._stage = 0
 
     @property
     def total(self) -> int | None:
@@ -722,18 +763,27 @@ class AdaptiveScheduler(BalancedScheduler):
 
     @property
     def limit(self) -> int | None:
-        """`max_games`, by default 20 x bots x table_size (every bot ever taken in)."""
+        """The budget in force (`max_games`, or the earlier one of
+        `extended_from` not reached yet), by default 20 x bots x table_size
+        (every bot ever taken in)."""
+        if self._stage < len(self.extended_from):
+            return self.extended_from[self._stage]
         if self.max_games is not None:
             return self.max_games
         return 20 * len(self.names) * self.table_size
 
     def block(self, k: int, standings: Sequence[Standing] | None) -> list[GameSpec]:
         self._check_block(k)
-        limit = self.limit
-        assert limit is not None
         if self.active_count() < self.table_size:
             self._stopped = "bots"
             return []
+        while (
+            self._stage < len(self.extended_from)
+            and self.next_index + self.table_size > self.extended_from[self._stage]
+        ):
+            self._stage += 1  # the budget it stopped at was extended: the next one rules from here
+        limit = self.limit
+        assert limit is not None
         if self.next_index + self.table_size > limit:
             self._stopped = "max_games"
             return []

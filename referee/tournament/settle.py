@@ -48,6 +48,8 @@ import threading
 from collections.abc import Sequence
 from statistics import NormalDist
 
+import msgspec
+
 #: How many joint draws of the strengths the rank intervals use.
 SAMPLES = 200
 
@@ -70,6 +72,18 @@ S2_MIN = 1e-4
 
 def normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+class DesignState(msgspec.Struct, array_like=True):
+    """A :class:`DesignEffect`'s sums and its deals in progress (deal ->
+    (games so far, each bot's summed score)), as a checkpoint keeps them."""
+
+    sum_sq: float
+    sum_sq_games: float
+    info: float
+    clusters: int
+    items: int
+    open: dict[int, tuple[int, dict[str, float]]]
 
 
 class DesignEffect:
@@ -135,6 +149,25 @@ class DesignEffect:
         count[0] += 1
         if count[0] >= len(seats):
             del self._open[deal]
+
+    def state(self) -> DesignState:
+        return DesignState(
+            sum_sq=self.sum_sq,
+            sum_sq_games=self.sum_sq_games,
+            info=self.info,
+            clusters=self.clusters,
+            items=self.items,
+            open={d: (c[0], dict(sums)) for d, (c, sums) in self._open.items()},
+        )
+
+    @classmethod
+    def restore(cls, state: DesignState) -> DesignEffect:
+        """The design effect :meth:`state` described, bit for bit."""
+        out = cls()
+        out.sum_sq, out.sum_sq_games, out.info = state.sum_sq, state.sum_sq_games, state.info
+        out.clusters, out.items = state.clusters, state.items
+        out._open = {d: ([c], dict(sums)) for d, (c, sums) in state.open.items()}
+        return out
 
     @property
     def open_deals(self) -> int:

@@ -21,6 +21,12 @@ def _static(name: str) -> str:
 CSS = _static("style.css")
 #: ``/static/app.js``, also inlined in a replay file.
 JS = _static("app.js")
+#: ``/static/seat.js``: a team member's seat at a practice game (the page ``/team/practice/{pid}/play``).
+SEAT_JS = _static("seat.js")
+#: ``/static/table.js``: a game's table drawn from a protocol state (the seat's page and the watchers').
+TABLE_JS = _static("table.js")
+#: ``/static/watch.js``: games watched live, the TV page, the "playing now" lists.
+WATCH_JS = _static("watch.js")
 
 # ---------------------------------------------------------------- favicon
 

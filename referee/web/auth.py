@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 from aiohttp import web
 
-from ..service.store import ServiceDB, Team
-from .app_state import DB
+from ..service.store import Competition, ServiceDB, Team
+from .app_state import ROOM
 from .errors import fail
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
@@ -43,7 +43,7 @@ def identify(db: ServiceDB, token: str) -> Identity:
 async def is_admin(request: web.Request) -> bool:
     """Whether the request carries the admin token (no error either way)."""
     token = bearer(request)
-    return token is not None and bool(await request.app[DB].call(ServiceDB.is_admin, token))
+    return token is not None and bool(await request.app[ROOM].db.call(ServiceDB.is_admin, token))
 
 
 async def require_admin(request: web.Request) -> None:
@@ -51,7 +51,7 @@ async def require_admin(request: web.Request) -> None:
     token = bearer(request)
     if token is None:
         fail(401, "missing token: send 'Authorization: Bearer <admin token>'", headers=_CHALLENGE)
-    who = await request.app[DB].call(identify, token)
+    who = await request.app[ROOM].db.call(identify, token)
     if who.admin:
         return
     if who.team is not None:
@@ -66,7 +66,7 @@ async def require_team(request: web.Request, team: Team, *, admin_too: bool = Fa
     token = bearer(request)
     if token is None:
         fail(401, "missing token: send 'Authorization: Bearer <team token>'", headers=_CHALLENGE)
-    db = request.app[DB]
+    db = request.app[ROOM].db
     if await db.call(ServiceDB.team_token_matches, team.id, token):
         return False
     who = await db.call(identify, token)
@@ -76,4 +76,18 @@ async def require_team(request: web.Request, team: Team, *, admin_too: bool = Fa
         if admin_too:
             return True
         fail(403, "bots are submitted with the team's own token, not the admin token")
+    fail(401, "unknown token", headers=_CHALLENGE)
+
+
+async def require_member(request: web.Request, comp: Competition) -> None:
+    """Let a team of `comp` (its own token) or the admin through; 401 for
+    no token or an unknown one, 403 for a team of another competition."""
+    token = bearer(request)
+    if token is None:
+        fail(401, "missing token: send 'Authorization: Bearer <team token>'", headers=_CHALLENGE)
+    who = await request.app[ROOM].db.call(identify, token)
+    if who.admin or (who.team is not None and who.team.competition_id == comp.id):
+        return
+    if who.team is not None:
+        fail(403, f"this token belongs to a team of another competition, not of competition {comp.id}")
     fail(401, "unknown token", headers=_CHALLENGE)

@@ -31,7 +31,7 @@ from aiohttp import web
 
 from ..service.store import Competition, ServiceDB
 from . import data
-from .app_state import DB
+from .app_state import ROOM
 from .data import LRU
 from .schemas import Leaderboard
 
@@ -48,6 +48,25 @@ class BoardKey(NamedTuple):
     competition: int
     run: int | None
     pinned: bool
+
+
+class Signal:
+    """Wakes whoever waits for something to hold whenever what it looks at
+    may have changed (the counters below, the streams open): a test waits
+    on it, not on a clock."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def until(self, check: Callable[[], bool]) -> None:
+        """Wait until ``check()`` holds, asking again at each :meth:`notify`
+        (no timeout: the caller bounds it)."""
+        while not check():
+            await self._event.wait()
 
 
 class BoardCache(Generic[K, V]):
@@ -68,6 +87,8 @@ class BoardCache(Generic[K, V]):
         self.hits = 0
         #: Of the hits, those that awaited a computation in flight.
         self.joined = 0
+        #: Notified when those counters or the computations in flight change.
+        self.changed = Signal()
 
     async def get(self, key: K, compute: Compute[V]) -> V:
         """The value of ``key``: the one kept if younger than ``ttl``, else the
@@ -83,6 +104,7 @@ class BoardCache(Generic[K, V]):
         else:
             self.hits += 1
             self.joined += 1
+            self.changed.notify()
         # A request that goes away does not cancel what the others await.
         return await asyncio.shield(task)
 
@@ -113,6 +135,7 @@ class BoardCache(Generic[K, V]):
         task = asyncio.create_task(compute())
         self.flights[key] = task
         task.add_done_callback(functools.partial(self._done, key))
+        self.changed.notify()
         return task
 
     def _done(self, key: K, task: asyncio.Task[V]) -> None:
@@ -142,7 +165,7 @@ async def latest_board(app: web.Application, comp: Competition) -> Leaderboard:
     """The board of ``comp``'s latest run, through the cache."""
 
     async def compute() -> Leaderboard:
-        run = await app[DB].call(ServiceDB.latest_run, comp.id)
+        run = await app[ROOM].db.call(ServiceDB.latest_run, comp.id)
         return await data.leaderboard(app, comp, run)
 
     return await app[BOARDS].get(latest_key(comp.id), compute)
@@ -158,6 +181,8 @@ def forget(app: web.Application, cid: int) -> None:
 #: What the boards are turned into (the live part's HTML, each kind of
 #: event), once per board for all who send it: (id, kind) -> (board, bytes),
 #: the board kept to check identity (an id may be reused once it is gone).
+#: At most 128 of them and :data:`RENDERED_BYTES` in all (a ladder's live
+#: part at a term's size weighs megabytes).
 RENDERED: web.AppKey[LRU[tuple[int, str], tuple[object, bytes]]] = web.AppKey("rendered_boards", LRU)
 
 
@@ -168,5 +193,9 @@ def rendered(app: web.Application, board: Leaderboard, kind: str, make: Callable
     if kept is not None and kept[0] is board:
         return kept[1]
     body = make()
-    app[RENDERED].put((id(board), kind), (board, body))
+    app[RENDERED].put((id(board), kind), (board, body), len(body))
     return body
+
+
+#: What :data:`RENDERED` holds at most, in bytes.
+RENDERED_BYTES = 64 << 20

@@ -55,7 +55,7 @@ class RatingChart(NamedTuple):
 
     width: int
     height: int
-    #: Games.
+    #: The bot's games (the points drawn may be fewer: its history is bounded).
     n: int
     left: int
     right: int
@@ -70,7 +70,8 @@ class RatingChart(NamedTuple):
 
 
 def rating_chart(history: Sequence[RatingPoint], width: int = 760, height: int = 260) -> RatingChart | None:
-    """The chart of a bot's rating after each of its games; None before any."""
+    """The chart of a bot's rating after its games (those of its history:
+    evenly spread, the bottom's numbers are its games); None before any."""
     if not history:
         return None
     pad_l, pad_r, pad_t, pad_b = 44, 12, 12, 28
@@ -96,11 +97,14 @@ def rating_chart(history: Sequence[RatingPoint], width: int = 760, height: int =
     for t in range(5):
         v = lo + (hi - lo) * t / 4
         ticks.append(Tick(x=pad_l - 6, y=y(v), label=f"{v:.1f}"))
-    games = [Tick(x=x(k), y=height - 8, label=str(k + 1)) for k in sorted({0, (n - 1) // 2, n - 1})]
+    games = [
+        Tick(x=x(k), y=height - 8, label=str(history[k].played or k + 1))
+        for k in sorted({0, (n - 1) // 2, n - 1})
+    ]
     return RatingChart(
         width=width,
         height=height,
-        n=n,
+        n=history[-1].played or n,
         left=pad_l,
         right=width - pad_r,
         top=pad_t,

@@ -18,27 +18,33 @@ import msgspec
 from aiohttp import web
 
 from ..admission import AdmissionReport
+from ..diagnostics import BotDiagnostics
 from ..replay import ReplayError, frames
 from ..replay import read as read_replay
+from ..service import grading
+from ..service.finals import final_pairs, suggested_games
+from ..service.runs import check_league_text, decode_league, house_bots
 from ..service.store import Competition, Run, ServiceDB, Submission, Team
-from ..tournament.ladder import is_filler, ladder_entries
+from ..tournament.ladder import ladder_entries, ladder_fillers
 from ..tournament.league import League, LeagueError
 from ..tournament.ratings import Standing, Table
 from ..tournament.results import (
+    GameFilter,
+    Opponent,
     RunRatings,
     Snapshot,
     count_adjudicated,
     count_games,
     deal_progress,
     games_list,
+    games_page,
+    games_stamp,
+    head_to_head_of,
     replay_path,
 )
-from ..tournament.store import EntryStatus
-from . import grading
-from .app_state import DB
+from ..tournament.store import EntryStatus, GameRow
+from .app_state import ROOM
 from .errors import fail
-from .ladder_service import LADDERS
-from .run_start import check_league_text, decode_league, house_bots
 from .schemas import (
     BotData,
     CompetitionSummary,
@@ -100,6 +106,10 @@ def json_size(value: object) -> int:
     return len(msgspec.json.encode(value))
 
 
+#: (run folder, bots, house bots, :func:`~referee.tournament.results.games_stamp`).
+H2HKey = tuple[str, tuple[str, ...], tuple[str, ...], tuple[int, int]]
+
+
 class Caches:
     def __init__(self, replay_bytes: int = REPLAY_BYTES) -> None:
         #: The live ratings of a run, by run id: see :func:`run_snapshot`.
@@ -107,6 +117,12 @@ class Caches:
         #: Replay viewer data, by (replay file, modification time), weighed
         #: by :func:`json_size`: at most ``replay_bytes`` of it.
         self.replays: LRU[tuple[str, float], dict[str, Any]] = LRU(max_bytes=replay_bytes)
+        #: Head-to-head records, by (run folder, bots, house bots, their
+        #: games' stamp): see :func:`head_to_head`.
+        self.head_to_head: LRU[H2HKey, dict[str, list[Opponent]]] = LRU(size=256)
+        #: A bot's diagnostics, by (run folder, bot, its games' stamp, its
+        #: logs' sizes and times): see :mod:`.handlers.diagnostics`.
+        self.diagnostics: LRU[tuple[object, ...], BotDiagnostics] = LRU(size=64)
 
 
 CACHES: web.AppKey[Caches] = web.AppKey("caches", Caches)
@@ -177,6 +193,7 @@ def submission_info(sub: Submission | None, version: int = 0) -> SubmissionInfo 
         address=sub.address,
         version=version,
         retry_at=sub.retry_at,
+        decided_at=sub.updated_at if sub.status in ("accepted", "refused") else None,
     )
 
 
@@ -210,7 +227,7 @@ def _index_rows(db: ServiceDB) -> list[tuple[Competition, Run | None, int]]:
 async def index(app: web.Application) -> list[CompetitionSummary]:
     """The competitions, their status and progress."""
     out = []
-    for c, run, teams in await app[DB].call(_index_rows):
+    for c, run, teams in await app[ROOM].db.call(_index_rows):
         games = await asyncio.to_thread(count_games, run.out_dir) if run is not None else 0
         out.append(
             CompetitionSummary(
@@ -222,23 +239,46 @@ async def index(app: web.Application) -> list[CompetitionSummary]:
                 total_games=run.total_games if run else 0,
                 run=run_info(run) if run else None,
                 phase=c.phase,
+                stage=stage_of(c.phase, run),
             )
         )
     return out
 
 
+def stage_of(phase: str, run: Run | None) -> str:
+    """Where a competition stands, in words: its phase first (a frozen one's
+    ladder is "finished", yet the competition is not), then its latest run's status."""
+    if phase == "open":
+        return "open: the ladder plays"
+    if phase == "frozen":
+        return "frozen: the final is next"
+    if phase == "final":
+        return f"final: {run.status}" if run is not None and run.kind == "final" else "final: starting"
+    return run.status if run is not None else "no run yet"
+
+
 # ------------------------------------------------------------ leaderboard
 
 
-def _board_rows(db: ServiceDB, cid: int, prospective: bool) -> tuple[list[Team], list[Run], list[str]]:
-    """The teams, the runs, and (``prospective``) the teams that submitted a bot."""
+def _board_rows(
+    db: ServiceDB, cid: int, prospective: bool
+) -> tuple[list[Team], list[Run], list[str], dict[int, int]]:
+    """The teams, the runs, (``prospective``) the teams that submitted a
+    bot, and each league version's number by its id."""
     teams = db.teams(cid)
     playing = (
         [t.name for t in teams if t.withdrawn_at is None and db.playing_submission(t.id) is not None]
         if prospective
         else []
     )
-    return teams, db.runs(cid), playing
+    return teams, db.runs(cid), playing, {v.id: v.version for v in db.league_versions(cid)}
+
+
+def versioned(info: RunInfo, run: Run, versions: dict[int, int]) -> RunInfo:
+    """`info` with the number of the league version its run plays."""
+    if run.league_version is not None:
+        info.league_version = versions.get(run.league_version)
+    return info
 
 
 def _prospective(comp: Competition, teams_with_bots: list[str]) -> list[Standing]:
@@ -255,14 +295,14 @@ async def leaderboard(
     app: web.Application, comp: Competition, run: Run | None, pinned: bool = False
 ) -> Leaderboard:
     """The leaderboard of ``run`` (GET /api/competitions/{cid}, the live updates)."""
-    teams, runs, playing = await app[DB].call(_board_rows, comp.id, run is None)
+    teams, runs, playing, versions = await app[ROOM].db.call(_board_rows, comp.id, run is None)
     board = Leaderboard(
         id=comp.id,
         name=comp.name,
         created_at=comp.created_at,
         teams=[t.name for t in teams],
         house_bots=house_of(comp),
-        runs=[run_info(r) for r in runs],
+        runs=[versioned(run_info(r), r, versions) for r in runs],
         run=None,
         pinned=pinned,
         games=0,
@@ -274,7 +314,7 @@ async def leaderboard(
         board.standings = _prospective(comp, playing)
         return board
     snap = await run_snapshot(app, run)
-    board.run = run_info(run)
+    board.run = versioned(run_info(run), run, versions)
     board.games = snap.games
     board.standings = snap.standings
     board.retired = snap.retired
@@ -282,14 +322,50 @@ async def leaderboard(
     board.adjudicated = await asyncio.to_thread(count_adjudicated, run.out_dir)
     league = decode_league(run.league_json)
     board.turn_limit, board.confidence = league.rules.turn_limit, league.stop.confidence
+    if run.kind == "final" and run.status == "finished":  # how far each unsettled pair is (issue 34)
+        board.unsettled = await asyncio.to_thread(final_pairs, run)
+        board.suggested_games = suggested_games(board.unsettled, league.tournament.table_size)
     if run.kind == "ladder":
-        thread = app[LADDERS].get(comp.id)
+        thread = app[ROOM].ladders.get(comp.id)
         if thread is not None and thread.run.id == run.id and thread.alive():
             board.waiting = thread.ladder.waiting
-        # the built-in house bots that fill empty seats are house bots too
-        entries = await asyncio.to_thread(ladder_entries, run.out_dir)
-        board.house_bots += [e.name for e in entries if is_filler(e) and e.name not in board.house_bots]
+    board.house_bots = await house_names(comp, run)
     return board
+
+
+async def house_names(comp: Competition, run: Run | None) -> list[str]:
+    """The house bots of the competition's league file and, in a ladder,
+    the built-in house bots that fill its empty seats (house bots too)."""
+    names = house_of(comp)
+    if run is not None and run.kind == "ladder":  # the teams' thousands of entries not read
+        fillers = await asyncio.to_thread(ladder_fillers, run.out_dir)
+        names += [e.name for e in fillers if e.name not in names]
+    return names
+
+
+async def head_to_head(
+    app: web.Application, comp: Competition, run: Run | None, bots: list[str]
+) -> dict[str, list[Opponent]]:
+    """Each of `bots` against each opponent it met in `run`'s recorded games
+    (:func:`~referee.tournament.results.head_to_head_of`), house bots flagged.
+    Public as the games list is: places only, of finished games (a replay's
+    cards are what fair play hides until its deal's last rotation).
+
+    Kept until one of `bots` plays another game (:data:`Caches.head_to_head`,
+    by their games' stamp): a term's bot has played a thousand games, a
+    team's ten versions ten thousand, and a finished run's never change."""
+    if run is None or not bots:
+        return {b: [] for b in bots}
+    house = await house_names(comp, run)
+    stamp = await asyncio.to_thread(games_stamp, run.out_dir, bots)
+    if stamp is None:
+        return {b: [] for b in bots}
+    key = (run.out_dir, tuple(bots), tuple(house), stamp)
+    found = app[CACHES].head_to_head.get(key)
+    if found is None:
+        found = await asyncio.to_thread(head_to_head_of, run.out_dir, bots, house)
+        app[CACHES].head_to_head.put(key, found)
+    return found
 
 
 # ------------------------------------------------------------------ team
@@ -310,21 +386,20 @@ async def team_standings(
     app: web.Application, comp: Competition, team: Team
 ) -> tuple[Run | None, list[TeamStanding]]:
     """The team's versions in the competition's latest run, newest first, with their standing."""
-    run = await app[DB].call(ServiceDB.latest_run, comp.id)
+    run = await app[ROOM].db.call(ServiceDB.latest_run, comp.id)
     if run is None:
         return None, []
     snap = await run_snapshot(app, run)
     rows = {s.bot: s for s in snap.standings + snap.retired}
     of = len(snap.standings)
-    names = await app[DB].call(grading.team_bots, run, team)  # by the team's id (issue 32)
+    names = await app[ROOM].db.call(grading.team_bots, run, team)  # by the team's id (issue 32)
     if run.kind != "ladder":
         return run, [
             TeamStanding(name=n, status="playing", reason=None, standing=rows[n], of=of)
             for n in names
             if n in rows
         ]
-    mine = set(names)
-    entries = [e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name in mine]
+    entries = await asyncio.to_thread(ladder_entries, run.out_dir, names)
     return run, [
         TeamStanding(name=e.name, status=e.status, reason=e.reason, standing=rows.get(e.name), of=of)
         for e in reversed(entries)
@@ -356,16 +431,23 @@ def _team_and_bot(
     return team, sub, db.submission_number(sub.id) if sub else 0
 
 
-async def bot(app: web.Application, comp: Competition, run: Run | None, name: str) -> BotData:
-    """A bot of the competition (a team's or a house bot) in ``run``: 404 if there is none."""
+async def bot(
+    app: web.Application,
+    comp: Competition,
+    run: Run | None,
+    name: str,
+    where: GameFilter | None = None,
+    games: bool = True,
+) -> BotData:
+    """A bot of the competition (a team's or a house bot) in ``run``: 404 if
+    there is none; its games those `where` keeps (none read without
+    `games`: a page of them is :func:`bot_games`'s), its head-to-head over all."""
     league: League | None = decode_league(run.league_json) if run else None
     in_league = league is not None and any(b.name == name for b in league.bots)
     if run is not None and run.kind == "ladder":  # a team's version in the ladder: "alice v3"
-        entry = next(
-            (e for e in await asyncio.to_thread(ladder_entries, run.out_dir) if e.name == name), None
-        )
+        entry = next(iter(await asyncio.to_thread(ladder_entries, run.out_dir, [name])), None)
         in_league = entry is not None and entry.status != "unreachable"
-    team, sub, version = await app[DB].call(_team_and_bot, comp.id, run, name)
+    team, sub, version = await app[ROOM].db.call(_team_and_bot, comp.id, run, name)
     house = house_of(comp)
     if not in_league and team is None and name not in house:
         fail(404, f"no bot {name!r} in competition {comp.id}")
@@ -387,11 +469,21 @@ async def bot(app: web.Application, comp: Competition, run: Run | None, name: st
         snap = await run_snapshot(app, run)
         data.standing = next((s for s in snap.standings + snap.retired if s.bot == name), None)
         data.history = [
-            RatingPoint(game=g, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
-            for g, mu, sg in list(snap.history.get(name, ()))
+            RatingPoint(game=g, played=n, mu=round(mu, 4), sigma=round(sg, 4), score=round(mu - 3 * sg, 4))
+            for g, n, mu, sg in list(snap.history.get(name, ()))
         ]
-        data.games = await asyncio.to_thread(games_list, run.out_dir, name)
+        if games:
+            data.games = await asyncio.to_thread(games_list, run.out_dir, name, None, where)
+        data.head_to_head = (await head_to_head(app, comp, run, [name]))[name]
     return data
+
+
+async def bot_games(
+    run: Run, name: str, where: GameFilter | None, offset: int, limit: int, newest_first: bool = False
+) -> tuple[list[GameRow], int]:
+    """A page of a bot's games in `run` and how many `where` keeps in all
+    (:func:`~referee.tournament.results.games_page`: its page's rows only)."""
+    return await asyncio.to_thread(games_page, run.out_dir, offset, limit, name, where, newest_first)
 
 
 # ----------------------------------------------------------------- replay

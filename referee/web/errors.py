@@ -22,9 +22,11 @@ from ..service.errors import (
     Forbidden,
     Invalid,
     NotFound,
+    NotReady,
     RateLimited,
     ServiceError,
     TooLarge,
+    Unauthorized,
 )
 from .schemas import ErrorBody
 
@@ -67,11 +69,14 @@ def http_error(
 STATUS: dict[type[ServiceError], int] = {
     NotFound: 404,
     Invalid: 422,
+    Unauthorized: 401,
     Forbidden: 403,
     Conflict: 409,
     RateLimited: 429,
     TooLarge: 413,
     DiskFull: 507,  # the server's disk is below its floor (issue 24)
+    # the server's state, not the request: the same upload succeeds once the organiser installs Docker
+    NotReady: 503,
 }
 
 
@@ -90,6 +95,17 @@ def answer(error: ServiceError) -> web.HTTPException:
     if error.retry_after is not None:
         headers = {"Retry-After": str(max(1, math.ceil(error.retry_after)))}
     return http_error(status_of(error), error.message, error.field, headers)
+
+
+def field_of(error: ServiceError | web.HTTPException) -> str | None:
+    """The field a refusal names (a form's input to show its message beside), or None."""
+    if isinstance(error, ServiceError):
+        return error.field
+    try:
+        field = json.loads(error.text or "").get("field")
+    except (ValueError, AttributeError):
+        return None
+    return str(field) if field else None
 
 
 def message_of(error: ServiceError | web.HTTPException) -> str:

@@ -44,7 +44,11 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
 
 
 def _error_page(request: web.Request, status: int, message: str) -> str:
-    return pages.render_string(request, "error.html", {"status": status, "message": message})
+    return pages.render_string(
+        request,
+        "error.html",
+        {"status": status, "message": message, "admin": request.path.startswith("/admin")},
+    )
 
 
 @web.middleware

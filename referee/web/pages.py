@@ -113,10 +113,18 @@ def _options() -> dict[str, Any]:
     }
 
 
+async def banner_context(request: web.Request) -> dict[str, Any]:
+    """A template context processor: the banner on the admin pages while the service is degraded."""
+    from .app_state import ROOM
+
+    room = request.app.get(ROOM)
+    # the admin's pages (a page under /admin is rendered only for the signed-in admin), not the form
+    shown = request.path.startswith("/admin") and request.path != "/admin/login"
+    return {"service_banner": room.health.banner() if room is not None and shown else None}
+
+
 def setup(app: web.Application) -> None:
     """The app's template environment (aiohttp-jinja2)."""
-    from .health import banner_context
-
     env = aiohttp_jinja2.setup(
         app, default_helpers=False, filters=FILTERS, context_processors=[banner_context], **_options()
     )

@@ -13,8 +13,10 @@ from typing import Literal
 import msgspec
 
 from ..admission import AdmissionReport
+from ..service.finals import PairEstimate
 from ..service.store import RunStatus, SubmissionStatus
 from ..tournament.ratings import Standing
+from ..tournament.results import Opponent
 from ..tournament.store import GameRow
 
 # ------------------------------------------------------------ request bodies
@@ -23,8 +25,9 @@ from ..tournament.store import GameRow
 class NewCompetition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Shown on the pages; unique.
     name: str
-    #: The league file (TOML): rules, timeouts, ratings, house bots.
-    league: str
+    #: The league file (TOML): rules, timeouts, ratings, house bots; none
+    #: (or blank): the default league, with the built-in house bots.
+    league: str | None = None
 
 
 class NewTeam(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -65,6 +68,11 @@ class StartFinal(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seed: int | None = None
 
 
+class ExtendFinal(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    #: How many more games the finished final may play (its budget raised by that).
+    games: int
+
+
 class StartRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: Continue the last run (interrupted or failed) instead of a new one.
     resume: bool = False
@@ -94,6 +102,9 @@ class RunInfo(msgspec.Struct, kw_only=True):
     #: The seed every deal derives from: published once a final is finished
     #: (never while games remain that it would reveal).
     seed: int | None = None
+    #: The competition's league version it plays (1, 2, ...; a ladder takes
+    #: each edit from its next games); None: before versions were kept.
+    league_version: int | None = None
 
 
 class CompetitionSummary(msgspec.Struct, kw_only=True):
@@ -110,6 +121,9 @@ class CompetitionSummary(msgspec.Struct, kw_only=True):
     run: RunInfo | None
     #: setup, open (the ladder plays), frozen or final.
     phase: str = "setup"
+    #: Where it stands, in words, from its phase and its latest run ("open: the
+    #: ladder plays", "frozen: the final is next", "final: running"...): what the index shows.
+    stage: str = ""
 
 
 class Leaderboard(msgspec.Struct, kw_only=True):
@@ -140,13 +154,25 @@ class Leaderboard(msgspec.Struct, kw_only=True):
     turn_limit: int = 1000
     #: The league's confidence: what "settled" and the rank intervals are at.
     confidence: float = 0.95
+    #: A finished final's neighbouring pairs not separated at the confidence,
+    #: each with about how many more games it needs (issue 34).
+    unsettled: list[PairEstimate] = msgspec.field(default_factory=list)
+    #: About how many more games would settle the separable pairs (None: none is).
+    suggested_games: int | None = None
 
 
 class RatingPoint(msgspec.Struct, kw_only=True):
+    """A bot's rating after one of its games: the history keeps a bounded
+    number of them, evenly spread over its games, and the latest
+    (:class:`~referee.tournament.results.Trail`)."""
+
+    #: The game's index in the run's schedule.
     game: int
     mu: float
     sigma: float
     score: float
+    #: The bot's games so far (this one is its `played`-th); 0: not known.
+    played: int = 0
 
 
 class SubmissionBrief(msgspec.Struct, kw_only=True):
@@ -170,7 +196,12 @@ class BotData(msgspec.Struct, kw_only=True):
     in_run: bool
     standing: Standing | None
     history: list[RatingPoint]
+    #: Its games in the run (those ``?opponent=`` and ``?result=`` keep).
     games: list[GameRow]
+    #: Against each opponent it met in the run's recorded games, the one it
+    #: fares worst against first: a win is a better place than the
+    #: opponent's in a game, the same place half a win.
+    head_to_head: list[Opponent] = msgspec.field(default_factory=list)
 
 
 class SubmissionInfo(msgspec.Struct, kw_only=True):
@@ -199,6 +230,8 @@ class SubmissionInfo(msgspec.Struct, kw_only=True):
     #: waiting (issue 25): the service could not check it, nothing is wrong
     #: with the bot (``reason`` says what failed); it is tried again then (a Unix time).
     retry_at: float | None = None
+    #: When it was accepted or refused (a Unix time; None: not yet decided).
+    decided_at: float | None = None
 
 
 class SubmissionDetail(msgspec.Struct, kw_only=True):
@@ -281,6 +314,9 @@ class LeagueVersionInfo(msgspec.Struct, kw_only=True):
     who: str
     #: The runs that played this version, oldest first.
     runs: list[VersionRun]
+    #: In the answer of an edit: where the open ladder took it and what it
+    #: keeps, and what the file holds that has no meaning somewhere.
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 class TeamChanged(msgspec.Struct, kw_only=True):

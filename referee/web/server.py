@@ -657,13 +657,20 @@ async def _flush_every(repeat: RepeatFilter) -> None:
 
 # -- serving -------------------------------------------------------------------
 async def _serve(
-    app: web.Application, host: str, port: int, limits: Limits, repeat: RepeatFilter | None
+    app: web.Application,
+    host: str,
+    port: int,
+    limits: Limits,
+    repeat: RepeatFilter | None,
+    listening: Callable[[int], None] | None,
 ) -> None:
     runner = make_runner(app, limits, handle_signals=True)
     await runner.setup()
     flusher = asyncio.create_task(_flush_every(repeat)) if repeat is not None else None
     try:
         await web.TCPSite(runner, host, port, backlog=BACKLOG).start()
+        if listening is not None:
+            listening(runner.addresses[0][1])  # the port bound (the one asked for, or the system's for 0)
         while True:
             await asyncio.sleep(3600)
     finally:
@@ -673,14 +680,21 @@ async def _serve(
 
 
 def run(
-    app: web.Application, *, host: str, port: int, limits: Limits, repeat: RepeatFilter | None = None
+    app: web.Application,
+    *,
+    host: str,
+    port: int,
+    limits: Limits,
+    repeat: RepeatFilter | None = None,
+    listening: Callable[[int], None] | None = None,
 ) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, as
     :func:`aiohttp.web.run_app` does, with the :class:`Guard` of `limits`
-    (and `repeat`'s counts said as their windows end)."""
+    (and `repeat`'s counts said as their windows end); `listening` is
+    called with the port once the socket listens (the app started)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    main = loop.create_task(_serve(app, host, port, limits, repeat))
+    main = loop.create_task(_serve(app, host, port, limits, repeat, listening))
     try:
         loop.run_until_complete(main)
     except (GracefulExit, KeyboardInterrupt):

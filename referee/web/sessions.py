@@ -18,7 +18,7 @@ from typing import NamedTuple
 from aiohttp import web
 
 from ..service.store import SESSION_S, ServiceDB, Session, Team
-from .app_state import DB, SETTINGS
+from .app_state import ROOM
 from .errors import fail
 
 COOKIE = "referee_session"
@@ -44,7 +44,7 @@ async def signed_in(request: web.Request) -> SignedIn | None:
     sid = request.cookies.get(COOKIE)
     if not sid or len(sid) > 200:
         return None
-    found = await request.app[DB].call(_lookup, sid)
+    found = await request.app[ROOM].db.call(_lookup, sid)
     return None if found is None else SignedIn(found[0], found[1], sid)
 
 
@@ -56,7 +56,7 @@ def set_cookie(request: web.Request, response: web.StreamResponse, sid: str) -> 
         path="/",
         httponly=True,
         samesite="Strict",
-        secure=request.app[SETTINGS].secure_cookies,
+        secure=request.app[ROOM].settings.secure_cookies,
     )
 
 
@@ -97,7 +97,7 @@ async def admin_signed_in(request: web.Request) -> AdminSignedIn | None:
     sid = request.cookies.get(ADMIN_COOKIE)
     if not sid or len(sid) > 200:
         return None
-    csrf = await request.app[DB].call(ServiceDB.admin_session, sid)
+    csrf = await request.app[ROOM].db.call(ServiceDB.admin_session, sid)
     return None if csrf is None else AdminSignedIn(sid, csrf)
 
 
@@ -109,5 +109,5 @@ def set_admin_cookie(request: web.Request, response: web.StreamResponse, sid: st
         path="/",
         httponly=True,
         samesite="Strict",
-        secure=request.app[SETTINGS].secure_cookies,
+        secure=request.app[ROOM].settings.secure_cookies,
     )

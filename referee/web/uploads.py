@@ -6,7 +6,7 @@ as soon as the Content-Length says it is too big (before a byte is read) or
 as soon as the bytes read pass the cap (the part written is deleted), so an
 upload cannot fill the disk. Before a byte is read the team's one upload
 slot is taken, and the disk's floor and the team's quota are checked again
-as the bytes come (:mod:`referee.web.storage`).
+as the bytes come (:mod:`referee.service.disk`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class _Over(Exception):
 
 async def save_body(request: web.Request, path: Path, limit: int, check: Check | None = None) -> int:
     """The request's raw body into `path` (bytes written); 413 over `limit`, 422 when empty;
-    `check` as it streams (:meth:`referee.web.storage.UploadGuard.check`)."""
+    `check` as it streams (:meth:`referee.service.disk.UploadGuard.check`)."""
     check_length(request, limit)
     try:
         size = await _copy(request.content, path, limit, check)

@@ -15,9 +15,10 @@ from aiohttp import web
 
 from ..bots.netpolicy import MalformedURL, check_url
 from ..service.errors import Forbidden, Invalid
-from .app_state import SETTINGS
+from ..service.rules import CONTROL as _CONTROL
+from ..service.runs import containers_enabled
+from .app_state import ROOM
 from .errors import fail
-from .run_start import containers_enabled
 from .schemas import BotSubmission
 
 _MSGSPEC_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
@@ -28,7 +29,7 @@ T = TypeVar("T")
 async def read_body(request: web.Request, typ: type[T]) -> T:
     """The request's JSON body decoded strictly as ``typ``: 413 over the
     size limit, 422 naming the field otherwise."""
-    limit = request.app[SETTINGS].max_body
+    limit = request.app[ROOM].settings.max_body
     if request.content_length is not None and request.content_length > limit:
         fail(413, f"the request body is too large: {request.content_length} bytes, at most {limit}")
     try:
@@ -104,23 +105,6 @@ def query_id(request: web.Request, key: str) -> int | None:
     if value is None:
         shown = text if len(text) <= 24 else text[:21] + "..."
         fail(404, f"no {key} {shown!r}: {key} ids are whole numbers below 2**63")
-    return value
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def check_name(value: str, field: str, max_len: int, *, slash: bool = False) -> str:
-    if not value.strip():
-        raise Invalid(f"'{field}' must not be empty", field=field)
-    if value != value.strip():
-        raise Invalid(f"'{field}' must not start or end with spaces", field=field)
-    if len(value) > max_len:
-        raise Invalid(f"'{field}' is too long: {len(value)} characters, at most {max_len}", field=field)
-    if _CONTROL.search(value):
-        raise Invalid(f"'{field}' must not contain control characters", field=field)
-    if not slash and "/" in value:
-        raise Invalid(f"'{field}' must not contain '/'", field=field)
     return value
 
 

@@ -3,8 +3,8 @@
 Run it:   python bot.py --port 8001
 Check it: referee check http://127.0.0.1:8001
 
-The SDK (``sample_bots.sdk``, installed with the referee and present in the
-service's build image) serves the protocol: you write ``decide``, which gets
+The SDK (``sample_bots.sdk``: ``pip install referee-sdk --find-links
+http://SERVER/sdk/``; present in the service's build image) serves the protocol: you write ``decide``, which gets
 the request (your view of the game and the list of legal actions) and returns
 an index into ``request.legal``. It plays the lowest card it may; change it.
 """

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from bot_helpers import SCRIPTED_NAMES, body, by_name, game_end
 
 from protocol import (
     APIVERSION,
@@ -29,6 +28,7 @@ from protocol import (
 from referee.game import new_game, view
 from sample_bots import greedy, searcher, tactician
 from sample_bots import random as random_bot
+from tests.support.bots import SCRIPTED_NAMES, body, by_name, game_end
 
 MakeClient = Callable[[web.Application], Awaitable[Any]]
 

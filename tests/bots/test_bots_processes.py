@@ -5,65 +5,33 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-import time
+import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import aiohttp
 import pytest
-from bot_helpers import ROOT, SCRIPTED_NAMES, body, by_name, game_end
 
 from protocol import HEADER, decode_bot_info, decode_reply, sign
 from referee.bots import free_port
+from tests.support.bots import ROOT, SCRIPTED_NAMES, body, by_name, game_end
+from tests.support.processes import serving
 
 NODE = shutil.which("node")
 SECRET = "node-secret"
 
 
-def wait_until_serving(proc: subprocess.Popen[bytes], url: str, unix: str | None = None) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise AssertionError(f"the bot exited with {proc.returncode}: {out}")
-        try:
-            if unix is not None:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(unix)
-                    return
-            host, port = url.split("//")[1].split(":")
-            with socket.create_connection((host, int(port)), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"no answer at {url} within 15 s")
-
-
-def start(cmd: list[str], url: str, unix: str | None = None) -> subprocess.Popen[bytes]:
+@contextmanager
+def bot_process(cmd: list[str]) -> Iterator[None]:
+    """The bot `cmd` run as a process, once it says it listens (the SDK's and
+    the Node.js bot's start line); stopped after the block."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("BOT_SECRET", None)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        wait_until_serving(proc, url, unix)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if proc.stdout:
-        proc.stdout.close()
+    with serving(cmd, cwd=ROOT, env=env):
+        yield
 
 
 # ------------------------------------------------------------------ Node.js
@@ -74,17 +42,13 @@ def node_bots() -> Iterator[tuple[str, str]]:
     """Two Node bots: (url without a secret, url with SECRET)."""
     if NODE is None:
         pytest.skip("node is not installed: the Node.js sample bot cannot be tested")
-    urls, procs = [], []
-    try:
+    urls = []
+    with ExitStack() as stack:
         for extra in ([], ["--secret", SECRET]):
             port = free_port()
-            url = f"http://127.0.0.1:{port}"
-            procs.append(start([NODE, "sample_bots/node/bot.js", "--port", str(port), *extra], url))
-            urls.append(url)
+            stack.enter_context(bot_process([NODE, "sample_bots/node/bot.js", "--port", str(port), *extra]))
+            urls.append(f"http://127.0.0.1:{port}")
         yield urls[0], urls[1]
-    finally:
-        for proc in procs:
-            stop(proc)
 
 
 async def test_node_handshake(node_bots: tuple[str, str]) -> None:
@@ -159,22 +123,16 @@ async def test_node_malformed_bodies_get_400(
 def test_python_m_random_answers_get() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "sample_bots.random", "--port", str(port), "--seed", "3"], url)
-    try:
-        import urllib.request
-
+    with bot_process([sys.executable, "-m", "sample_bots.random", "--port", str(port), "--seed", "3"]):
         with urllib.request.urlopen(url + "/", timeout=5) as resp:
             assert resp.status == 200
             assert decode_bot_info(resp.read()).name == "random"
-    finally:
-        stop(proc)
 
 
 def test_python_m_greedy_on_a_unix_socket() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "greedy.sock")
-        proc = start([sys.executable, "-m", "sample_bots.greedy", "--unix", path], "unix", unix=path)
-        try:
+        with bot_process([sys.executable, "-m", "sample_bots.greedy", "--unix", path]):
             with socket.socket(socket.AF_UNIX) as s:
                 s.connect(path)
                 s.sendall(b"GET / HTTP/1.1\r\nHost: bot\r\nConnection: close\r\n\r\n")
@@ -184,5 +142,3 @@ def test_python_m_greedy_on_a_unix_socket() -> None:
             head, _, payload = data.partition(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 200")
             assert decode_bot_info(payload).name == "greedy"
-        finally:
-            stop(proc)

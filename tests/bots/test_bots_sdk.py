@@ -14,7 +14,6 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from bot_helpers import body, by_name, game_end
 
 from protocol import (
     ActRequest,
@@ -27,6 +26,7 @@ from protocol import (
     decode_reply,
 )
 from sample_bots import sdk
+from tests.support.bots import body, by_name, game_end
 
 MakeClient = Callable[[web.Application], Awaitable[Any]]
 INFO = BotInfo(apiversion="1", name="toy", author="tests", version="0.1")
@@ -261,7 +261,7 @@ def test_seat_memory_keeps_every_seat_of_games_whose_seats_start_and_end_at_once
                     memory.put(f"g{g}", seat, seat)
                 else:
                     memory.end(f"g{g}", seat)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     interval = sys.getswitchinterval()

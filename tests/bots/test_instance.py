@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from referee.bots.sandbox import instance as I
 from referee.bots.sandbox.instance import Instance
 from referee.cli import main
+from referee.service.pipeline import image_tag, service_instance
 from referee.service.store import ServiceDB
-from referee.web.admission_queue import image_tag, service_instance
 
 
 def test_every_name_carries_the_id() -> None:

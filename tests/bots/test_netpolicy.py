@@ -23,7 +23,6 @@ import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
-from bot_helpers import by_name, game_end
 
 from protocol import APIVERSION
 from referee.bots import BotError
@@ -41,6 +40,7 @@ from referee.bots.netpolicy import (
     parse_networks,
 )
 from sample_bots import random as random_bot
+from tests.support.bots import by_name, game_end
 
 LOOPBACK = AddressPolicy(allowed=parse_networks("127.0.0.0/8"))
 NAME = "bot.test"
@@ -527,15 +527,11 @@ async def test_http_bot_pin_owns_its_session() -> None:
 async def test_a_worker_in_another_process_connects_to_the_pinned_address() -> None:
     """The Ray worker's body gets the address with the URL: the name (which
     does not even resolve here) is never looked up."""
-    import sys
-    from pathlib import Path as P
-
-    sys.path.insert(0, str(P(__file__).resolve().parents[1] / "match"))
-    from zoo import good_app, serve
 
     from protocol.messages import Rules, Timeouts
     from referee.record import FaultPolicy
     from referee.tournament.executors import GameJob, GameWorker
+    from tests.support.programs.zoo import good_app, serve
 
     async with serve(good_app("a")) as a, serve(good_app("b")) as b:
         urls = [u.replace("127.0.0.1", "bot.invalid") for u in (a, b)]

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,14 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from bot_helpers import body, by_name
 
 from protocol import ActRequest, BotInfo
 from referee.bots.managed import ACT_MARK, GAME_MARK
 from referee.bots.sandbox.marks import OutputMarks, without_marks
 from referee.diagnostics import output_by_game, output_by_request
 from sample_bots import sdk
+from tests.support.bots import body, by_name
+from tests.support.processes import Output, first_line, stop
 
 MakeClient = Callable[[web.Application], Awaitable[Any]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,13 +264,11 @@ def test_run_bot_puts_stdout_and_stderr_between_its_marks(tmp_path: Path) -> Non
     proc = subprocess.Popen(
         [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
+    out, err = Output.both(proc, "the bot")
     try:
+        first_line(f"listening on unix:{sock}", out, err)  # on stdout if the SDK joined stderr into it
 
         async def ask() -> None:
-            deadline = time.monotonic() + 30
-            while not sock.exists():
-                assert proc.poll() is None and time.monotonic() < deadline
-                await asyncio.sleep(0.05)
             async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as s:
                 for n in (1, 2):
                     act = by_name("ordinary play").request(request_id=f"g.{n}")
@@ -279,10 +277,9 @@ def test_run_bot_puts_stdout_and_stderr_between_its_marks(tmp_path: Path) -> Non
 
         asyncio.run(ask())
     finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=30)
-    text = out.decode()
-    assert err == b""  # stderr went into stdout
+        stop(proc)
+    text = out.text()
+    assert err.text() == ""  # stderr went into stdout
     turn = by_name("ordinary play").request(request_id="x").turn
     for n in (1, 2):
         part = text.split(f"--- tok act g.{n} {turn}\n", 1)[1].split(f"--- tok done g.{n}\n", 1)[0]
@@ -315,10 +312,6 @@ def test_the_node_bots_print_their_marks_with_stderr_between(script: str, tmp_pa
     }  # its decide throws: a line on stderr
 
     async def ask() -> None:
-        deadline = time.monotonic() + 30
-        while not sock.exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            await asyncio.sleep(0.05)
         async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as s:
             async with s.post("http://bot/act", json=broken) as r:
                 assert r.status == 200 and (await r.json())["index"] == 0
@@ -327,13 +320,14 @@ def test_the_node_bots_print_their_marks_with_stderr_between(script: str, tmp_pa
             ) as r:
                 assert r.status == 200
 
+    out, err = Output.both(proc, "the bot")
     try:
+        first_line(f"listening on unix:{sock}", out, err)  # on stdout if the bot joined stderr into it
         asyncio.run(ask())
     finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=30)
-    text = out.decode()
+        stop(proc)
+    text = out.text()
     part = text.split("--- tok act g.4 3\n", 1)[1].split("--- tok done g.4\n", 1)
     assert part[0].startswith("decide failed, answering index 0: TypeError"), text
     assert "--- tok act g.5 " in part[1] and "--- tok done g.5\n" in part[1]
-    assert b"decide failed" not in err
+    assert "decide failed" not in err.text()

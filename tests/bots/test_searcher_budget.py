@@ -12,8 +12,6 @@ import asyncio
 import os
 import random
 import re
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -22,8 +20,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from bot_helpers import ROOT, body, by_name
-from clocks import FakeClock
 
 from protocol import (
     APIVERSION,
@@ -53,6 +49,9 @@ from sample_bots.searcher import (
     safety_s,
     time_budget_s,
 )
+from tests.support.bots import ROOT, body, by_name
+from tests.support.clocks import FakeClock
+from tests.support.processes import serving
 
 # ------------------------------------------------------------- the rule
 
@@ -225,46 +224,25 @@ SEARCHED = re.compile(r"request (\S+): (\d+) worlds, (\d+) playouts")
 
 @contextmanager
 def _searcher_process(logfile: Path) -> Iterator[str]:
-    """``python -m sample_bots.searcher`` at DEBUG, logging to ``logfile``: its URL."""
+    """``python -m sample_bots.searcher`` at DEBUG, its output copied to
+    ``logfile``: its URL, once it says it listens. The file is whole once the
+    block has ended (the searcher stopped and its output read to the end)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("BOT_SECRET", None)
-    with logfile.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sample_bots.searcher",
-                "--port",
-                str(port),
-                "--seed",
-                "3",
-                "--log-level",
-                "DEBUG",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            assert proc.poll() is None, logfile.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the searcher did not start within 15 s"
-                time.sleep(0.05)
+    argv = [
+        sys.executable,
+        "-m",
+        "sample_bots.searcher",
+        "--port",
+        str(port),
+        "--seed",
+        "3",
+        "--log-level",
+        "DEBUG",
+    ]
+    with serving(argv, copy=logfile, cwd=ROOT, env=env, what="the searcher"):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def _canary(stalls: list[tuple[float, float]]) -> None:
@@ -358,8 +336,7 @@ async def test_four_games_at_once_with_a_short_deadline_answer_in_time_and_searc
         logfile = tmp_path / f"searcher-{attempt}.log"
         with _searcher_process(logfile) as url:
             times, late = await _four_games(url)
-            await asyncio.sleep(0.2)  # let the bot's last log lines reach the file
-        log = logfile.read_text()
+        log = logfile.read_text()  # whole: the searcher has exited and its output was read to the end
         if not late:
             break
         said = [line for line in log.splitlines() if any(f"{rid}:" in line for rid, _ in late)]

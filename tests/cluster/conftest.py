@@ -19,7 +19,6 @@ Without root, a daemon, the registry or Ray, the tests skip and say why; with
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,13 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mounts import unmount_under
 
-ROOT = Path(__file__).resolve().parents[2]
-# the container and service tests' helpers (test_service_two_nodes drives the service)
-sys.path[:0] = [str(ROOT / "tests" / "containers"), str(ROOT / "tests" / "web")]
-
-from cluster_helpers import (  # noqa: E402
+from tests.support.cluster import (
     FIGURES,
     WHY_SKIPPED,
     RegistryProcess,
@@ -44,6 +38,7 @@ from cluster_helpers import (  # noqa: E402
     ray_head,
     skip_or_fail,
 )
+from tests.support.mounts import unmount_under
 
 
 @pytest.fixture(scope="session")

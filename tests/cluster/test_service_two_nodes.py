@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import FIGURES, TwoNodes, no_containers_left
-from containers_helpers import remove_instance_images
-from helpers_web import LOOPBACK, new_admin_token, sample_bot_app, serve
-from test_web_api import auth, new_team, submit
-from test_web_ladder import LEAGUE
-from test_web_ladder_ray import final_of
-from test_web_practice import out_dir_of, played
 
 from referee.bots.sandbox.docker_daemon import docker_client
 from referee.web import Settings, make_app
-from referee.web.admission_queue import PIPELINE
+from referee.web.app_state import ROOM
+from tests.support.api import auth, new_team, submit
+from tests.support.cluster import FIGURES, TwoNodes, no_containers_left
+from tests.support.containers import remove_instance_images
+from tests.support.ladder import LEAGUE, final_of
+from tests.support.practice import out_dir_of, played
+from tests.support.web import LOOPBACK, new_admin_token, sample_bot_app, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -76,7 +75,7 @@ def pulled_by_digest(two_nodes: TwoNodes, image_id: str) -> bool:
     """Whether the second node's daemon has the image, pulled from the registry by digest."""
     try:
         digests = two_nodes.daemon.client().images.get(image_id).attrs["RepoDigests"]
-    except Exception:  # noqa: BLE001 - not there
+    except Exception:
         return False
     return any(d.startswith(f"{two_nodes.registry.address}/") and "@sha256:" in d for d in digests)
 
@@ -164,7 +163,7 @@ async def test_a_practice_game_on_two_nodes_pulls_the_teams_image_through_the_re
         )
         assert pulled_by_digest(two_nodes, sub["image_id"])
     finally:
-        instance = client.app[PIPELINE].instance
+        instance = client.app[ROOM].pipeline.instance
         await client.close()
         remove_instance_images(docker_client(), instance)
     no_containers_left(two_nodes)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import (
+
+from referee.bots.cluster.nodepool import RUN_LABEL
+from referee.bots.cluster.registry import ImageCache, ImageUnavailable, PinnedImage
+from referee.bots.sandbox.container_limits import log_files_of
+from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
+from referee.tournament.executors import ExecutorError, LocalExecutor, RayExecutor
+from referee.tournament.league import parse_league
+from tests.support.cluster import (
     FIGURES,
     TwoNodes,
     league_text,
@@ -25,13 +32,7 @@ from cluster_helpers import (
     play_league,
     standings_of,
 )
-from mounts import mounts_under
-
-from referee.bots.cluster.registry import ImageCache, ImageUnavailable, PinnedImage
-from referee.bots.sandbox.container_limits import log_files_of
-from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
-from referee.tournament.executors import ExecutorError, LocalExecutor, RayExecutor
-from referee.tournament.league import parse_league
+from tests.support.mounts import mounts_under
 
 pytestmark = pytest.mark.slow
 
@@ -51,9 +52,12 @@ def local_standings(text: str, folder: Path) -> list[dict[str, Any]]:
 class SandboxWatch(threading.Thread):
     """Records the host config of every referee container seen on a daemon while a run plays."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, run_under: Path) -> None:
         super().__init__(daemon=True)
         self.client = client
+        #: Only this run's containers (their referee.run label under it): the daemon is shared
+        #: with the cluster tests before, whose last containers may still be going away.
+        self.run_under = str(run_under)
         self.seen: dict[str, dict[str, Any]] = {}
         self.done = threading.Event()
 
@@ -61,10 +65,12 @@ class SandboxWatch(threading.Thread):
         while not self.done.wait(0.3):
             try:
                 for c in self.client.containers.list(filters={"label": "referee.managed=1"}):
+                    if not c.labels.get(RUN_LABEL, "").startswith(self.run_under):
+                        continue
                     self.seen.setdefault(
                         c.name, {"host": c.attrs["HostConfig"], "image": c.attrs["Image"], "labels": c.labels}
                     )
-            except Exception:  # noqa: BLE001, S112 - a container gone between listing and inspecting
+            except Exception:
                 continue
 
 
@@ -73,7 +79,7 @@ def test_a_league_of_container_bots_on_two_nodes_gives_the_local_standings(
 ) -> None:
     text = league_text(images, rounds=2)
     local = local_standings(text, tmp_path)
-    watch = SandboxWatch(two_nodes.daemon.client())
+    watch = SandboxWatch(two_nodes.daemon.client(), tmp_path / "ray")
     watch.start()
     ex = RayExecutor(address=two_nodes.cluster.address, workers=1, registry=two_nodes.registry.address)
     registry = ex.registry

@@ -10,30 +10,35 @@ their inputs did not change.
 runtime of the daemon (gVisor: ``.ci/run`` does a second pass so), as
 ``--runtime`` would; a daemon without it fails the session at the first
 container test. A test that cannot hold under a runtime for a reason of the
-runtime's own is skipped there by ``containers_helpers.skip_under_runtime``, the reason stated.
+runtime's own is skipped there by ``tests.support.containers.skip_under_runtime``, the reason stated.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, TEST_RUNTIME, WHY_SKIPPED, remove_instance_images
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "web"))  # the service's test helpers (as the test modules do)
+from referee.bots.base import BotError
+from referee.bots.sandbox import docker_daemon
+from referee.bots.sandbox.instance import current
+from referee.web.app_state import ROOM
+from tests.support import PROGRAMS
+from tests.support.containers import (
+    FIGURES,
+    TEST_RUNTIME,
+    WHY_SKIPPED,
+    remove_instance_images,
+)
+from tests.support.web import new_admin_token
 
-from helpers_web import new_admin_token  # noqa: E402
-
-from referee.bots.sandbox import docker_daemon  # noqa: E402
-
-HOSTILE_IMAGE = "referee-hostile:local"
+#: This install's (a pytest-xdist worker is one of its own: tests/conftest.py).
+HOSTILE_IMAGE = f"referee-hostile:{current().id}"
 HOSTILE_DOCKERFILE = """\
 ARG BASE
 FROM ${BASE}
@@ -62,7 +67,6 @@ def session_runtime() -> Iterator[str | None]:
     if TEST_RUNTIME is None:
         yield None
         return
-    from referee.bots.base import BotError
 
     client = _docker_or_skip()
     try:
@@ -96,7 +100,7 @@ def images(docker_client: Any) -> dict[str, str]:
         docker_client,
         HOSTILE_IMAGE,
         HOSTILE_DOCKERFILE,
-        {"hostile.py": HERE / "hostile.py"},
+        {"hostile.py": PROGRAMS / "hostile.py"},
         buildargs={"BASE": greedy},
         base_id=greedy_id,
     )
@@ -133,7 +137,6 @@ async def service_client(
     teams') is removed: that install's own, never another's."""
     from referee.bots.netpolicy import AddressPolicy
     from referee.web import Settings, make_app
-    from referee.web.admission_queue import PIPELINE
 
     made: list[Any] = []
 
@@ -149,7 +152,7 @@ async def service_client(
 
     yield make
     for client in made:
-        remove_instance_images(docker_client, client.app[PIPELINE].instance)
+        remove_instance_images(docker_client, client.app[ROOM].pipeline.instance)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -159,3 +162,30 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             "container figures: " + "; ".join(f"{k}: {v}" for k, v in FIGURES.items())
         )
+
+
+@pytest.fixture(scope="module")
+def runsc(docker_client: Any) -> str:
+    """ "runsc", when the daemon has it (else a skip, or a failure under CI)."""
+    import os
+
+    known, _ = docker_daemon.daemon_runtimes(docker_client)
+    if "runsc" not in known:
+        reason = (
+            f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
+            "in daemon.json (docs/containers.md)"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true, so the gVisor tests must run, but: {reason}", pytrace=False)
+        if reason not in WHY_SKIPPED:
+            WHY_SKIPPED.append(reason)
+        pytest.skip(reason)
+    return "runsc"
+
+
+@pytest.fixture
+def no_override() -> Iterator[None]:
+    """The test decides the runtime itself (not the session's ``REFEREE_TEST_RUNTIME``)."""
+    previous = docker_daemon.set_runtime(None)
+    yield
+    docker_daemon.set_runtime(previous)

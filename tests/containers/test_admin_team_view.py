@@ -6,19 +6,15 @@ token and session never reach it."""
 from __future__ import annotations
 
 import html
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from containers_helpers import upload_settled  # noqa: E402
-from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_admin_pages import signed_in  # noqa: E402
-from test_web_api import auth, new_competition, new_team  # noqa: E402
+from tests.support.api import auth, new_competition, new_team, signed_in
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.containers import upload_settled
 
 pytestmark = pytest.mark.slow
 

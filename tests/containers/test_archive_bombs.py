@@ -13,35 +13,31 @@ The counter's own tests (``test_counter_*``) need no daemon.
 
 from __future__ import annotations
 
-import bz2
-import hashlib
 import io
 import json
-import lzma
 import os
 import resource
-import secrets
 import subprocess
 import sys
 import tarfile
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, image_exists, remove_prefixed_images
 
 from referee.bots.images import archives
 from referee.bots.images import builds as B
 from referee.bots.images.builds import BuildResult, remove_image
 from referee.bots.images.image_archive import load_image_archive
+from tests.support.builds import Layer, MiB, header, image_archive, layer_files, pad, zeros
+from tests.support.containers import FIGURES, image_exists, remove_prefixed_images
 
 #: The checkout whose referee is tested (the subprocesses import the same).
 ROOT = Path(B.__file__).resolve().parents[2]
 PREFIX = "referee-test-bombs"
-MiB = 1024**2
 #: The cap the daemon tests use (the default, 2 GiB, is tested on the counter alone).
 CAP = 64 * MiB
 #: Most the service may grow by while it checks an archive (the issue: "a few tens of MiB").
@@ -53,25 +49,6 @@ def tag(name: str) -> str:
 
 
 # ------------------------------------------------------------- tar writing
-
-
-def header(
-    name: str, size: int, type_: bytes = tarfile.REGTYPE, *, fmt: int = tarfile.PAX_FORMAT, linkname: str = ""
-) -> bytes:
-    info = tarfile.TarInfo(name)
-    info.size, info.type, info.mode, info.mtime, info.linkname = size, type_, 0o644, 0, linkname
-    return info.tobuf(format=fmt)
-
-
-def pad(size: int) -> bytes:
-    return b"\0" * (-size % 512)
-
-
-def zeros(size: int) -> Iterator[bytes]:
-    chunk = bytes(MiB)
-    while size > 0:
-        yield chunk[: min(size, MiB)]
-        size -= MiB
 
 
 def raw_header(name: str, size: int, type_: bytes) -> bytes:
@@ -112,91 +89,6 @@ def sparse_header(name: str, realsize: int, stored: int) -> bytes:
     block[482] = 0
     block[483:495] = b"%011o\0" % realsize
     return checksummed(block)
-
-
-class Layer:
-    """A layer's tar stream, written to `path` through `compress`, its
-    diff id (the sha256 of the tar stream) computed on the way."""
-
-    def __init__(self, path: Path, parts: Iterable[bytes], compress: str = "tar") -> None:
-        self.path = path
-        h = hashlib.sha256()
-        make: dict[str, Callable[[], Any]] = {
-            "gzip": lambda: zlib.compressobj(1, zlib.DEFLATED, 31),
-            "bzip2": lambda: bz2.BZ2Compressor(1),
-            "xz": lambda: lzma.LZMACompressor(preset=0),
-        }
-        comp = make[compress]() if compress in make else None
-        with path.open("wb") as f:
-            if compress == "zstd":
-                f.write(b"\x28\xb5\x2f\xfd")  # the magic: the daemon would try to unpack the rest
-            for part in parts:
-                h.update(part)
-                f.write(comp.compress(part) if comp is not None else part)
-            if comp is not None:
-                f.write(comp.flush())
-        self.diff_id = "sha256:" + h.hexdigest()
-
-
-def layer_files(
-    path: Path, files: dict[str, int], *, compress: str = "tar", before: Iterable[bytes] = ()
-) -> Layer:
-    """A layer of files of zeros ({name: size}), `before` written first."""
-
-    def parts() -> Iterator[bytes]:
-        yield from before
-        for name, size in files.items():
-            yield header(name, size)
-            yield from zeros(size)
-            yield pad(size)
-        yield bytes(1024)
-
-    return Layer(path, parts(), compress)
-
-
-def write_member(out: IO[bytes], name: str, data: bytes | Path) -> None:
-    if isinstance(data, bytes):
-        out.write(header(name, len(data)) + data + pad(len(data)))
-        return
-    size = data.stat().st_size
-    out.write(header(name, size))
-    with data.open("rb") as f:
-        while chunk := f.read(MiB):
-            out.write(chunk)
-    out.write(pad(size))
-
-
-def image_archive(
-    path: Path,
-    layers: list[Layer],
-    *,
-    manifest_layers: list[int] | None = None,
-    config: dict[str, Any] | None = None,
-    first: Iterable[bytes] = (),
-) -> tuple[Path, str]:
-    """A docker save archive of `layers` (the manifest lists them in the
-    order `manifest_layers` gives, default each once) and its image id.
-    `first`: raw bytes written before its first member."""
-    order = manifest_layers if manifest_layers is not None else list(range(len(layers)))
-    cfg = {
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {"Cmd": ["/hello"], "Labels": {"test.nonce": secrets.token_hex(8)}, **(config or {})},
-        "rootfs": {"type": "layers", "diff_ids": [layers[i].diff_id for i in order]},
-    }
-    cfg_bytes = json.dumps(cfg).encode()
-    cfg_name = hashlib.sha256(cfg_bytes).hexdigest() + ".json"
-    names = [f"{i:03d}/layer.tar" for i in range(len(layers))]
-    manifest = [{"Config": cfg_name, "RepoTags": ["team:1"], "Layers": [names[i] for i in order]}]
-    with path.open("wb") as out:
-        for part in first:
-            out.write(part)
-        write_member(out, "manifest.json", json.dumps(manifest).encode())
-        write_member(out, cfg_name, cfg_bytes)
-        for name, layer in zip(names, layers):
-            write_member(out, name, layer.path)
-        out.write(bytes(1024))
-    return path, "sha256:" + hashlib.sha256(cfg_bytes).hexdigest()
 
 
 # ------------------------------------------------------------- fixtures
@@ -588,16 +480,16 @@ runpy.run_module(os.environ["BOT_MODULE"], run_name="__main__", alter_sys=True)
 '''
 
 
+@pytest.mark.runtime_sensitive  # a container of the session's runtime: see .ci/run's runsc pass
 async def test_an_admin_image_with_a_volume_gets_a_capped_tmpfs_there(
     client: Any, images: dict[str, str], tmp_path: Path, out: Path
 ) -> None:
     """An image the service runs without an upload (an admin names it, a
     house bot): its VOLUME is a tmpfs of the /tmp cap, not host disk."""
-    from containers_helpers import wait_for_line
-
     from referee.bots.images.baseimage import build_image
     from referee.bots.sandbox.container import ContainerBot
     from referee.bots.sandbox.container_limits import ContainerLimits
+    from tests.support.containers import wait_for_line
 
     (tmp_path / "volfill.py").write_text(VOLFILL)
     greedy_id = str(client.images.get(images["greedy"]).id)
@@ -639,9 +531,9 @@ def test_serve_takes_max_image_unpacked(tmp_path: Path, monkeypatch: pytest.Monk
     admission pipeline's setting."""
     from click.testing import CliRunner
 
+    from referee.cli.serve import serve
     from referee.web import app as app_module
     from referee.web import server
-    from referee.web.commands import serve
 
     made: list[Any] = []
     monkeypatch.setattr(server, "run", lambda app, **kw: None)

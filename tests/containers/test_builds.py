@@ -11,8 +11,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import secrets
-import stat
 import tarfile
 import time
 import zipfile
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
 
 from referee.bots.images import builds as B
 from referee.bots.images import source_build
@@ -32,25 +31,8 @@ from referee.bots.images.source_build import build_source
 from referee.bots.sandbox.container import ContainerBot
 from referee.bots.sandbox.instance import current
 from referee.match import play_match
-
-PY_BOT = '''\
-"""A team's bot: the greedy sample's play, through the SDK."""
-from protocol import APIVERSION, ActRequest, BotInfo
-from sample_bots.sdk import run_bot
-from sample_bots.strategy import lowest_play_index
-
-from helper import NAME
-
-INFO = BotInfo(apiversion=APIVERSION, name=NAME, author="team", version="1")
-
-
-def decide(request: ActRequest) -> int:
-    return lowest_play_index(request.legal)
-
-
-if __name__ == "__main__":
-    run_bot(decide, INFO)
-'''
+from tests.support.builds import PY_BOT, make_tar, make_zip, python_bot_files, save_image
+from tests.support.containers import FIGURES
 
 #: A label value the Dockerfile must not expand nor cut.
 NOTE = 'team $HOME "quoted" \\ ${PATH} end'
@@ -64,36 +46,6 @@ def tag(name: str) -> str:
 
 
 # ------------------------------------------------------------- archives
-
-
-def make_zip(path: Path, files: dict[str, bytes | str], *, links: dict[str, str] | None = None) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-        for name, target in (links or {}).items():
-            info = zipfile.ZipInfo(name)
-            info.external_attr = (stat.S_IFLNK | 0o777) << 16
-            zf.writestr(info, target)
-    return path
-
-
-def make_tar(
-    path: Path, files: dict[str, bytes | str], *, gz: bool = True, special: list[tarfile.TarInfo] = ()
-) -> Path:  # type: ignore[assignment]
-    with tarfile.open(path, "w:gz" if gz else "w") as tar:
-        for name, data in files.items():
-            raw = data.encode() if isinstance(data, str) else data
-            info = tarfile.TarInfo(name)
-            info.size = len(raw)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(raw))
-        for info in special:
-            tar.addfile(info)
-    return path
-
-
-def python_bot_files(name: str = "zipped-greedy") -> dict[str, bytes | str]:
-    return {"bot.py": PY_BOT, "helper.py": f"NAME = {name!r}\n"}
 
 
 def image_archive(
@@ -139,13 +91,6 @@ def image_archive(
         **(extra or {}),
     }
     return make_tar(path, {k: v for k, v in files.items() if k not in drop}, gz=False)
-
-
-def save_image(client: Any, image: str, path: Path) -> Path:
-    with path.open("wb") as f:
-        for chunk in client.images.get(image).save(named=True):
-            f.write(chunk)
-    return path
 
 
 def retagged(saved: Path, path: Path, repo_tags: list[str]) -> Path:
@@ -315,7 +260,8 @@ def test_source_kind_is_read_from_content_not_name(client: Any, tmp_path: Path) 
 def test_python_syntax_error_fails_the_build_with_the_error(client: Any, tmp_path: Path) -> None:
     files = {**python_bot_files(), "helper.py": "NAME = 'x'\ndef broken(:\n"}
     r = build_source(make_zip(tmp_path / "b.zip", files), tag=tag("syntax"), client=client)
-    refused(r, "Python could not compile the bot's files", "build log")
+    # issue 35: the refusal's one line points at the line (not "the build log shows the error")
+    refused(r, "Python could not compile the bot's files: helper.py, line 2: SyntaxError: ")
     assert "helper.py" in r.log and "SyntaxError" in r.log
     assert r.kind == "python"
     assert not images_of(client, r)  # nothing of the failed build is left
@@ -332,8 +278,10 @@ def test_a_build_over_its_time_limit_is_cancelled(client: Any, tmp_path: Path) -
     refused(r, "the build took longer than 1 s")
     assert r.seconds < 12
     time.sleep(1.0)
-    building = [
-        c for c in client.containers.list(all=True) if "compileall" in json.dumps(c.attrs["Config"]["Cmd"])
+    building = [  # this process's builds (another test process may build meanwhile)
+        c
+        for c in client.containers.list(all=True, filters={"label": f"referee.pid={os.getpid()}"})
+        if "compileall" in json.dumps(c.attrs["Config"]["Cmd"])
     ]
     assert building == []
     import docker.errors
@@ -546,7 +494,7 @@ def test_a_load_over_its_time_limit_is_cut(client: Any, saved_node: Path) -> Non
 def _exists(client: Any, image: str) -> bool:
     try:
         client.images.get(image)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     return True
 

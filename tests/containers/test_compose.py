@@ -47,9 +47,9 @@ from typing import Any, NoReturn
 import aiohttp
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
-from containers_helpers import FIGURES, WHY_SKIPPED, remove_instance_images, skip_under_runtime
 
 from referee.bots.sandbox.instance import Instance, current
+from tests.support.containers import FIGURES, WHY_SKIPPED, remove_instance_images, skip_under_runtime
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -282,7 +282,7 @@ def ca_root(client: Any, project: Project) -> str:
                 member = tar.extractfile("root.crt")
                 assert member is not None
                 return member.read().decode()
-        except Exception:  # noqa: BLE001 - not written yet: Caddy makes its CA at start
+        except Exception:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, skip_under_runtime
 
 from referee.bots.process import CommandBot
 from referee.bots.sandbox import docker_daemon
@@ -22,6 +21,11 @@ from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.match import play_match
 from referee.tournament.league import LeagueError, parse_league
 from referee.tournament.runner import Tournament
+from tests.support.containers import FIGURES, skip_under_runtime
+
+pytestmark = (
+    pytest.mark.runtime_sensitive
+)  # its result can differ under gVisor: the runsc pass of .ci/run runs it again
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable

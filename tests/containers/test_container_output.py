@@ -1,6 +1,6 @@
 """Issue 26, item 5, exact: a container bot's lines next to the move it
 printed them for, over a whole game, checked per request id against what it
-printed (tests/containers/sdk_talker.py names the request in every line).
+printed (tests/support/programs/sdk_talker.py names the request in every line).
 
 * A bot on the SDK marks its requests (``BOT_OUTPUT_MARKS``,
   referee/bots/sandbox/marks.py): every line on its own request, 100 %, its lines
@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES
-from sdk_talker import expected
 
 from protocol.messages import Timeouts
 from referee.bots.images.baseimage import build_image
@@ -33,6 +31,13 @@ from referee.match import play_match
 from referee.record import steps
 from referee.replay import frames
 from referee.replay import read as read_replay
+from tests.support import PROGRAMS
+from tests.support.containers import FIGURES
+from tests.support.programs.sdk_talker import expected
+
+pytestmark = (
+    pytest.mark.runtime_sensitive
+)  # its result can differ under gVisor: the runsc pass of .ci/run runs it again
 
 HERE = Path(__file__).resolve().parent
 TALKERS_IMAGE = "referee-talkers:local"
@@ -54,7 +59,7 @@ def talkers(docker_client: Any, images: dict[str, str]) -> str:
         docker_client,
         TALKERS_IMAGE,
         TALKERS_DOCKERFILE,
-        {"sdk_talker.py": HERE / "sdk_talker.py", "talker.py": HERE.parent / "match" / "talker.py"},
+        {"sdk_talker.py": PROGRAMS / "sdk_talker.py", "talker.py": PROGRAMS / "talker.py"},
         buildargs={"BASE": images["greedy"]},
         base_id=greedy_id,
     )
@@ -124,7 +129,9 @@ async def test_a_bot_on_the_sdk_has_every_line_on_its_own_move(
         outputs = output_by_request([bot.log_path], "g1")
         asked = requests_of(replay, seat)
         token = tokens[seat] if seat == 0 else ""
-        if seat == 2:  # not on the SDK (tests/match/talker.py): it prints "turn <turn> of <game id>"
+        if (
+            seat == 2
+        ):  # not on the SDK (tests/support/programs/talker.py): it prints "turn <turn> of <game id>"
             exact = sum(outputs.get(r, "") == f"turn {t} of g1" for r, t in asked)
             turns = dict(asked)
             for r, text in outputs.items():

@@ -17,33 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, image_exists, remove_prefixed_images
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from test_archive_bombs import image_archive, layer_files  # noqa: E402
-from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
-from test_web_api import auth, new_competition, new_team  # noqa: E402
-
-from referee.bots.images.image_archive import load_image_archive  # noqa: E402
-from referee.bots.images.source_build import build_source  # noqa: E402
-from referee.bots.sandbox import docker_daemon  # noqa: E402
-from referee.bots.sandbox.container import ContainerBot  # noqa: E402
-from referee.service.store import ServiceDB  # noqa: E402
-from referee.web.admission_queue import PIPELINE  # noqa: E402
-from referee.web.app_state import DB  # noqa: E402
-from referee.web.storage import free_bytes  # noqa: E402
+from referee.bots.images.image_archive import load_image_archive
+from referee.bots.images.source_build import build_source
+from referee.bots.sandbox import docker_daemon
+from referee.bots.sandbox.container import ContainerBot
+from referee.service.disk import free_bytes
+from referee.service.store import ServiceDB
+from referee.web.app_state import ROOM
+from tests.support.api import auth, new_competition, new_team
+from tests.support.builds import MiB, image_archive, layer_files, make_zip, python_bot_files, save_image
+from tests.support.containers import FIGURES, image_exists, remove_prefixed_images
 
 pytestmark = pytest.mark.slow
 
 PREFIX = "referee-test-daemon-work"
-MiB = 1024**2
 
 
 def tag(name: str) -> str:
@@ -85,6 +78,7 @@ def healthcheck_image(client: Any, images: dict[str, str]) -> str:
     return image
 
 
+@pytest.mark.runtime_sensitive  # a container of the session's runtime: see .ci/run's runsc pass
 async def test_an_uploaded_images_healthcheck_never_runs(
     client: Any, healthcheck_image: str, tmp_path: Path, out: Path
 ) -> None:
@@ -126,7 +120,7 @@ async def test_an_archive_that_unpacks_past_the_disk_floor_is_never_loaded(
     wire = archive.stat().st_size
     floor = free_bytes(tmp_path) - 256 * MiB
     app = await service_client(min_free_disk=floor, fault_retry_s=600.0)
-    pipeline = app.app[PIPELINE]
+    pipeline = app.app[ROOM].pipeline
     cid = await new_competition(app, app.admin)
     tid, token = await new_team(app, app.admin, cid, "zeros team")
     r = await app.post(
@@ -136,7 +130,7 @@ async def test_an_archive_that_unpacks_past_the_disk_floor_is_never_loaded(
     )
     assert r.status == 201, await r.text()
     sid = int((await r.json())["id"])
-    db = app.app[DB]
+    db = app.app[ROOM].db
     async with asyncio.timeout(120):
         while (sub := await db.call(ServiceDB.submission, sid)) is not None and sub.status not in (
             "waiting",

@@ -107,7 +107,9 @@ async def test_readme_commands_build_images_that_answer_the_protocol(
         assert done.returncode == 0, (
             f"The docs' commands failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
-        assert "11 passed, 0 failed" in done.stdout, done.stdout  # referee check of the running starter kit
+        assert "12 passed, 0 failed" in done.stdout, (
+            done.stdout
+        )  # referee check of the running kit: 11 checks and its validation games
         assert (repo / "my-bot.tar").stat().st_size > 10**6
         names = {}
         for tag in MADE:  # each image, run as the referee runs a container bot

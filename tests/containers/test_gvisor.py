@@ -13,13 +13,12 @@ import asyncio
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from containers_helpers import FIGURES, WHY_SKIPPED, upload_settled
 
 from referee.bots.base import BotError
 from referee.bots.process import CommandBot
@@ -30,8 +29,7 @@ from referee.cli import main
 from referee.match import play_match
 from referee.tournament.league import LeagueError, parse_league
 from referee.tournament.runner import Tournament
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+from tests.support.containers import FIGURES, ladder_competition, upload_settled
 
 PY = sys.executable
 #: A sample bot that first prints the kernel it runs on (gVisor's says so).
@@ -41,33 +39,6 @@ KERNEL_FIRST = [
     "import runpy; print('KERNEL', open('/proc/version').read().strip(), "
     "flush=True); runpy.run_module('sample_bots.greedy', run_name='__main__')",
 ]
-
-
-@pytest.fixture(scope="module")
-def runsc(docker_client: Any) -> str:
-    """ "runsc", when the daemon has it (else a skip, or a failure under CI)."""
-    import os
-
-    known, _ = docker_daemon.daemon_runtimes(docker_client)
-    if "runsc" not in known:
-        reason = (
-            f"the Docker daemon has no runtime runsc (it has {', '.join(known)}): register gVisor "
-            "in daemon.json (docs/containers.md)"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true, so the gVisor tests must run, but: {reason}", pytrace=False)
-        if reason not in WHY_SKIPPED:
-            WHY_SKIPPED.append(reason)
-        pytest.skip(reason)
-    return "runsc"
-
-
-@pytest.fixture
-def no_override() -> Iterator[None]:
-    """The test decides the runtime itself (not the session's ``REFEREE_TEST_RUNTIME``)."""
-    previous = docker_daemon.set_runtime(None)
-    yield
-    docker_daemon.set_runtime(previous)
 
 
 def _league(out: Path, bots: str, containers: str = "") -> str:
@@ -232,46 +203,10 @@ async def test_a_fork_bomb_under_gvisor_ends_at_the_memory_limit(
 # ------------------------------------------------------------- the service
 
 
-LADDER = """
-[tournament]
-name = "gvisor class"
-seed = 5
-table_size = 2
-schedule = "adaptive"
-concurrency = 1
-
-[stop]
-max_games = 40
-
-[timeouts]
-move_ms = 3000
-
-[ladder]
-concurrency = 1
-
-[[bots]]
-name = "house"
-url = "{house}"
-"""
-
-
-async def ladder_competition(service: Any, house: str) -> int:
-    """The id of a new competition on `service` with the LADDER league, its house bot at `house`."""
-    from test_web_api import auth
-
-    r = await service.post(
-        "/api/competitions",
-        json={"name": "gv", "league": LADDER.format(house=house)},
-        headers=auth(service.admin),
-    )
-    assert r.status == 201, await r.text()
-    return int((await r.json())["id"])
-
-
 @pytest.fixture
 async def service(service_client: Callable[..., Awaitable[Any]], runsc: str, no_override: None) -> Any:
     """The service as ``referee serve --runtime runsc`` runs it."""
-    docker_daemon.set_runtime(runsc)  # what serve --runtime does (referee.web.commands.use_runtime)
+    docker_daemon.set_runtime(runsc)  # what serve --runtime does (referee.cli.options.use_runtime)
     return await service_client(house_urls_anywhere=True)  # its house bot is on loopback
 
 
@@ -281,9 +216,9 @@ async def test_admission_and_ladder_games_under_runsc(
 ) -> None:
     """A team's source upload is built, checked in its sandbox under gVisor
     and accepted; the ladder then plays it, under gVisor, without a fault."""
-    from helpers_web import sample_bot_app, serve
-    from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team
+    from tests.support.api import auth, new_team
+    from tests.support.builds import make_zip, python_bot_files
+    from tests.support.web import sample_bot_app, serve
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
@@ -366,11 +301,10 @@ async def test_a_league_sent_to_the_service_with_a_runtime_the_daemon_lacks_is_r
 ) -> None:
     """422 naming the field when the competition is made, rather than every
     team's admission check failing later for the operator's mistake."""
-    from helpers_web import new_admin_token
-    from test_web_api import auth
-
     from referee.bots.netpolicy import AddressPolicy
     from referee.web import Settings, make_app
+    from tests.support.api import auth
+    from tests.support.web import new_admin_token
 
     db_path = tmp_path / "service.sqlite"
     token = new_admin_token(db_path)

@@ -19,19 +19,20 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from containers_helpers import remove_instance_images
-from test_builds import make_zip, python_bot_files
 
 from referee.bots.factory import BotFactory, BotSpec
 from referee.bots.images import baseimage, source_build
 from referee.bots.netpolicy import AddressPolicy
 from referee.bots.sandbox import docker_daemon
 from referee.bots.sandbox.container import ContainerBot
-from referee.bots.sandbox.instance import INSTANCE_LABEL, Instance
-from referee.containers_cli import containers_cleanup
+from referee.bots.sandbox.instance import INSTANCE_LABEL, VERSION_LABEL, Instance
+from referee.cli.cleanup import containers_cleanup
+from referee.service.pipeline import image_tag, retag_pinned, service_instance
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
-from referee.web.admission_queue import PIPELINE, image_tag, retag_pinned, service_instance
+from referee.web.app_state import ROOM
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.containers import remove_instance_images
 
 #: Every image the tests here make carries it, so a prune can be confined to them.
 RUN = f"t{secrets.token_hex(4)}"
@@ -63,17 +64,29 @@ def installs(
         remove_instance_images(docker_client, one.instance)
 
 
-def _labels(inst: Instance, tid: int, sid: int) -> dict[str, str]:
-    """What the service's pipeline labels a team's upload with (and the test run's label)."""
-    return {"referee.team": str(tid), "referee.submission": str(sid), INSTANCE_LABEL: inst.id, RUN_LABEL: RUN}
+def _labels(inst: Instance, tid: int, sid: int, version: int | None) -> dict[str, str]:
+    """What the service's pipeline labels a team's upload with (and the test run's label);
+    `version` None: as it did before its tags named the team's version (no version label)."""
+    labels = {
+        "referee.team": str(tid),
+        "referee.submission": str(sid),
+        INSTANCE_LABEL: inst.id,
+        RUN_LABEL: RUN,
+    }
+    if version is not None:
+        labels[VERSION_LABEL] = str(version)
+    return labels
 
 
-def _team_image(client: Any, inst: Instance, tmp_path: Path, tid: int, sid: int, name: str) -> str:
-    """A team's source upload built by `inst` as the service builds it; the image id."""
+def _team_image(
+    client: Any, inst: Instance, tmp_path: Path, tid: int, version: int, name: str, *, before_sid: int = 0
+) -> str:
+    """A team's source upload (its `version`) built by `inst` as the service builds it; the
+    image id. `before_sid`: as the service built it before issue 34, tagged ``:v<submission id>``."""
     r = source_build.build_source(
         make_zip(tmp_path / f"{name}.zip", python_bot_files(name)),
-        tag=image_tag(tid, sid, inst),
-        labels=_labels(inst, tid, sid),
+        tag=f"referee-{inst.id}-team-{tid}:v{before_sid}" if before_sid else image_tag(tid, version, inst),
+        labels=_labels(inst, tid, before_sid, None) if before_sid else _labels(inst, tid, version, version),
         client=client,
         workdir=tmp_path,
         instance=inst,
@@ -245,30 +258,48 @@ async def test_the_service_gives_its_pinned_images_their_tags_back_at_start(
 ) -> None:
     """The same attack on a service that is down: when it starts, every
     image a run may play (an accepted upload, pinned by id in its database)
-    has its tag of this instance again before anything else happens."""
+    has its tag of this instance again before anything else happens. The
+    image here was built before its tag named the team's version (issue 34):
+    tagged with its submission id (2, another team's submission came first),
+    it gets its version's tag (v1) at the start."""
     db_path = tmp_path / "service.sqlite"
     db = ServiceDB(db_path)
     try:
         inst = service_instance(db)
         comp = db.add_competition("c", "")
+        first, _ = db.add_team(comp.id, "first")
+        assert db.add_submission(
+            first.id, kind="url", url="http://127.0.0.1:9", image=None, secret=None, note="", status="refused"
+        )
         team, _ = db.add_team(comp.id, "t")
         sub = db.add_submission(
             team.id, kind="source", url=None, image=None, secret=None, note="", status="accepted"
         )
-        assert sub is not None
-        image_id = await asyncio.to_thread(_team_image, docker_client, inst, tmp_path, team.id, sub.id, "svc")
+        assert sub is not None and sub.id == 2 and db.submission_number(sub.id) == 1
+        image_id = await asyncio.to_thread(
+            _team_image, docker_client, inst, tmp_path, team.id, 1, "svc", before_sid=sub.id
+        )
         db.update_submission(sub.id, image_id=image_id)
     finally:
         db.close()
     try:
-        docker_client.images.get(installs[1].instance.base_tag).tag(
-            *image_tag(team.id, sub.id, inst).split(":")
-        )
+        old = f"referee-{inst.id}-team-{team.id}:v{sub.id}"
+        assert docker_client.images.get(image_id).tags == [old]
+        docker_client.images.get(installs[1].instance.base_tag).tag(*old.split(":"))
         assert image_id in _dangling(docker_client)  # the attack is real
         client = await aiohttp_client(make_app(db_path, Settings(bot_policy=AddressPolicy())))
-        assert client.app[PIPELINE].instance.id == inst.id
-        assert docker_client.images.get(image_id).tags == [image_tag(team.id, sub.id, inst)]
+        assert client.app[ROOM].pipeline.instance.id == inst.id
+        assert (
+            docker_client.images.get(image_id).tags
+            == [image_tag(team.id, 1, inst)]
+            == [f"referee-{inst.id}-team-{team.id}:v1"]
+        )
         assert image_id not in _dangling(docker_client)
+        # its tag taken again mid-run: its labels name no version (built before), so the label
+        # fallback keeps it with the keep tag, never ":v2" (now the name of the team's version 2)
+        docker_client.images.get(installs[1].instance.base_tag).tag(*image_tag(team.id, 1, inst).split(":"))
+        assert inst.ensure_tagged(docker_client, image_id) == inst.keep_tag(image_id)
+        assert docker_client.images.get(image_id).tags == [inst.keep_tag(image_id)]
     finally:
         remove_instance_images(docker_client, inst)
 

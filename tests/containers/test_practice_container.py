@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from containers_helpers import FIGURES, upload_settled
-from test_gvisor import ladder_competition, no_override, runsc  # noqa: F401 - fixtures
 
 from referee.bots.sandbox import docker_daemon
+from referee.web.app_state import ROOM
+from tests.support.containers import FIGURES, ladder_competition, upload_settled
 
 
 @pytest.fixture
-async def service(service_client: Any, runsc: str, no_override: None) -> Any:  # noqa: F811
+async def service(service_client: Any, runsc: str, no_override: None) -> Any:
     """The service as ``referee serve --runtime runsc --bot-networks 127.0.0.0/8`` runs it."""
-    from helpers_web import LOOPBACK
+    from tests.support.web import LOOPBACK
 
     docker_daemon.set_runtime(runsc)
     return await service_client(bot_policy=LOOPBACK)
@@ -35,10 +35,10 @@ async def service(service_client: Any, runsc: str, no_override: None) -> Any:  #
 async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
     service: Any, docker_client: Any, tmp_path: Path
 ) -> None:
-    from helpers_web import sample_bot_app, serve
-    from test_builds import make_zip, python_bot_files
-    from test_web_api import auth, new_team
-    from test_web_practice import played
+    from tests.support.api import auth, new_team
+    from tests.support.builds import make_zip, python_bot_files
+    from tests.support.practice import played
+    from tests.support.web import sample_bot_app, serve
 
     runner, house = await serve(sample_bot_app("greedy"))
     try:
@@ -94,7 +94,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
 
         # the practice process killed (kill -9, the OOM killer) while its container runs: the game fails
         # as the service's, and the service removes the container the dead process left
-        from referee.web.practice import PRACTICE, SERVICE_FAULT
+        from referee.service.practice import SERVICE_FAULT
 
         r = await service.post(
             f"/api/competitions/{cid}/teams/{tid}/practice",
@@ -108,7 +108,7 @@ async def test_a_practice_game_plays_the_uploaded_image_in_the_sandbox(
         while not docker_client.containers.list(filters={"label": label}):
             assert time.monotonic() < deadline, "the second practice game's container never started"
             await asyncio.sleep(0.1)
-        current = service.server.app[PRACTICE].current
+        current = service.server.app[ROOM].practice.current
         assert current is not None and current.pid is not None
         os.kill(current.pid, signal.SIGKILL)
         game = await played(service, cid, tid, token, pid, timeout=120)

@@ -9,7 +9,6 @@ still refused with its reason, never ``waiting``."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,11 +17,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from containers_helpers import upload_settled  # noqa: E402
-from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_api import auth, new_competition, new_team, settled  # noqa: E402
+from tests.support.api import auth, new_competition, new_team, settled
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.containers import upload_settled
 
 pytestmark = pytest.mark.slow
 

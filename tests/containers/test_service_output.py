@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,16 +24,18 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+from tests.support import PROGRAMS
+from tests.support.api import auth, new_competition, new_team, play_run
+from tests.support.builds import make_zip
+from tests.support.containers import upload_settled
 
-from containers_helpers import upload_settled  # noqa: E402
-from test_builds import make_zip  # noqa: E402
-from test_web_api import auth, new_competition, new_team, play_run  # noqa: E402
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.runtime_sensitive,
+]  # its result can differ under gVisor: the runsc pass of .ci/run runs it again
 
-pytestmark = pytest.mark.slow
-
-TALKER = (Path(__file__).resolve().parents[1] / "match" / "talker.py").read_text()
-SDK_TALKER = (Path(__file__).resolve().parent / "sdk_talker.py").read_text()
+TALKER = (PROGRAMS / "talker.py").read_text()
+SDK_TALKER = (PROGRAMS / "sdk_talker.py").read_text()
 DATA = re.compile(r'<script type="application/json" id="replay-data">(.*?)</script>', re.S)
 
 
@@ -166,11 +167,11 @@ async def test_validation_games_are_kept_and_the_replay_shows_the_bots_lines_at_
 
 
 async def test_a_bot_on_the_sdk_has_exactly_its_lines_at_each_move(client: Any, tmp_path: Path) -> None:
-    """tests/containers/sdk_talker.py names its request in each line and
+    """tests/support/programs/sdk_talker.py names its request in each line and
     prints lines like marks (the referee's, and its own for an earlier
     request, with its real token): each shown at the move it was printed
     for, all of them, moving nothing (test_container_output.py: over a game)."""
-    from sdk_talker import expected
+    from tests.support.programs.sdk_talker import expected
 
     cid = await new_competition(client, client.admin, house={})
     tid, token = await new_team(client, client.admin, cid, "ada")
@@ -199,7 +200,7 @@ async def test_a_bot_on_the_sdk_has_exactly_its_lines_at_each_move(client: Any, 
 @pytest.fixture
 async def loopback_client(service_client: Callable[..., Awaitable[Any]]) -> Any:
     """The service as the client fixture's, house bots on loopback allowed."""
-    from helpers_web import LOOPBACK
+    from tests.support.web import LOOPBACK
 
     return await service_client(bot_policy=LOOPBACK)
 
@@ -209,7 +210,7 @@ async def test_a_practice_replay_shows_the_bots_lines_at_their_turn(
 ) -> None:
     """A practice game (issue 26, item 3) is one of the team's own replays:
     its seat's moves carry what its container printed (item 5)."""
-    from helpers_web import sample_bot_app, serve
+    from tests.support.web import sample_bot_app, serve
 
     client = loopback_client
     runner, house = await serve(sample_bot_app("greedy"))

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,14 +22,11 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from helpers_web import league_text, new_admin_token, referee_cli, wait_for_http  # noqa: E402
-from test_builds import PY_BOT, make_zip  # noqa: E402
-
-from referee.bots import free_port  # noqa: E402
-from referee.bots.sandbox.instance import INSTANCE_LABEL  # noqa: E402
-from referee.service.store import ServiceDB  # noqa: E402
+from referee.bots import free_port
+from referee.bots.sandbox.instance import INSTANCE_LABEL
+from referee.service.store import ServiceDB
+from tests.support.builds import PY_BOT, make_zip
+from tests.support.web import league_text, new_admin_token, referee_cli, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +117,7 @@ def site(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
         "token": token,
         "instance": instance,
     }
-    from test_web_ladder_browser import remove_team_images
+    from tests.support.browser import remove_team_images
 
     remove_team_images(db_path)
 

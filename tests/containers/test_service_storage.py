@@ -8,22 +8,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from containers_helpers import upload_settled  # noqa: E402
-from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_api import auth, error_of, new_competition, new_team  # noqa: E402
-
-from referee.service.store import ServiceDB  # noqa: E402
-from referee.web.app_state import DB, SETTINGS  # noqa: E402
-from referee.web.run_start import prepare_run  # noqa: E402
+from referee.service.runs import prepare_run
+from referee.service.store import ServiceDB
+from referee.web.app_state import ROOM
+from tests.support.api import auth, error_of, new_competition, new_team
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.containers import upload_settled
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +39,7 @@ def exists(docker_client: Any, image_id: str) -> bool:
     try:
         docker_client.api.inspect_image(image_id)
         return True
-    except Exception:  # noqa: BLE001 - docker's NotFound
+    except Exception:
         return False
 
 
@@ -63,7 +59,7 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
     """Issue 24: nothing pruned: every version a team ever uploaded stayed
     on the daemon's disk. Now a superseded version's image goes as soon as
     nothing needs it; the version in play and those a resumable run plays stay."""
-    from helpers_web import sample_bot_app, serve
+    from tests.support.web import sample_bot_app, serve
 
     runner, house = await serve(sample_bot_app("greedy"))
     # contents of this run only: no other test's build can share these images through the build cache
@@ -95,9 +91,9 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
         assert await gone_soon(docker_client, v2["image_id"]), "v2 is superseded and nothing needs it"
         assert exists(docker_client, v1["image_id"]), "v1 is pinned by run that may be resumed"
         assert exists(docker_client, v3["image_id"]), "v3 is in play"
-        from referee.web.storage import pins, prune
+        from referee.service.disk import pins, prune
 
-        needed = await client.app[DB].call(pins)
+        needed = await client.app[ROOM].db.call(pins)
         assert needed[v1["image_id"]].startswith(f"run {run.id} (interrupted")
         assert needed[v3["image_id"]] == "the version in play"
         # the run is finished: nothing can resume it, v1 goes at the next pruning
@@ -106,11 +102,11 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
             db.end_run(run.id, "finished")
         finally:
             db.close()
-        assert [v1["id"]] == await prune(client.app, tid)
+        assert [v1["id"]] == await prune(client.app[ROOM], tid)
         assert not exists(docker_client, v1["image_id"]) and exists(docker_client, v3["image_id"])
         # the images the team keeps count against its quota
         size = int(docker_client.api.inspect_image(v3["image_id"])["Size"])
-        client.app[SETTINGS].team_image_quota = size + 1000
+        client.app[ROOM].settings.team_image_quota = size + 1000
         r = await client.post(
             f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096, headers=auth(token)
         )
@@ -118,7 +114,7 @@ async def test_superseded_images_are_pruned_once_nothing_needs_them(
         assert (
             "quota" in err["error"] and "the version in play" in err["error"] and "v3 (image" in err["error"]
         )
-        client.app[SETTINGS].team_image_quota = size + (1 << 20)
+        client.app[ROOM].settings.team_image_quota = size + (1 << 20)
         r = await client.post(
             f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source", data=b"x" * 4096, headers=auth(token)
         )
@@ -138,12 +134,11 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
     played, then the next pruning removes it."""
     import time
 
-    from helpers_web import serve
-
+    from referee.service.disk import pins, prune
     from referee.tournament.ladder import needed_entries
-    from referee.web.storage import pins, prune
     from sample_bots import greedy
     from sample_bots.sdk import make_app as bot_app
+    from tests.support.web import serve
 
     def slow(request: Any) -> int:  # a house bot slow enough that games are in flight when v2 comes
         time.sleep(0.05)
@@ -164,7 +159,7 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
             f"/api/competitions/{cid}/open", json={"concurrency": 2}, headers=auth(client.admin)
         )
         assert r.status == 202, await r.text()
-        db = client.app[DB]
+        db = client.app[ROOM].db
         ladder = await db.call(ServiceDB.latest_run_of, cid, "ladder")
         assert ladder is not None
         for _ in range(600):  # v1 seated and dealt into planned games
@@ -182,7 +177,7 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("v2 did not replace v1 in the ladder within 30 s")
-        pruned = await prune(client.app, tid)
+        pruned = await prune(client.app[ROOM], tid)
         needed = await db.call(pins)
         # owing now: owing when it was pruned too (a retired entry's games only go down)
         owing = {e.submission: e.status for e in await asyncio.to_thread(needed_entries, ladder.out_dir)}
@@ -201,7 +196,7 @@ async def test_the_ladder_keeps_a_retired_versions_image_while_it_owes_games(
         else:
             raise AssertionError("v1 still owes ladder games after 180 s")
         for _ in range(60):  # its container stops once its last game ends; then the next pruning removes it
-            if v1["id"] in await prune(client.app, tid):
+            if v1["id"] in await prune(client.app[ROOM], tid):
                 break
             await asyncio.sleep(0.5)
         assert not exists(docker_client, v1["image_id"]), "v1 is retired and owes no game"

@@ -22,7 +22,7 @@ house bot, a team and its token). Then the student, from the pages only:
    timestamps, so a line may land at a later move, never an earlier one:
    that is what is asserted (with enough lines seen), not exactness.
 
-The service runs in a thread of its own (``helpers_web.Background``) and
+The service runs in a thread of its own (``tests.support.web.Background``) and
 Playwright is started and stopped by the test itself (no pytest-playwright
 fixture: nothing of Playwright's event loop outlives the test). Needs a
 Docker daemon: skips without one, fails with ``CI=true``.
@@ -42,10 +42,11 @@ from typing import Any
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "web"))
-
-from helpers_web import (  # noqa: E402
+from referee.bots import free_port
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
+from tests.support.browser import open_submission, settle, sign_in, submit_form
+from tests.support.web import (
     CHROMIUM,
     CHROMIUM_FLAGS,
     LOOPBACK,
@@ -57,16 +58,13 @@ from helpers_web import (  # noqa: E402
     wait_for_http,
 )
 
-from referee.bots import free_port  # noqa: E402
-from referee.service.store import ServiceDB  # noqa: E402
-from referee.web import Settings, make_app  # noqa: E402
-
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
 
-from test_web_team_browser import open_submission, settle, sign_in, submit_form  # noqa: E402
 
 pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).resolve().parents[1]
 
 ROOT = TESTS.parent
 SCREENS = Path("/tmp/referee-screens")
@@ -154,10 +152,9 @@ def _clean_up(db_path: Path, client: Any) -> None:
     images: base, SDK, the team's), and only that; then check nothing is left."""
     if not db_path.exists():
         return
-    from test_web_ladder_browser import remove_team_images
-
     from referee.bots.sandbox import docker_daemon
-    from referee.web.admission_queue import service_instance
+    from referee.service.pipeline import service_instance
+    from tests.support.browser import remove_team_images
 
     db = ServiceDB(db_path)
     try:
@@ -237,10 +234,11 @@ def test_a_student_goes_from_the_kit_to_a_practice_replay_with_its_bots_output_b
 
                 # 3a. The three steps, and the Python kit: a real download.
                 steps = page.locator("#kit-steps li")
-                expect(steps).to_have_count(3)
-                expect(steps.nth(0)).to_contain_text("python bot.py --port")
-                expect(steps.nth(1)).to_contain_text("referee check http://127.0.0.1:")
-                expect(steps.nth(2)).to_contain_text("zip -r ../my-bot.zip .")
+                expect(steps).to_have_count(4)  # the SDK's install, run, check, submit
+                expect(steps.nth(0)).to_contain_text("pip install referee-sdk --find-links")
+                expect(steps.nth(1)).to_contain_text("python bot.py --port")
+                expect(steps.nth(2)).to_contain_text("referee check http://127.0.0.1:")
+                expect(steps.nth(3)).to_contain_text("zip -r ../my-bot.zip .")
                 with page.expect_download() as got:
                     page.click("#kit-python")
                 saved = tmp / "my-python-bot.zip"

@@ -50,9 +50,11 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-
-from helpers_web import (  # noqa: E402
+from referee.bots import free_port
+from referee.bots.sandbox.instance import INSTANCE_LABEL
+from referee.service.store import ServiceDB
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.web import (
     CHROMIUM,
     CHROMIUM_FLAGS,
     Background,
@@ -61,11 +63,6 @@ from helpers_web import (  # noqa: E402
     sample_bot_app,
     wait_for_http,
 )
-from test_builds import make_zip, python_bot_files  # noqa: E402
-
-from referee.bots import free_port  # noqa: E402
-from referee.bots.sandbox.instance import INSTANCE_LABEL  # noqa: E402
-from referee.service.store import ServiceDB  # noqa: E402
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -232,9 +229,8 @@ def story(tmp_path: Path, docker_client: Any) -> Iterator[dict[str, Any]]:
             except AssertionError:
                 pass
         bg.close()
-        from test_web_ladder_browser import remove_team_images
-
         from referee.bots.sandbox import docker_daemon
+        from tests.support.browser import remove_team_images
 
         left = docker_daemon.cleanup_containers({INSTANCE_LABEL: instance})
         remove_team_images(db_path)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import msgspec
 import pytest
-from budget import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from referee.game import (
 from referee.game import cards as C
 from referee.game.log import Faulted, Record
 from referee.game.state import DOWN, HAND, PLAY, SETUP, UP
+from tests.support.budget import scaled
 
 #: The module (the package's ``view`` is the function).
 view_module = importlib.import_module("referee.game.view")
@@ -137,7 +137,7 @@ def playout(seed: int, n: int, rules: Rules, deep: bool) -> int:
 
 def test_random_playouts_conserve_cards_and_terminate() -> None:
     """The issue's bar: 10,000 playouts over 2–6 players and variant mixes
-    (2,500 in the fast suite, tests/budget.py)."""
+    (2,500 in the fast suite, tests/support/budget.py)."""
     rng = random.Random(20261129)
     steps = 0
     games = scaled(10_000)

@@ -8,7 +8,6 @@ from collections import Counter
 
 import msgspec
 import pytest
-from helpers import kinds, play_random, random_game
 
 from protocol import ChooseUp, Deck, Draw, Flip, Pass, Pickup, Play, Rules, Swap
 from referee.game import (
@@ -20,6 +19,7 @@ from referee.game import (
 from referee.game import cards as C
 from referee.game.layout import layout
 from referee.game.state import GONE, HAND, PLAY, SABOTAGE
+from tests.support.game import kinds, play_random, random_game
 
 # --------------------------------------------------------------- E1–E6
 

@@ -117,7 +117,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 #: The transports of referee/bots/ (its top-level modules but the factory).
 BOTS_TRANSPORTS = tuple(
     f"referee.bots.{m}"
-    for m in ("base", "clock", "deadline", "dropped", "http", "managed", "netpolicy", "process")
+    for m in ("base", "clock", "deadline", "dropped", "http", "human", "managed", "netpolicy", "process")
 )
 
 #: What each layer may import from the project (a prefix allows its submodules).
@@ -130,8 +130,8 @@ ALLOWED = {
     # them; a team's images on the sandbox; the cluster's nodes on the sandbox; the factory,
     # which makes any bot, over all of them.
     **{
-        f"referee.bots.{transport}": ("protocol", "referee", "referee.config", *BOTS_TRANSPORTS)
-        for transport in ("base", "clock", "deadline", "dropped", "http", "managed", "netpolicy", "process")
+        transport: ("protocol", "referee", "referee.config", *BOTS_TRANSPORTS)
+        for transport in BOTS_TRANSPORTS
     },
     "referee.bots.sandbox": (
         "protocol",
@@ -204,7 +204,8 @@ LAYERS = (
     ("competition", ("referee.tournament", "referee.admission", "referee.diagnostics")),
     # the classroom competition without HTTP (issue 33): its store, rules and errors
     ("classroom", ("referee.service",)),
-    ("service", ("referee.cli", "referee.cli_options", "referee.web", "referee.containers_cli")),
+    # the top: the command line (referee/cli/, every command) and the web service
+    ("service", ("referee.cli", "referee.web")),
     # beside the referee: nothing imports them (what they may import: ALLOWED)
     ("sample bots", ("sample_bots",)),
 )
@@ -276,13 +277,28 @@ def test_the_layer_checks_find_what_is_wrong() -> None:
 
 def test_nothing_below_the_service_imports_it() -> None:
     graph = _graph()
-    top = ("referee.cli", "referee.cli_options", "referee.web", "referee.containers_cli")
+    top = ("referee.cli", "referee.web")
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
         if not module.startswith(top)
         for target in targets
         if target.startswith(top)
+    )
+    assert wrong == []
+
+
+def test_nothing_imports_the_command_line() -> None:
+    """``referee/cli/`` is the top of the tree: the web service beside it, and
+    everything below, never import a command (a command imports them)."""
+    graph = _graph()
+    assert any(m.startswith("referee.cli.") for m in graph)  # the package and its modules
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if not (module == "referee.cli" or module.startswith("referee.cli."))
+        for target in targets
+        if target == "referee.cli" or target.startswith("referee.cli.")
     )
     assert wrong == []
 

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from referee.bots import make_session
+from tests.support.clocks import VirtualTimeLoop
+from tests.support.programs.zoo import good_app, recording
 
-from zoo import good_app, recording  # noqa: E402
+#: The modules whose tests run on a loop of virtual time (VirtualTimeLoop):
+#: their deadlines are the subject, and every party lives on the test's loop.
+VIRTUAL_TIME = frozenset({"test_match_zoo.py"})
 
-from referee.bots import make_session  # noqa: E402
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """pytest-asyncio's loop for each test of this folder: virtual time for
+    the modules of VIRTUAL_TIME, asyncio's own loop for the others."""
+    if item.path.name in VIRTUAL_TIME:
+        return {"virtual_time": VirtualTimeLoop}
+    return {"asyncio": asyncio.new_event_loop}
 
 
 def sample_app(kind: str = "random", secret: str | None = None) -> web.Application:

@@ -7,18 +7,24 @@ import sys
 from pathlib import Path
 
 from protocol.messages import Timeouts
-from referee.admission import admit
+from referee.admission import AdmissionSettings, admit
 from referee.bots.factory import BotSpec
 from referee.diagnostics import output_by_request
 from referee.replay import frames
 from referee.replay import read as read_replay
+from tests.support import PROGRAMS
 
-TALKER = str(Path(__file__).resolve().parent / "talker.py")
+TALKER = str(PROGRAMS / "talker.py")
 
 
 async def test_a_bot_that_raises_in_act_is_refused_with_its_traceback(tmp_path: Path) -> None:
     spec = BotSpec(name="ada", command=[sys.executable, TALKER, "--port", "{port}", "--raise-at-act"])
-    report = await admit(spec, out_dir=tmp_path / "check-1", timeouts=Timeouts(move_ms=2000), games=2, seed=3)
+    report = await admit(
+        spec,
+        out_dir=tmp_path / "check-1",
+        settings=AdmissionSettings(timeouts=Timeouts(move_ms=2000), games=2),
+        seed=3,
+    )
     assert not report.ok and report.games == 0
     failed = [line for line in report.lines if not line.ok]
     first = failed[0]
@@ -36,7 +42,9 @@ async def test_validation_games_are_kept_with_the_bots_lines_by_turn(tmp_path: P
     its lines are split exactly, each next to the move it printed them for."""
     spec = BotSpec(name="ada", command=[sys.executable, TALKER, "--port", "{port}"])
     folder = tmp_path / "check-1"
-    report = await admit(spec, out_dir=folder, timeouts=Timeouts(move_ms=2000), games=2, seed=3)
+    report = await admit(
+        spec, out_dir=folder, settings=AdmissionSettings(timeouts=Timeouts(move_ms=2000), games=2), seed=3
+    )
     assert report.ok, report.render()
     assert [g.number for g in report.validation] == [1, 2] and report.output
     for g in report.validation:

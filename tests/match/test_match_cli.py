@@ -6,19 +6,19 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
 from click.testing import CliRunner
-from zoo import SCRIPT as ZOO
 
 from referee.bots import free_port
 from referee.cli import main
 from referee.record import MatchResult
 from referee.replay import read, rerun
+from tests.support.processes import LISTENING, Output, stop
+from tests.support.programs.zoo import SCRIPT as ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,50 +27,37 @@ def _has_sample_bots() -> bool:
     return (ROOT / "sample_bots" / "random.py").exists()
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"bot exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
 @pytest.fixture(scope="module")
 def bots() -> Iterator[dict[str, str]]:
-    """Bots in processes of their own: name -> base URL."""
+    """Bots in processes of their own: name -> base URL, once each says it listens."""
     commands = {
-        "random": [sys.executable, "-m", "sample_bots.random", "--port", "{port}", "--log-level", "WARNING"]
+        "random": [sys.executable, "-m", "sample_bots.random", "--port", "{port}"]
         if _has_sample_bots()
         else [sys.executable, ZOO, "good", "--port", "{port}"],
-        "greedy": [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}", "--log-level", "WARNING"]
+        "greedy": [sys.executable, "-m", "sample_bots.greedy", "--port", "{port}"]
         if _has_sample_bots()
         else [sys.executable, ZOO, "good", "--port", "{port}"],
     }
     for kind in ("garbage", "wrong_id", "http500", "illegal", "late"):
         commands[kind] = [sys.executable, ZOO, kind, "--port", "{port}", "--late-s", "0.3"]
-    procs: list[subprocess.Popen[bytes]] = []
+    started: list[tuple[subprocess.Popen[bytes], Output]] = []
     urls: dict[str, str] = {}
     try:
-        started = []
-        for name, command in commands.items():
+        for name, command in commands.items():  # all at once: they start side by side
             port = free_port()
             argv = [part.replace("{port}", str(port)) for part in command]
-            proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            procs.append(proc)
-            started.append((name, port, proc))
-        for name, port, proc in started:
-            _wait_port(port, proc)
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            started.append((proc, Output(proc.stdout, what=f"the {name} bot")))
             urls[name] = f"http://127.0.0.1:{port}"
+        for _, output in started:
+            output.wait_for(LISTENING)
         yield urls
     finally:
-        for proc in procs:
+        for proc, _ in started:
             proc.terminate()
-        for proc in procs:
-            proc.wait(5)
+        for proc, output in started:
+            stop(proc)
+            output.text()
 
 
 def test_match_prints_the_result(bots: dict[str, str]) -> None:

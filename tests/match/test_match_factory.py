@@ -9,12 +9,12 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from zoo import SCRIPT as ZOO
 
 from referee.bots import BotError, CommandBot, HttpBot
 from referee.bots.factory import BotFactory, BotSpec, parse_spec
 from referee.bots.sandbox.container import ContainerBot
 from referee.bots.sandbox.container_limits import ContainerLimits
+from tests.support.programs.zoo import SCRIPT as ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,6 @@ from collections.abc import Callable
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers_match import Recorder
-from zoo import BODIES, CONNECTIONS, HEADERS, good_app, recording, serve, zoo_app
 
 from protocol import (
     APIVERSION,
@@ -34,6 +32,8 @@ from referee.bots import (
     make_session,
 )
 from referee.game import new_game, view
+from tests.support.match import Recorder
+from tests.support.programs.zoo import BODIES, CONNECTIONS, HEADERS, good_app, recording, serve, zoo_app
 
 
 def _request(request_id: str = "g.1") -> ActRequest:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from zoo import SCRIPT as ZOO
 
 from protocol import GameStart, Rules, Timeouts
 from referee.bots import BotError, CommandBot
 from referee.match import play_match
+from tests.support.programs.zoo import SCRIPT as ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = Timeouts(move_ms=300, start_ms=2000, end_ms=1000)
@@ -46,7 +46,9 @@ async def test_command_bots_play_a_game(tmp_path: Path, session: aiohttp.ClientS
     ):
         assert a.running and a.port is not None and a.info is not None
         assert a.name == "random" and b.name == "greedy"
-        result = await play_match([a, b], 12, timeouts=FAST)
+        # a generous move limit: the subject is the process bots playing, not their speed (at
+        # 300 ms a good bot timed out beside two CPU hogs)
+        result = await play_match([a, b], 12, timeouts=Timeouts(move_ms=5000, start_ms=5000, end_ms=5000))
         pids = [a.pid, b.pid]
     assert result.faults == [[], []]
     assert sorted(result.places)[0] == 1
@@ -109,7 +111,8 @@ async def test_restart_after_death_and_sigkill_after_grace(tmp_path: Path) -> No
     first = bot.pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
-    await asyncio.sleep(0.2)
+    async with asyncio.timeout(60):  # only a broken test waits that long
+        assert await bot.exited() == -signal.SIGKILL
     assert not bot.running
     start = GameStart(apiversion="1", game_id="g", seat=0, players=["a", "b"], rules=Rules(), timeouts=FAST)
     assert await bot.start(start, 1.0) is None  # started again first
@@ -134,11 +137,8 @@ async def test_bot_process_dies_mid_game(tmp_path: Path, session: aiohttp.Client
         ) as dying,
     ):
         result = await play_match([good, dying], 3, timeouts=FAST)
-        # The process has exited; the event loop may take a moment to reap it.
-        for _ in range(100):
-            if not dying.running:
-                break
-            await asyncio.sleep(0.02)
+        async with asyncio.timeout(60):  # it has exited (os._exit(3)); only a broken test waits that long
+            assert await dying.exited() == 3
         assert not dying.running
     assert result.disqualified == [1]
     assert result.places == [1, 2]

@@ -11,8 +11,6 @@ import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
-from helpers_match import FAST, Recorder, run_game
-from zoo import good_app, zoo_app
 
 from protocol import Play, Rules
 from referee.match import Match, default_action
@@ -25,6 +23,8 @@ from referee.record import (
     latency_stats,
 )
 from referee.replay import ReplayError, ReplayMismatch, dumps, loads, read, rerun, write
+from tests.support.match import FAST, Recorder, run_game
+from tests.support.programs.zoo import good_app, zoo_app
 
 
 @pytest.fixture
@@ -60,10 +60,9 @@ async def test_round_trip_and_rerun(played: Match, tmp_path: Path) -> None:
 async def test_play_match_writes_the_replay(
     session: aiohttp.ClientSession, make_sample: Callable[..., web.Application], tmp_path: Path
 ) -> None:
-    from zoo import serve
-
     from referee.bots import HttpBot
     from referee.match import play_match
+    from tests.support.programs.zoo import serve
 
     async with serve(make_sample("random")) as u1, serve(make_sample("greedy")) as u2:
         bots = [HttpBot(u1, session=session), HttpBot(u2, session=session)]
@@ -174,7 +173,7 @@ async def test_setup_requests_are_the_encoded_requests() -> None:
     engine: each body a bot gets decodes to the ActRequest of that seat's
     view, with its own request id and the move limit, and the state hashed
     for the record is that view's encoding (the record's hashes are checked
-    against what bots over HTTP received in helpers_match)."""
+    against what bots over HTTP received in tests.support.match)."""
     import hashlib
     import random
 

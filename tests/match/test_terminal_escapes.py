@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_bot import ATTACKS, HOSTILE
-from hostile_bot import SCRIPT as HOSTILE_BOT
+
+from tests.support.programs.hostile_bot import ATTACKS, HOSTILE
+from tests.support.programs.hostile_bot import SCRIPT as HOSTILE_BOT
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT = f"cmd:{sys.executable} {HOSTILE_BOT} --port {{port}}"

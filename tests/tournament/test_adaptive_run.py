@@ -12,35 +12,18 @@ import time
 from pathlib import Path
 
 import pytest
-from test_tournament_run import (
-    DETERMINISTIC,
+
+from referee.bots import free_port
+from tests.support.tournament import (
     PY,
     ROOT,
+    adaptive_text,
     fault_free,
     kill_then_resume,
-    league_text,
     needs_node,
     play_whole,
     write_league,
 )
-
-from referee.bots import free_port
-
-ADAPTIVE = """[stop]
-confidence = 0.95
-max_games = {max_games}
-"""
-
-
-def adaptive_text(max_games: int, concurrency: int = 4) -> str:
-    text = league_text(
-        DETERMINISTIC,
-        table_size=2,
-        rounds=1,
-        concurrency=concurrency,
-        extra=ADAPTIVE.format(max_games=max_games),
-    )
-    return text.replace("table_size = 2", 'table_size = 2\nschedule = "adaptive"')
 
 
 def recorded(db_path: Path) -> list[int]:

@@ -3,21 +3,17 @@ run goes on for everyone else (issue 14; the classroom service's runs)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
-
-from zoo import good_app, serve, zoo_app  # noqa: E402
-
-from protocol.messages import Timeouts  # noqa: E402
+from protocol.messages import Timeouts
 from referee.bots import free_port
-from referee.bots.factory import BotSpec  # noqa: E402
-from referee.tournament.league import League, LeagueError, TournamentTable  # noqa: E402
-from referee.tournament.runner import DEAD_GAMES, Tournament  # noqa: E402
+from referee.bots.factory import BotSpec
+from referee.tournament.league import League, LeagueError, TournamentTable
+from referee.tournament.runner import DEAD_GAMES, Tournament
+from tests.support.programs.zoo import good_app, serve, zoo_app
 
 
 def league_of(urls: dict[str, str], rounds: int = 3) -> League:

@@ -240,10 +240,19 @@ def test_adaptive_league_with_its_stop_table() -> None:
             '"adaptive"',
             "confidnce = 0.9",
             r"l.toml:\d+: \[stop\] unknown key 'confidnce' "
-            r"\(expected one of: confidence, max_games, top\)",
+            r"\(expected one of: confidence, extended_from, max_games, top\)",
         ),
-        ('"balanced"', "max_games = 100", r"\[stop\] 'max_games': only an adaptive league stops early"),
-        ('"round-robin"', "top = 3", r"\[stop\] 'top': only an adaptive league stops early"),
+        (
+            '"round-robin"',
+            "top = 3",
+            r"l.toml:\d+: \[stop\] 'top': only an adaptive league settles its first",
+        ),
+        ('"balanced"', "extended_from = [10]", r"\[stop\] 'extended_from': the budgets a league stopped at"),
+        (
+            '"adaptive"',
+            "extended_from = [40]\nmax_games = 30",
+            r"\[stop\] 'extended_from': the budgets a league stopped at, each at least table_size, rising",
+        ),
     ],
 )
 def test_bad_schedules_and_stops(schedule: str, stop: str, message: str) -> None:

@@ -7,7 +7,6 @@ import math
 import random
 from pathlib import Path
 
-from budget import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,7 @@ from referee.report import format_table
 from referee.tournament.league import Ratings
 from referee.tournament.ratings import LatencyHistogram, Outcome, Table
 from referee.tournament.runner import load_standings, write_outputs
+from tests.support.budget import scaled
 
 GAMES = [
     # b wins every game but holds many points in the one it does not win outright.

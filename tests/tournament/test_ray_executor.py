@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_tournament_run import (
+
+from referee.tournament.league import load_league
+from referee.tournament.runner import Tournament
+from tests.support.tournament import (
     DETERMINISTIC,
     ROOT,
     fault_free,
@@ -23,9 +26,6 @@ from test_tournament_run import (
     play_whole,
     write_league,
 )
-
-from referee.tournament.league import load_league
-from referee.tournament.runner import Tournament
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 
@@ -92,7 +92,7 @@ async def test_killed_ray_worker_games_are_played_again(tmp_path: Path) -> None:
 
 def test_ray_adaptive_standings_equal_local(tmp_path: Path) -> None:
     """An adaptive league chooses the same games on Ray workers as here."""
-    from test_adaptive_run import adaptive_text
+    from tests.support.tournament import adaptive_text
 
     league = write_league(tmp_path, adaptive_text(40, concurrency=4))
     local, remote = local_and_ray(league, tmp_path)

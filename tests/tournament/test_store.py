@@ -26,7 +26,7 @@ from referee.tournament.results import (
     replay_path,
 )
 from referee.tournament.schedule import GameSpec
-from referee.tournament.store import TOURNAMENT_DB, Entry, Store, open_ladder_store
+from referee.tournament.store import SCHEMA_VERSION, TOURNAMENT_DB, Changes, Entry, Store, open_ladder_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,7 +275,7 @@ def test_many_connections_opening_a_new_store_at_once_all_open(tmp_path: Path) -
         start.wait()
         try:
             Store(path).close()
-        except BaseException as e:  # noqa: BLE001 - what the test counts
+        except BaseException as e:
             failed.append(e)
 
     for round_ in range(60):
@@ -287,3 +287,75 @@ def test_many_connections_opening_a_new_store_at_once_all_open(tmp_path: Path) -
         for t in threads:
             t.join()
     assert failed == []
+
+
+def _plan(store: Store, sql: str, *args: object) -> str:
+    return " ".join(str(r[-1]) for r in store.db.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+
+
+def test_a_bots_games_and_the_adjudicated_count_are_read_through_indexes(tmp_path: Path) -> None:
+    """Issue 37: at a million games a bot page, a team's diagnostics and every
+    leaderboard's count of adjudicated games scanned the games; they read
+    indexes, and a store written before the bots' index (no ``game_seats``)
+    has it filled from its games when opened, once."""
+    out = tmp_path / "run"
+    _played(out)
+    db = sqlite3.connect(out / TOURNAMENT_DB)  # the store as the previous code left it
+    db.execute("DROP TABLE game_seats")
+    db.execute("DROP INDEX games_adjudicated")
+    db.execute("PRAGMA user_version = 0")  # the previous code set none
+    db.commit()
+    db.close()
+    assert [g.index for g in games_list(out, bot="a")] == [0, 1]  # filled when opened
+    assert [g.index for g in games_list(out, bot="c")] == [2]
+    assert [g.faults for g in games_list(out, bot="a")] == [0, 1]
+    with Store(out / TOURNAMENT_DB) as store:
+        _record(store, 3, 13, ["c", "a"], [[], []])  # a game recorded after: its own rows
+        assert [g.index for g in store.games_of("c")] == [2, 3]
+        mine = "SELECT game_idx FROM game_seats WHERE bot = ?"
+        assert "SCAN games" not in _plan(store, f"SELECT idx FROM games WHERE idx IN ({mine})", "a")
+        assert "games_adjudicated" in _plan(store, "SELECT COUNT(*) FROM games WHERE adjudicated != 0")
+    assert count_adjudicated(out) == 1
+
+
+def test_a_store_at_its_schema_version_runs_no_schema_script_an_older_one_is_brought_up(
+    tmp_path: Path,
+) -> None:
+    """Issue 37: every page view opens a store; its schema script ran at each
+    open. It runs when the file's ``user_version`` is older than the code's
+    (a new file: 0) and sets it; at the version, nothing is made again."""
+    out = tmp_path / "run"
+    _played(out)
+    path = out / TOURNAMENT_DB
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.execute("DROP INDEX faults_bot")  # a change the script would undo, were it run
+    db.commit()
+    Store(path).close()
+    indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'faults_bot'"
+    assert db.execute(indexes).fetchone() is None
+    db.execute("PRAGMA user_version = 1")  # the file of an older referee
+    db.commit()
+    with Store(path) as store:
+        assert [g.index for g in store.game_rows(page=(1, 5))] == [1, 2]
+    assert db.execute(indexes).fetchone() is not None
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
+def test_a_runs_change_counter_moves_with_each_commit_of_another_connection_only(tmp_path: Path) -> None:
+    """Issue 37: the live poller counted the games four times a second; it
+    reads the database's ``data_version`` on one connection kept open."""
+    out = tmp_path / "run"
+    changes = Changes(out)
+    assert changes.version() is None  # no database yet
+    out.mkdir()
+    with Store(out / TOURNAMENT_DB) as store:
+        v0 = changes.version()
+        assert v0 is not None and changes.version() == v0  # nothing committed: the same
+        _record(store, 0, 1, ["a", "b"], [[], []])
+        v1 = changes.version()
+        assert v1 != v0 and changes.version() == v1
+        store.set_meta("k", "v")  # any commit (an entry, a checkpoint)
+        assert changes.version() != v1
+    changes.close()

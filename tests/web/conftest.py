@@ -5,8 +5,7 @@ Debian's Chromium."""
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,21 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from helpers_web import (  # noqa: E402
+from referee.service.store import ServiceDB
+from referee.web import Settings, make_app
+from tests.support.browser import EXPECT_MS, docker_or_skip
+from tests.support.programs.zoo import zoo_app
+from tests.support.web import (
     CHROMIUM,
     CHROMIUM_FLAGS,
     LOOPBACK,
+    Background,
+    expect_waits,
+    league_text,
     new_admin_token,
     sample_bot_app,
     serve,
 )
-
-from referee.web import Settings, make_app  # noqa: E402
 
 
 @pytest.fixture
@@ -93,3 +95,62 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
         "executable_path": CHROMIUM,
         "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_FLAGS],
     }
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The service on loopback with one competition: team "ada" (no bot yet)
+    and team "bea", whose accepted bot (a URL on loopback, admitted earlier)
+    has since gone wrong: it answers every /act with an illegal move. A house
+    bot (greedy) plays too."""
+    docker = docker_or_skip()
+    bg = Background()
+    try:
+        house = bg.serve(lambda: sample_bot_app("greedy"))
+        bad = bg.serve(lambda: zoo_app("illegal", after=2, name="bea-bot"))
+        illegal = bg.serve(lambda: zoo_app("illegal", name="ada-v3"))
+        db_path = tmp_path / "service.sqlite"
+        admin = new_admin_token(db_path)
+        db = ServiceDB(db_path)
+        try:
+            comp = db.add_competition(
+                "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
+            )
+            ada, ada_token = db.add_team(comp.id, "ada")
+            bea, bea_token = db.add_team(comp.id, "bea")
+            db.add_submission(
+                bea.id,
+                kind="url",
+                url=bad,
+                image=None,
+                secret=None,
+                note="admitted earlier",
+                status="accepted",
+            )
+        finally:
+            db.close()
+        base = bg.serve(
+            lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, validation_games=2))
+        )
+        yield {
+            "base": base,
+            "admin": admin,
+            "cid": comp.id,
+            "ada": ada_token,
+            "bea": bea_token,
+            "illegal_url": illegal,
+            "docker": docker,
+            "tmp": tmp_path,
+        }
+    finally:
+        bg.close()
+        from tests.support.browser import remove_team_images
+
+        remove_team_images(tmp_path / "service.sqlite")  # the images of this test's service instance
+
+
+@pytest.fixture
+def patient_expect() -> Iterator[None]:
+    """expect() waits EXPECT_MS for this test."""
+    with expect_waits(EXPECT_MS):
+        yield

@@ -10,25 +10,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from helpers_web import league_text
-from test_web_api import auth
-
-from referee.web.sessions import ADMIN_COOKIE
+from tests.support.api import auth, signed_in
+from tests.support.web import league_text
 
 Service = Any
-
-
-def csrf_of(page: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-
-
-async def signed_in(client: Any, token: str) -> str:
-    r = await client.post("/admin/login", data={"token": token}, allow_redirects=False)
-    assert r.status == 303 and r.headers["Location"] == "/admin"
-    cookie = r.headers["Set-Cookie"]
-    assert cookie.startswith(ADMIN_COOKIE) and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert token not in cookie
-    return csrf_of(await (await client.get("/admin")).text())
 
 
 async def test_the_admin_signs_in_with_the_token_only(service: Service, admin_token: str) -> None:

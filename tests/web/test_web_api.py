@@ -11,78 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import league_text
 
 from referee.service.store import ServiceDB, hash_token
+from tests.support.api import auth, error_of, new_competition, new_team, play_run, read_events, submit
+from tests.support.web import league_text
 
 Service = Callable[..., Awaitable[Any]]
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-async def new_competition(client: Any, admin: str, *, name: str = "class", **league: Any) -> int:
-    r = await client.post(
-        "/api/competitions", json={"name": name, "league": league_text(**league)}, headers=auth(admin)
-    )
-    assert r.status == 201, await r.text()
-    return int((await r.json())["id"])
-
-
-async def new_team(client: Any, admin: str, cid: int, name: str) -> tuple[int, str]:
-    r = await client.post(f"/api/competitions/{cid}/teams", json={"name": name}, headers=auth(admin))
-    assert r.status == 201, await r.text()
-    body = await r.json()
-    return int(body["id"]), str(body["token"])
-
-
-async def submit(
-    client: Any,
-    cid: int,
-    tid: int,
-    token: str,
-    body: dict[str, Any],
-    *,
-    wait: bool = True,
-    sender: str | None = None,
-) -> dict[str, Any]:
-    """PUT the team's bot (with `sender`'s token: the admin's, who may name an
-    image on the server; else the team's own); with `wait`, until its
-    admission check is over: the submission as the team sees it then
-    (status, reason, report, log)."""
-    r = await client.put(f"/api/competitions/{cid}/teams/{tid}/bot", json=body, headers=auth(sender or token))
-    assert r.status == 201, await r.text()
-    sid = (await r.json())["id"]
-    return await settled(client, cid, tid, token, sid) if wait else dict(await r.json())
-
-
-async def settled(
-    client: Any, cid: int, tid: int, token: str, sid: int, timeout: float = 120
-) -> dict[str, Any]:
-    """A submission once it is accepted or refused."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        r = await client.get(f"/api/competitions/{cid}/teams/{tid}/submissions/{sid}", headers=auth(token))
-        assert r.status == 200, await r.text()
-        detail = await r.json()
-        if detail["submission"]["status"] in ("accepted", "refused"):
-            return dict(detail)
-        assert asyncio.get_running_loop().time() < deadline, detail
-        await asyncio.sleep(0.1)
-
-
-async def play_run(client: Any, cid: int, admin: str) -> dict[str, Any]:
-    """Start a run and wait until it is over: the competition's data then (it finished)."""
-    r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin))
-    assert r.status == 202, await r.text()
-    for _ in range(600):
-        data = await (await client.get(f"/api/competitions/{cid}")).json()
-        if data["run"]["status"] != "running":
-            break
-        await asyncio.sleep(0.05)
-    assert data["run"]["status"] == "finished", data["run"]
-    return dict(data)
 
 
 def stored(db_path: Path, table: str) -> int:
@@ -91,14 +25,6 @@ def stored(db_path: Path, table: str) -> int:
         return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     finally:
         db.close()
-
-
-async def error_of(r: Any, status: int) -> dict[str, Any]:
-    assert r.status == status, f"expected {status}, got {r.status}: {await r.text()}"
-    assert r.content_type == "application/json"
-    body = await r.json()
-    assert isinstance(body["error"], str) and body["error"]
-    return dict(body)
 
 
 # ------------------------------------------------------------------ tokens
@@ -393,32 +319,6 @@ async def test_names_cannot_inject_html(service: Service, admin_token: str, db_p
 
 
 # ------------------------------------------------------------- tournaments
-
-
-async def read_events(
-    resp: Any, until: Callable[[dict[str, Any]], bool], timeout: float = 60
-) -> list[dict[str, Any]]:
-    """Read server-sent ``update`` events until one satisfies ``until``."""
-    seen: list[dict[str, Any]] = []
-
-    async def go() -> None:
-        buf = b""
-        while True:
-            chunk = await resp.content.readany()
-            assert chunk, "the event stream closed"
-            buf += chunk
-            while b"\n\n" in buf:
-                raw, buf = buf.split(b"\n\n", 1)
-                lines = raw.decode().splitlines()
-                if "event: update" not in lines:
-                    continue
-                data = json.loads("".join(x[len("data: ") :] for x in lines if x.startswith("data: ")))
-                seen.append(data)
-                if until(data):
-                    return
-
-    await asyncio.wait_for(go(), timeout)
-    return seen
 
 
 async def run_league(client: Any, admin: str, bot_urls: dict[str, str]) -> tuple[int, dict[str, Any]]:

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers_web import new_admin_token
-from test_web_api import auth, new_competition, new_team, submit
 
+from referee.cli.backup import backup_command, restore_command
+from referee.cli.start import start
+from referee.service.backup import MANIFEST
 from referee.service.store import SCHEMA_VERSION
 from referee.web import Settings, make_app
-from referee.web.backup import MANIFEST
-from referee.web.commands import backup_command, restore_command, start
+from tests.support.api import auth, new_competition, new_team, submit
+from tests.support.web import new_admin_token
 
 Service = Any
 

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import datetime
 import html
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import league_text
-from test_web_admin_pages import signed_in
-from test_web_api import auth, error_of
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tournament"))
-
-from test_league_bounds import FIELDS, attacks, case_text, range_text  # noqa: E402
-
-from referee.service.store import ServiceDB  # noqa: E402
+from referee.service.store import ServiceDB
+from tests.support.api import auth, error_of, signed_in
+from tests.support.bounds import FIELDS, attacks, case_text, range_text
+from tests.support.web import league_text
 
 Service = Any
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, new_admin_token
 
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
+from tests.support.web import LOOPBACK, Background, league_text, new_admin_token
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -138,7 +138,7 @@ def test_a_refused_live_stream_is_asked_again_later(page: Any, tmp_path: Path) -
     league once there is room: the browser alone would give up for good."""
     from playwright.sync_api import expect
 
-    from referee.web.app_state import SETTINGS, STREAM_RETRY_S
+    from referee.web.app_state import ROOM, STREAM_RETRY_S
 
     bg = Background()
     try:
@@ -163,7 +163,7 @@ def test_a_refused_live_stream_is_asked_again_later(page: Any, tmp_path: Path) -
         live = page.locator("#live")
         expect(live).to_have_attribute("data-retries", "1", timeout=10_000)  # refused at once
         assert live.get_attribute("data-updates") is None
-        apps[0][SETTINGS].max_streams = 10  # room again
+        apps[0][ROOM].settings.max_streams = 10  # room again
         # the next try comes 1-1.5x Retry-After later, and its stream's first update arrives
         for _ in range(int(STREAM_RETRY_S * 1.5 + 10) * 10):
             if live.get_attribute("data-updates") is not None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, league_text, new_admin_token, sample_bot_app
 
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
+from tests.support.web import LOOPBACK, Background, league_text, new_admin_token, sample_bot_app
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -71,7 +71,7 @@ def test_the_admin_edits_the_league_and_changes_a_team(page: Any, browser: Any, 
     page.goto(f"{base}/admin/c/{cid}")
     box = page.locator("#edit-league textarea[name=league]")
     assert "move_ms = 2000" in box.input_value() and "house-greedy" in box.input_value()  # the current text
-    expect(page.locator("#edit-rule")).to_contain_text("keeps the version it was opened with")
+    expect(page.locator("#edit-rule")).to_contain_text("an open ladder plays it from its next games")
     # a bad league: the error names the line, the text stays, nothing is saved
     text = box.input_value()
     box.fill(text.replace("table_size = 2", "table_size = 9"))

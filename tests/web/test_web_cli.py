@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers_web import Background, league_text, sample_bot_app
 
+from referee.cli.replay import replay
+from referee.cli.serve import serve
+from referee.cli.start import start
 from referee.service.store import ServiceDB
-from referee.web.commands import replay, serve, start
+from tests.support.web import Background, league_text, sample_bot_app
 
 
 def test_serve_prints_the_admin_token_once(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

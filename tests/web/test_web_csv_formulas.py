@@ -14,8 +14,8 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from helpers_web import league_text
-from test_web_admin_pages import signed_in
+from tests.support.api import signed_in
+from tests.support.web import league_text
 
 Service = Any
 #: What starts a formula in a spreadsheet (OWASP's list).

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK
-from test_web_api import auth, error_of
 
+from referee.service.deadlines import remaining
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
-from referee.web.deadlines import remaining
+from tests.support.api import auth, board_until, error_of, room_of
+from tests.support.web import LOOPBACK
 
 Service = Any
 
@@ -69,12 +69,8 @@ async def board(client: Any, cid: int) -> dict[str, Any]:
 
 
 async def until(client: Any, cid: int, cond: Any, timeout: float) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond(data := await board(client, cid)):
-        assert loop.time() < end, data
-        await asyncio.sleep(0.05)
-    return data
+    """The board once `cond` holds, at the service's changes (`timeout`, at least 120 s, bounds a broken test)."""
+    return await board_until(client, cid, cond, max(timeout, 120))
 
 
 def houses(urls: dict[str, str]) -> dict[str, str]:
@@ -106,10 +102,12 @@ async def test_the_league_files_deadlines_freeze_and_start_the_final_by_themselv
     frozen = await until(client, cid, lambda d: d["phase"] != "open", 30)
     assert frozen["phase"] in ("frozen", "final")
     freeze_ts = datetime.datetime.fromisoformat(freeze).timestamp()
-    end = time.monotonic() + 30
-    while (comp := stored(db_path, cid)[0]).frozen_at != freeze_ts:  # once the ladder's games in flight end
-        assert time.monotonic() < end, comp
-        await asyncio.sleep(0.05)
+
+    async def frozen_as_of_the_deadline() -> bool:  # once the ladder's games in flight end
+        return stored(db_path, cid)[0].frozen_at == freeze_ts
+
+    async with asyncio.timeout(120):  # a bound for a broken test
+        await room_of(client).until(frozen_as_of_the_deadline)
     # submissions closed as of the deadline itself
     comp, ladder, _ = stored(db_path, cid)
     assert time.time() >= freeze_ts

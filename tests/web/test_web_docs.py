@@ -11,9 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from test_web_api import auth, new_team
-
 from referee.web.handlers.docs import render_markdown
+from tests.support.api import auth, new_team
 
 ROOT = Path(__file__).resolve().parents[2]
 Service = Callable[..., Awaitable[Any]]

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import league_text
-from test_web_admin_pages import signed_in
-from test_web_api import auth, error_of, new_competition, new_team, play_run, submit
 
 from referee.web.sessions import COOKIE
+from tests.support.api import auth, error_of, new_competition, new_team, play_run, signed_in, submit
+from tests.support.web import league_text
 
 Service = Any
 
@@ -104,7 +103,7 @@ async def test_the_league_edited_from_the_admin_form(
     csrf = await signed_in(client, admin_token)
     await client.post("/admin/competitions", data={"csrf": csrf, "name": "class", "league": league_text()})
     page = html.unescape(await (await client.get("/admin/c/1")).text())
-    assert "move_ms = 2000" in page and "A new version is for what starts after it" in page
+    assert "move_ms = 2000" in page and "A new version is for every run and final started after it" in page
     bad = league_text().replace("table_size = 2", "table_size = 9")
     r = await client.post("/admin/c/1/league", data={"csrf": csrf, "league": bad}, allow_redirects=False)
     page = html.unescape(await r.text())
@@ -324,14 +323,14 @@ async def test_the_admin_sees_a_teams_submissions_report_log_and_diagnostics(
 
 
 @pytest.mark.slow
-async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
+async def test_an_open_ladder_takes_a_league_edit_and_a_withdrawn_team_leaves_it(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
-    """The rule stated on the page: an edit is for what starts after it (an
-    open ladder keeps its house bots and timeouts); a withdrawn or renamed
+    """The rule stated on the page: an open ladder plays a saved version from
+    its next games (a new house bot enters, the new timeouts; issue 34); a withdrawn or renamed
     team's entry retires at once, its games kept; a renamed team's entry
     plays on under the name it came in with (issue 32: a rename is a label)."""
-    from test_web_ladder import LEAGUE, competition, ladder_dir, recorded, until
+    from tests.support.ladder import LEAGUE, competition, ladder_dir, recorded, until
 
     client = await service(submissions_per_window=20)
     cid = await competition(client, admin_token, bot_urls["greedy"])
@@ -342,7 +341,7 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
     r = await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token))
     assert r.status == 202, await r.text()
     await until(client, cid, lambda d: d["games"] >= 6)
-    # an edit while it plays: a new house bot, a new timeout; the ladder keeps its own
+    # an edit while it plays: a new house bot, a new timeout; the ladder takes both
     edited = LEAGUE.format(house=bot_urls["greedy"]).replace("move_ms = 2000", "move_ms = 1500") + (
         f'\n[[bots]]\nname = "house-2"\nurl = "{bot_urls["greedy"]}"\n'
     )
@@ -350,8 +349,9 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
         f"/api/competitions/{cid}/league", json={"league": edited}, headers=auth(admin_token)
     )
     assert r.status == 201, await r.text()
+    assert (await r.json())["notes"][0] == "the open ladder plays version 2 from its next games"
     # withdraw bo: its entry retires now; rename cy: its entry plays on (who it is, is its team's id);
-    # the new house bot never enters this ladder
+    # the new house bot enters
     bo, bo_token = teams["bo"]
     assert (
         await client.post(f"/api/competitions/{cid}/teams/{bo}/withdraw", headers=auth(admin_token))
@@ -362,22 +362,22 @@ async def test_an_open_ladder_keeps_its_league_and_a_withdrawn_team_leaves_it(
     )
     assert r.status == 200
     data = await until(
-        client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "ada v1", "cy v1"}
+        client, cid, lambda d: {s["bot"] for s in d["standings"]} == {"house", "house-2", "ada v1", "cy v1"}
     )
     assert "bo v1" in {s["bot"] for s in data["retired"]}  # retired, its games kept
     mark = max(i for i, _, _ in recorded(ladder_dir(db_path, cid)))
     await until(client, cid, lambda d: d["games"] >= mark + 20)
     games = recorded(ladder_dir(db_path, cid))
-    assert all("house-2" not in seats for _, seats, _ in games)  # never enters this ladder
+    assert any("house-2" in seats for _, seats, _ in games)  # it plays
     # (a retired entry may still owe the rotations of a deal it was dealt into: some games on)
     later = [seats for i, seats, _ in games if i > mark + 10]
     assert later and all("bo v1" not in seats for seats in later)
     db = sqlite3.connect(db_path)
     ladder = json.loads(db.execute("SELECT league_json FROM runs WHERE kind = 'ladder'").fetchone()[0])
-    assert ladder["timeouts"]["move_ms"] == 2000
+    assert ladder["timeouts"]["move_ms"] == 1500
     versions = await (await client.get(f"/api/competitions/{cid}/league", headers=auth(admin_token))).json()
     assert [v["version"] for v in versions] == [2, 1]
-    assert versions[0]["runs"] == [] and [r["kind"] for r in versions[1]["runs"]] == ["ladder"]
+    assert [r["kind"] for r in versions[0]["runs"]] == ["ladder"] and versions[1]["runs"] == []
     await error_of(await client.get(f"/api/competitions/{cid}/teams/{bo}/bot", headers=auth(bo_token)), 401)
     r = await client.post(f"/api/competitions/{cid}/freeze", headers=auth(admin_token))
     assert r.status in (200, 202), await r.text()

@@ -8,7 +8,6 @@ back the banner goes by itself. Screenshots go to /tmp/referee-screens/."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,14 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import Background, league_text, new_admin_token
 
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
-
-sys.path.append(str(Path(__file__).resolve().parents[1] / "containers"))
-
-from test_builds import make_zip, python_bot_files  # noqa: E402
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.web import Background, league_text, new_admin_token
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -35,7 +31,7 @@ SCREENS = Path("/tmp/referee-screens")
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    from test_web_team_browser import docker_or_skip
+    from tests.support.browser import docker_or_skip
 
     docker_or_skip()
     db_path = tmp_path / "service.sqlite"
@@ -64,7 +60,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
     finally:
         bg.close()
         monkeypatch.delenv("DOCKER_HOST", raising=False)
-        from test_web_ladder_browser import remove_team_images
+        from tests.support.browser import remove_team_images
 
         remove_team_images(db_path)
 

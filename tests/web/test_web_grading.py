@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_api import auth, error_of, new_team, settled, submit
-from test_web_ladder import competition, until
 
 from referee.service.store import ServiceDB
+from tests.support.api import auth, error_of, new_team, settled, submit
+from tests.support.ladder import competition, until
 
 Service = Any
 

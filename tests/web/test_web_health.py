@@ -1,5 +1,5 @@
 """Which faults are the service's (issue 25, item 1): the table
-:func:`referee.web.health.classify` and :func:`refusal_is_service` keep,
+:func:`referee.service.health.classify` and :func:`refusal_is_service` keep,
 on the errors Python, SQLite and the build module really raise, and the
 capped back-off. (The faults themselves, for real: tests/containers/test_service_faults.py.)"""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from referee.bots.sandbox.docker_daemon import DockerUnavailable
-from referee.web.health import Health, ServiceFault, backoff, classify, refusal_is_service, team_reason
+from referee.service.health import Health, ServiceFault, backoff, classify, refusal_is_service, team_reason
 
 
 def test_the_data_disk_full_is_the_services(tmp_path: Path) -> None:

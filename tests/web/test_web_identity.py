@@ -10,23 +10,18 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from helpers_web import serve
-from test_web_api import auth, error_of, new_team, play_run, submit
-from test_web_ladder import competition, ladder_dir, until
-from test_web_practice import base
-from test_web_practice import competition as practice_competition
-from test_web_submissions import _login
-from test_web_upload_limits import url_of
-from test_web_why import turncoat_app
-
 from referee.service.errors import Conflict
 from referee.service.store import ServiceDB
 from referee.tournament.ladder import ladder_entries
+from tests.support.api import auth, error_of, login, new_team, play_run, room_of, submit, url_of
+from tests.support.ladder import competition, ladder_dir, until
+from tests.support.practice import base
+from tests.support.practice import competition as practice_competition
+from tests.support.web import serve, turncoat_app
 
 Service = Any
 
@@ -51,6 +46,12 @@ async def diagnostics(client: Any, cid: int, tid: int, token: str) -> dict[str, 
 
 def csv_rows(text: str) -> dict[str, dict[str, str]]:
     return {row["bot"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def versions_table(page: str) -> str:
+    """The team page's table of its own versions."""
+    table = page[page.index('id="versions"') :]
+    return table[: table.index("</table>")]
 
 
 async def test_two_teams_names_swapped_mid_ladder_change_labels_only(
@@ -122,16 +123,20 @@ async def test_two_teams_names_swapped_mid_ladder_change_labels_only(
     assert {entries[n].team_id for n in ("ada v1", "bo v2")} == {ada} and entries["bo v1"].team_id == bo
 
     # the team pages, each team's session: its own versions, its own submissions
-    await _login(client, ada_token)
+    await login(client, ada_token)
     page = await (await client.get("/team")).text()
-    assert "ada v1" in page and "bo v2" in page and "bo v1" not in page
+    mine = versions_table(page)  # its versions (its head-to-head names the others' as opponents)
+    assert "ada v1" in mine and "bo v2" in mine and "bo v1" not in mine
+    assert 'data-bot="bo v1"' not in page  # no head-to-head of another team's version
     diag_page = await (await client.get("/team/diagnostics")).text()
     assert "bo v1" not in diag_page and "ada v1" in diag_page
     assert (await client.get(f"/team/submissions/{ada_v1['submission']['id']}")).status == 200
     assert (await client.get(f"/team/submissions/{bo_v1['submission']['id']}")).status == 404
-    await _login(client, bo_token)
+    await login(client, bo_token)
     page = await (await client.get("/team")).text()
-    assert "bo v1" in page and "ada v1" not in page and "bo v2" not in page
+    mine = versions_table(page)
+    assert "bo v1" in mine and "ada v1" not in mine and "bo v2" not in mine
+    assert 'data-bot="ada v1"' not in page and 'data-bot="bo v2"' not in page
     diag_page = await (await client.get("/team/diagnostics")).text()
     assert "ada v1" not in diag_page and "illegal" not in diag_page
     # practice: each team's own listing (its own earlier versions only)
@@ -144,7 +149,7 @@ async def test_two_teams_names_swapped_mid_ladder_change_labels_only(
     assert data["team"] and data["submission"]["version"] == 1 and data["in_run"]
 
     # the admin's pages of each team: that team's versions
-    from test_web_admin_pages import signed_in
+    from tests.support.api import signed_in
 
     await signed_in(client, admin_token)
     for tid, its, not_its in ((ada, "ada v1", "bo v1"), (bo, "bo v1", "ada v1")):
@@ -159,7 +164,7 @@ async def test_a_runs_standings_csv_after_a_swap_credits_each_row_by_id(
 ) -> None:
     """Issue 32, item 2, a run's CSV: its bots played under the teams' names
     then; after the swap each row is still its team's."""
-    from test_web_api import new_competition
+    from tests.support.api import new_competition
 
     client = await service(submissions_per_window=20)
     cid = await new_competition(client, admin_token, house={"house": bot_urls["greedy"]})
@@ -210,9 +215,9 @@ async def test_a_withdrawn_teams_bot_is_no_practice_opponent(
 async def test_a_game_asked_before_the_withdrawal_does_not_seat_the_withdrawn_bot(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
+    from referee.service.practice import practice_league
     from referee.service.store import ServiceDB
     from referee.service.store.practice import Seat, add_game
-    from referee.web.practice import practice_league
 
     client = await service(submissions_per_window=20)
     cid = await practice_competition(
@@ -259,7 +264,7 @@ async def test_an_upload_streaming_when_the_teams_token_is_replaced_is_refused_a
 ) -> None:
     """Issue 32, item 10: an upload that was streaming when the admin gave
     the team a new token was stored and queued under the old one."""
-    from test_web_api import new_competition
+    from tests.support.api import new_competition
 
     client = await service()
     cid = await new_competition(client, admin_token)
@@ -270,7 +275,7 @@ async def test_an_upload_streaming_when_the_teams_token_is_replaced_is_refused_a
         client.post(url_of(cid, tid), data=body, headers={**auth(token), "Content-Length": "140000"})
     )
     await sent.wait()
-    await slot_taken(db_path, tid)  # the server has the upload in hand (its slot taken)
+    await slot_taken(client, tid)  # the server has the upload in hand (its slot taken)
     r = await client.post(f"/api/competitions/{cid}/teams/{tid}/token", headers=auth(admin_token))
     assert r.status == 201, await r.text()
     between.set()
@@ -283,14 +288,16 @@ async def test_an_upload_streaming_when_the_teams_token_is_replaced_is_refused_a
     assert not any(folder.iterdir()), list(folder.iterdir())  # nothing of it kept
 
 
-async def slot_taken(db_path: Path, tid: int) -> None:
-    """Until the team's upload slot is taken (the server began the upload), bounded."""
-    for _ in range(2000):
-        with sqlite3.connect(db_path) as db:
-            if db.execute("SELECT 1 FROM upload_slots WHERE team_id = ?", (tid,)).fetchone():
-                return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the server never took the upload's slot")
+async def slot_taken(client: Any, tid: int) -> None:
+    """Until the team's upload slot is taken (the server began the upload):
+    taking it is a change of the service's, which wakes the wait."""
+    room = room_of(client)
+
+    async def taken() -> bool:
+        return bool(await room.db.call(ServiceDB.upload_in_flight, tid))
+
+    async with asyncio.timeout(60):  # a bound for a broken test, never a wait
+        await room.until(taken)
 
 
 # ---------------------------------------------------------------- item 11: only playable versions

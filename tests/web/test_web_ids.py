@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from test_web_api import auth, new_competition, new_team, play_run, submit
+from tests.support.api import auth, new_competition, new_team, play_run, submit
 
 Service = Callable[..., Awaitable[Any]]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, new_admin_token
 
 from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
+from tests.support.web import LOOPBACK, Background, new_admin_token
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -56,11 +56,12 @@ def test_the_team_page_shows_the_three_steps_and_the_kits(
     page.click("form[action='/login'] button[type=submit]")
     expect(page).to_have_url(f"{base}/team")
     steps = page.locator("#kit-steps li")
-    expect(steps).to_have_count(3)
-    expect(steps.nth(0)).to_contain_text("python bot.py --port 8001")
-    expect(steps.nth(1)).to_contain_text("referee check http://127.0.0.1:8001")
+    expect(steps).to_have_count(4)  # the SDK's install, run, check, submit
+    expect(steps.nth(0)).to_contain_text("pip install referee-sdk --find-links")
+    expect(steps.nth(1)).to_contain_text("python bot.py --port 8001")
+    expect(steps.nth(2)).to_contain_text("referee check http://127.0.0.1:8001")
     # zip and upload; where the server takes no uploads (no Docker), its URL
-    expect(steps.nth(2)).to_contain_text(re.compile(r"zip -r \.\./my-bot\.zip \.|submit its URL"))
+    expect(steps.nth(3)).to_contain_text(re.compile(r"zip -r \.\./my-bot\.zip \.|submit its URL"))
     expect(page.locator("#kit-python")).to_have_attribute("href", "/team/kit/python.zip")
     expect(page.locator("#kit-node")).to_have_attribute("href", "/team/kit/node.zip")
     with page.expect_download() as got:

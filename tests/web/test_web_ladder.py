@@ -11,76 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_api import auth, error_of, new_team, submit
 
 from referee.service.store import ServiceDB
+from tests.support.api import auth, error_of, new_team, submit
+from tests.support.ladder import board, competition, ladder_dir, recorded, until
 
 Service = Any
-
-LEAGUE = """
-[tournament]
-name = "ladder class"
-seed = 5
-table_size = 2
-schedule = "adaptive"
-concurrency = 2
-
-[stop]
-max_games = 60
-
-[timeouts]
-move_ms = 2000
-
-[ladder]
-concurrency = 2
-catch_up = 4
-
-[[bots]]
-name = "house"
-url = "{house}"
-"""
-
-
-async def competition(client: Any, admin: str, house: str) -> int:
-    r = await client.post(
-        "/api/competitions", json={"name": "class", "league": LEAGUE.format(house=house)}, headers=auth(admin)
-    )
-    assert r.status == 201, await r.text()
-    return int((await r.json())["id"])
-
-
-async def board(client: Any, cid: int) -> dict[str, Any]:
-    r = await client.get(f"/api/competitions/{cid}")
-    assert r.status == 200
-    return dict(await r.json())
-
-
-async def until(client: Any, cid: int, cond: Any, timeout: float = 120) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        data = await board(client, cid)
-        if cond(data):
-            return data
-        assert asyncio.get_running_loop().time() < deadline, data
-        await asyncio.sleep(0.05)
-
-
-def ladder_dir(db_path: Path, cid: int) -> Path:
-    db = ServiceDB(db_path)
-    try:
-        run = db.latest_run_of(cid, "ladder")
-        assert run is not None
-        return Path(run.out_dir)
-    finally:
-        db.close()
-
-
-def recorded(out: Path) -> list[tuple[int, list[str], int]]:
-    with sqlite3.connect(out / "tournament.sqlite") as db:
-        return [
-            (i, json.loads(s), d)
-            for i, s, d in db.execute("SELECT idx, seats, deal_seed FROM games ORDER BY idx")
-        ]
 
 
 @pytest.mark.slow
@@ -282,47 +218,3 @@ async def test_an_admin_opens_freezes_and_starts_the_final_from_the_page(
     )
     html = await (await client.get(f"/admin/c/{cid}")).text()
     assert 'id="final-csv"' in html and data["phase"] == "final"
-
-
-async def test_a_ladder_that_fails_starts_again_by_itself(
-    service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path, monkeypatch: Any
-) -> None:
-    """A game that cannot be played (here: its replay cannot be written) fails
-    the ladder; it starts again over its folder after a pause and plays on
-    once the cause is gone, losing nothing."""
-    from referee.web import ladder_service
-
-    monkeypatch.setattr(ladder_service, "RESTART_S", 0.2)
-    client = await service()
-    cid = await competition(client, admin_token, bot_urls["greedy"])
-    tid, token = await new_team(client, admin_token, cid, "ada")
-    await submit(client, cid, tid, token, {"url": bot_urls["random"]})
-    assert (await client.post(f"/api/competitions/{cid}/open", headers=auth(admin_token))).status == 202
-    await until(client, cid, lambda d: d["games"] >= 4)
-    out = ladder_dir(db_path, cid)
-    replays = out / "replays"
-    recorded_before = recorded(out)
-    replays.rename(out / "replays.kept")
-    replays.write_text("not a folder")  # every replay write, and the restart's mkdir, fail
-    thread = client.app[ladder_service.LADDERS][cid]
-    deadline = asyncio.get_running_loop().time() + 120
-    while thread.restarts < 2:
-        assert asyncio.get_running_loop().time() < deadline and thread.alive(), thread.error
-        await asyncio.sleep(0.05)
-    assert thread.error is not None and "replays" in thread.error
-    replays.unlink()
-    (out / "replays.kept").rename(replays)
-    before = len(recorded(out))
-    data = await until(client, cid, lambda d: d["games"] >= before + 6)
-    assert data["run"]["status"] == "running" and thread.alive()
-    games = recorded(out)
-    assert len({i for i, _, _ in games}) == len(games)  # nothing twice
-    assert {i for i, _, _ in recorded_before} <= {i for i, _, _ in games}  # nothing lost
-    # failing again and again, it gives up: the run says failed, and why (to the admin)
-    monkeypatch.setattr(ladder_service, "RESTARTS", 1)
-    replays.rename(out / "replays.kept")
-    replays.write_text("not a folder")
-    await asyncio.to_thread(thread.join, 120)
-    assert not thread.alive() and thread.status == "failed"
-    runs = await (await client.get(f"/api/competitions/{cid}/runs", headers=auth(admin_token))).json()
-    assert runs[-1]["status"] == "failed" and "replays" in runs[-1]["error"]

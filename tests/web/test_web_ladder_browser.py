@@ -23,7 +23,6 @@ import csv
 import json
 import os
 import re
-import sys
 import time
 import urllib.request
 import warnings
@@ -32,16 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, expect_waits, new_admin_token
 
-from referee.service.store import ServiceDB
 from referee.web import Settings, make_app
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.append(str(TESTS / "containers"))
-
-from test_builds import make_zip, python_bot_files  # noqa: E402
-from test_web_team_browser import settle, sign_in, submit_form  # noqa: E402
+from tests.support.browser import remove_team_images, settle, sign_in, submit_form
+from tests.support.builds import make_zip, python_bot_files
+from tests.support.web import LOOPBACK, Background, expect_waits, new_admin_token
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
@@ -91,7 +85,7 @@ def source_builds_or_reason() -> str | None:
         return f"no Docker daemon for the source upload: {e}"
     try:
         ensure_sdk_image(client)  # the base image with the SDK, built or reused
-    except Exception as e:  # noqa: BLE001 - any reason the image cannot be made
+    except Exception as e:
         return f"the base image of Python source bots cannot be made: {e!r}"
     return None
 
@@ -121,27 +115,6 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     finally:
         bg.close()
         remove_team_images(tmp_path / "service.sqlite")
-
-
-def remove_team_images(db_path: Path) -> None:
-    """The images this test's service made: every tag of its instance (its
-    teams', its base and SDK images), children first; best effort."""
-    if not db_path.exists():
-        return
-    from containers_helpers import remove_instance_images
-
-    from referee.bots.sandbox.docker_daemon import docker_client
-    from referee.web.admission_queue import service_instance
-
-    db = ServiceDB(db_path)
-    try:
-        inst = service_instance(db)
-    finally:
-        db.close()
-    try:
-        remove_instance_images(docker_client(), inst)
-    except Exception:  # noqa: BLE001 - the daemon may be gone
-        pass
 
 
 @pytest.fixture
@@ -376,7 +349,7 @@ def test_a_teacher_and_three_teams_play_a_ladder_then_a_final(
                 ada.locator("form#submit button[type=submit]").click()
             response = nav.value
             assert response is not None and response.status == 409, response and response.status
-            expect(ada.locator("h1")).to_have_text("409")
+            expect(ada.locator("h1")).to_contain_text("409")  # "Conflict (409)": the page names the kind
             expect(ada.locator("main p").first).to_contain_text("submissions are closed")
             ada.screenshot(path=str(SCREENS / "ladder-closed.png"), full_page=True)
             ada.goto(f"{base}/team")

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers_web import sample_bot_app, serve
-from test_web_api import auth, new_team, submit
-from test_web_ladder import until
+
+from tests.support.api import auth, new_team, submit
+from tests.support.ladder import until
+from tests.support.web import sample_bot_app, serve
 
 Service = Any
 

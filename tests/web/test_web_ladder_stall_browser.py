@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, new_admin_token
 
 from referee.web import Settings, make_app
+from tests.support.web import LOOPBACK, Background, new_admin_token
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")

@@ -9,11 +9,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from helpers_web import league_text
-from test_web_api import auth, error_of, play_run
-
+from referee.service.runs import decode_league
 from referee.service.store import ServiceDB
-from referee.web.run_start import decode_league
+from tests.support.api import auth, error_of, play_run
+from tests.support.web import league_text
 
 Service = Callable[..., Awaitable[Any]]
 

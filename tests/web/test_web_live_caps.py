@@ -5,15 +5,18 @@ arrives), the leaderboard is computed once for all who ask at the same time
 (single-flight, a short TTL, errors not kept), and the replays kept in
 memory are bounded by their size.
 
-No assertion here rests on a tight timing: counts and order, generous
-timeouts; the one bound that involves time is measured, so a slow machine
-only loosens it."""
+No assertion here rests on the machine's speed: the rules that involve time
+(the update gap, the byte budget, the board's TTL) run on a
+:class:`SteppedClock` that moves only when the test says, and the tests wait
+on events (the stream's next event, the hub's and the cache's signals),
+bounded by generous timeouts only a broken test reaches."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import json
+import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,27 +26,62 @@ import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
-from clocks import FakeClock
-from helpers_web import LOOPBACK, league_text, serve
-from test_web_api import auth, error_of, new_competition, new_team, play_run, read_events
 
+from referee.service.classroom import Classroom
 from referee.service.store import ServiceDB
 from referee.web import Settings, data, make_app, pages
-from referee.web.app_state import DB, SETTINGS
-from referee.web.boardcache import BOARDS, BoardCache, BoardKey
+from referee.web.app_state import ROOM
+from referee.web.boardcache import BOARDS, BoardCache, BoardKey, Signal
 from referee.web.data import CACHES, LRU
 from referee.web.live import HUB, update_gap
 from referee.web.schemas import Leaderboard
+from tests.support.api import auth, error_of, new_competition, new_team, play_run, read_events
+from tests.support.clocks import FakeClock, SteppedClock
+from tests.support.web import LOOPBACK, league_text, serve
 
 Service = Callable[..., Awaitable[Any]]
 
 
-async def until(check: Callable[[], bool], timeout: float = 30, what: str = "") -> None:
-    """Wait until ``check()`` holds (polling; generous by default)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what or check}"
-        await asyncio.sleep(0.02)
+async def until(signal: Signal, check: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Wait until ``check()`` holds, asking again whenever ``signal`` says
+    what it looks at changed (a hub's streams, a cache's counters)."""
+    try:
+        async with asyncio.timeout(timeout):  # a bound for a broken test, never a wait
+            await signal.until(check)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def streams_waiting(hub: Any) -> None:
+    """Until every stream open has taken in what was published: each waits
+    for its time to send the update it holds, or holds none and is idle."""
+    await until(
+        hub.changed,
+        lambda: all(
+            s.waiting == "update" or (s.waiting == "idle" and s.pending is None)
+            for streams in hub.streams.values()
+            for s in streams
+        ),
+        "every stream waiting",
+    )
+
+
+#: What sleeps on the service's clock when it is idle, besides the streams:
+#: the deadline watch, the admission retrier and the live poller.
+IDLE_WORKERS = 3
+
+
+async def stepped_service(
+    aiohttp_client: Callable[..., Awaitable[Any]], db_path: Path, **settings: Any
+) -> tuple[Any, SteppedClock]:
+    """A test client of the service on a :class:`SteppedClock` (its time
+    moves only by ``clock.advance``), the live poller idle unless
+    ``poll_s`` says otherwise; and the clock (its ``workers``: the service's
+    idle workers, a test adds its streams)."""
+    clock = SteppedClock(wall=1_700_000_000.0, workers=IDLE_WORKERS)
+    quiet = {"poll_s": 3600, "heartbeat_s": 3600, "bot_policy": LOOPBACK}
+    room = Classroom(db_path, Settings(**{**quiet, **settings}), clock=clock)
+    return await aiohttp_client(make_app(room)), clock
 
 
 def quiet_app(db_path: Path, **settings: Any) -> tuple[int, web.Application]:
@@ -86,13 +124,13 @@ async def test_a_client_gets_429_beyond_its_streams_and_a_closed_one_frees_its_s
     assert (await client.get(f"/api/competitions/{cid}")).status == 200
 
     streams.pop(0).close()
-    await until(lambda: hub.open == 3, what="the closed stream's slot")
+    await until(hub.changed, lambda: hub.open == 3, "the closed stream's slot")
     streams.append(await open_stream(client, cid))
     await error_of(await client.get(f"/api/competitions/{cid}/events"), 429)
 
     for s in streams:
         s.close()
-    await until(lambda: hub.open == 0, what="every slot freed")
+    await until(hub.changed, lambda: hub.open == 0, "every slot freed")
     assert not hub.clients and not hub.streams
     streams = [await open_stream(client, cid) for _ in range(4)]
     for s in streams:
@@ -113,7 +151,7 @@ async def test_a_client_gone_frees_its_slot_without_handler_cancellation(db_path
             await read_events(r, lambda d: True)
             await error_of(await session.get(f"{base}/api/competitions/{cid}/events"), 429)
             r.close()
-            await until(lambda: app[HUB].open == 0, what="the slot of a client gone")
+            await until(app[HUB].changed, lambda: app[HUB].open == 0, "the slot of a client gone")
             r = await session.get(f"{base}/api/competitions/{cid}/events")
             assert r.status == 200
             r.close()
@@ -144,7 +182,7 @@ async def test_behind_a_trusted_proxy_a_client_is_the_address_it_forwards(
     assert "127.0.0.1" not in hub.clients
     for r in opened + [other]:
         r.close()
-    await until(lambda: hub.open == 0, what="every slot freed")
+    await until(hub.changed, lambda: hub.open == 0, "every slot freed")
 
 
 async def test_a_client_cannot_dodge_its_stream_cap_with_a_forwarded_header(
@@ -161,7 +199,7 @@ async def test_a_client_cannot_dodge_its_stream_cap_with_a_forwarded_header(
     await error_of(await _stream(client, cid, "203.0.113.99"), 429)
     for r in opened:
         r.close()
-    await until(lambda: hub.open == 0, what="every slot freed")
+    await until(hub.changed, lambda: hub.open == 0, "every slot freed")
 
 
 def test_serve_refuses_a_trusted_proxy_that_is_not_a_network_and_a_live_rate_that_is_no_size(
@@ -197,11 +235,11 @@ async def test_the_server_gets_503_beyond_its_streams(service: Service, admin_to
         assert int(r.headers["Retry-After"]) >= 1
     assert hub.open == 3
     streams.pop(1).close()
-    await until(lambda: hub.open == 2, what="the closed stream's slot")
+    await until(hub.changed, lambda: hub.open == 2, "the closed stream's slot")
     streams.append(await open_stream(client, other))
     for s in streams:
         s.close()
-    await until(lambda: hub.open == 0, what="every slot freed")
+    await until(hub.changed, lambda: hub.open == 0, "every slot freed")
 
 
 async def test_an_unknown_competition_takes_no_slot(service: Service) -> None:
@@ -214,42 +252,47 @@ async def test_an_unknown_competition_takes_no_slot(service: Service) -> None:
 # -------------------------------------------------------------- rate cap
 
 
-async def test_updates_are_coalesced_and_the_last_state_arrives(service: Service, admin_token: str) -> None:
+async def test_updates_are_coalesced_and_the_last_state_arrives(
+    aiohttp_client: Callable[..., Awaitable[Any]], db_path: Path, admin_token: str
+) -> None:
     # The poller is kept quiet: the updates here are the test's own.
-    client = await service(min_update_s=0.5, poll_s=3600)
+    client, clock = await stepped_service(aiohttp_client, db_path, min_update_s=0.5)
     hub = client.server.app[HUB]
     cid = await new_competition(client, admin_token)
     r = await client.get(f"/api/competitions/{cid}/events")
     assert r.status == 200
     first = (await read_events(r, lambda d: True))[0]
     board = msgspec.json.decode(json.dumps(first), type=Leaderboard)
+    clock.workers += 1  # the stream sleeps on the clock too
 
     def publish(games: int) -> None:
         hub.publish(cid, msgspec.structs.replace(board, games=games))
 
-    # A burst, all at once: one update, the latest.
+    # A burst, all at once: one update, the latest (when its gap has passed).
     for games in range(1, 51):
         publish(games)
+    await streams_waiting(hub)
+    await clock.advance(0.5)
     seen = await read_events(r, lambda d: d["games"] == 50)
     assert [d["games"] for d in seen] == [50]
 
-    # Updates faster than the cap: fewer arrive than were sent, in order,
-    # and the last one is among them.
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    # Updates faster than the cap (one every 0.1 s for 4 s, then 0.5 s for
+    # the last to go): fewer arrive than were sent, in order, at most one per
+    # 0.5 s of the clock, and the last one is among them.
     for games in range(51, 91):
         publish(games)
-        await asyncio.sleep(0.02)
-    spread = loop.time() - start
+        await streams_waiting(hub)
+        await clock.advance(0.1)
+    await clock.advance(0.5)
     seen = await read_events(r, lambda d: d["games"] == 90)
     got = [d["games"] for d in seen]
     assert got == sorted(set(got)) and got[-1] == 90, got
-    assert len(got) <= spread / 0.5 + 2, (got, spread)
+    assert 2 <= len(got) <= 4.5 / 0.5 + 1, got
     r.close()
 
 
 async def test_a_board_changing_at_every_poll_is_computed_once_per_min_update(
-    service: Service, admin_token: str
+    aiohttp_client: Callable[..., Awaitable[Any]], db_path: Path, admin_token: str
 ) -> None:
     """A ladder changes its board at every poll (0.25 s): the poller
     computed and rendered it each time for the streams, 4 boards a second
@@ -257,21 +300,20 @@ async def test_a_board_changing_at_every_poll_is_computed_once_per_min_update(
     min_update_s) and the games paid for (issue 15, benchmarks/ladder.py:
     0.82x the quiet windows). Now at most one per min_update_s, and the
     last state still arrives."""
-    client = await service(min_update_s=0.5, poll_s=0.02)
+    client, clock = await stepped_service(aiohttp_client, db_path, min_update_s=0.5, poll_s=0.02)
     boards = client.server.app[BOARDS]
     cid = await new_competition(client, admin_token)
     r = await open_stream(client, cid)
+    clock.workers += 1  # the stream
     computed = boards.computed
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    for i in range(40):  # a new team every ~40 ms: the board changes at every other poll
+    for i in range(40):  # a new team every 0.04 s: the board changes at every other poll
         await new_team(client, admin_token, cid, f"team {i}")
-        await asyncio.sleep(0.04)
-    spread = loop.time() - start
+        await clock.advance(0.04)
+    await clock.advance(1.0)  # the last change published, and sent
     seen = await read_events(r, lambda d: len(d["teams"]) == 40)
     assert len(seen[-1]["teams"]) == 40
     made = boards.computed - computed
-    assert 2 <= made <= spread / 0.5 + 2, (made, spread)
+    assert 2 <= made <= 2.6 / 0.5 + 1, made
     r.close()
 
 
@@ -320,7 +362,7 @@ async def test_the_page_stream_carries_the_live_part_rendered_once_for_all_its_s
 
     monkeypatch.setattr(pages, "render_string", counted)
     app = client.server.app
-    comp = await app[DB].call(ServiceDB.competition, cid)
+    comp = await app[ROOM].db.call(ServiceDB.competition, cid)
     assert comp is not None
     board = await app[BOARDS].refresh(BoardKey(cid, None, False), lambda: data.leaderboard(app, comp, None))
     hub.publish(cid, msgspec.structs.replace(board, teams=["eve <b>"]))
@@ -344,31 +386,90 @@ def test_the_update_gap_grows_with_the_streams_beyond_the_byte_budget() -> None:
     assert update_gap(Settings(live_bytes_per_s=0), 2, 10) >= 1.0  # never a division by zero
 
 
-async def test_many_streams_share_the_byte_budget(service: Service, admin_token: str) -> None:
+async def test_many_streams_share_the_byte_budget(
+    aiohttp_client: Callable[..., Awaitable[Any]], db_path: Path, admin_token: str
+) -> None:
     """3 streams and a budget of 3 updates a second in all: each stream is
     updated about once a second although min_update_s allows 20 (issue 15:
     500 viewers cost the server what 50 do)."""
-    client = await service(min_update_s=0.05, poll_s=3600)
+    client, clock = await stepped_service(aiohttp_client, db_path, min_update_s=0.05)
     app = client.server.app
     hub = app[HUB]
     cid = await new_competition(client, admin_token)
     streams = [await client.get(f"/api/competitions/{cid}/events") for _ in range(3)]
     firsts = [(await read_events(r, lambda d: True))[0] for r in streams]
+    clock.workers += len(streams)
     board = msgspec.json.decode(json.dumps(firsts[0]), type=Leaderboard)
     size = len(b"event: update\ndata: " + msgspec.json.encode(board) + b"\n\n")
-    app[SETTINGS].live_bytes_per_s = 3 * size  # 3 updates a second in all: 1 s a stream
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    for games in range(1, 41):
+    app[ROOM].settings.live_bytes_per_s = 3 * size  # 3 updates a second in all: 1 s a stream
+    for games in range(1, 41):  # one every 0.05 s of the clock, 2 s in all; then 1.5 s for the last
         hub.publish(cid, msgspec.structs.replace(board, games=games))
-        await asyncio.sleep(0.05)
-    spread = loop.time() - start
+        await streams_waiting(hub)
+        await clock.advance(0.05)
+    await clock.advance(1.5)
     for r in streams:
         got = [d["games"] for d in await read_events(r, lambda d: d["games"] == 40)]
         assert got[-1] == 40 and got == sorted(set(got)), got  # the last state arrives, in order
         # ~1 s between updates (the sizes vary by a few bytes): far fewer than 40
-        assert len(got) <= spread / 0.9 + 2, (got, spread)
+        assert len(got) <= 3.5 / 0.9 + 1, got
         r.close()
+
+
+async def _raw_until(resp: Any, have: Callable[[bytes], bool]) -> bytes:
+    """The bytes of a stream as they came (not decoded), until ``have`` them."""
+    buf = b""
+    async with asyncio.timeout(60):
+        while not have(buf):
+            chunk = await resp.content.readany()
+            assert chunk, "the event stream closed"
+            buf += chunk
+    return buf
+
+
+async def test_a_stream_goes_gzipped_to_who_takes_it_each_event_compressed_once(
+    service: Service, admin_token: str
+) -> None:
+    """A board's live part at a term's size is 290 KB of HTML (300 teams),
+    23 KB with gzip: 500 viewers get an update 12 times sooner within the
+    byte budget. Each event is compressed once for all the streams (the
+    same bytes in each), each stream a valid gzip member that ends with its
+    trailer; a client that does not take gzip gets the events as they are."""
+    client = await service(poll_s=3600)
+    app = client.server.app
+    hub = app[HUB]
+    cid = await new_competition(client, admin_token)
+    url = client.make_url(f"/api/competitions/{cid}/events")
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        plain = await session.get(url, headers={"Accept-Encoding": "identity"})
+        assert "Content-Encoding" not in plain.headers
+        first = await _raw_until(plain, lambda b: b"\n\n" in b)
+        assert first.startswith(b"event: update\ndata: ")
+        zipped = [await session.get(url, headers={"Accept-Encoding": "br;q=1, gzip;q=0.5"}) for _ in range(2)]
+        decoders = [zlib.decompressobj(wbits=31) for _ in zipped]
+        for r, d in zip(zipped, decoders, strict=True):
+            assert r.headers["Content-Encoding"] == "gzip" and r.headers["Vary"] == "Accept-Encoding"
+            got = await _raw_until(r, lambda b, d=d: b"\n\n" in d.copy().decompress(b))  # type: ignore[misc]
+            assert d.decompress(got) == first
+        comp = await app[ROOM].db.call(ServiceDB.competition, cid)
+        assert comp is not None
+        board = await app[BOARDS].refresh(
+            BoardKey(cid, None, False), lambda: data.leaderboard(app, comp, None)
+        )
+        hub.publish(cid, msgspec.structs.replace(board, games=7))
+        update = b'"games":7'
+        packed = [
+            await _raw_until(r, lambda b, d=d: update in d.copy().decompress(b))  # type: ignore[misc]
+            for r, d in zip(zipped, decoders, strict=True)
+        ]
+        assert packed[0] == packed[1] and len(packed[0]) < len(first)  # one compression, sent to each
+        assert all(update in d.decompress(p) for d, p in zip(decoders, packed, strict=True))
+        assert update in await _raw_until(plain, lambda b: update in b)
+        hub.close()  # the server stops: each gzip stream ends with its trailer (CRC, length)
+        rest = await zipped[0].content.read()
+        decoders[0].decompress(rest)
+        assert decoders[0].eof and not decoders[0].unused_data
+        for r in [plain, *zipped]:
+            r.close()
 
 
 async def test_an_idle_stream_keeps_its_heartbeat(service: Service, admin_token: str) -> None:
@@ -421,7 +522,7 @@ async def test_concurrent_requests_await_one_computation() -> None:
         return object()
 
     waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(50)]
-    await until(lambda: cache.joined == 49, what="every request awaiting the one computation")
+    await until(cache.changed, lambda: cache.joined == 49, "every request awaiting the one computation")
     # One request that goes away does not cancel the others' computation.
     waiters.pop().cancel()
     release.set()
@@ -442,7 +543,7 @@ async def test_an_error_reaches_every_waiter_and_is_not_kept() -> None:
         return "board"
 
     waiters = [asyncio.create_task(cache.get("k", compute)) for _ in range(5)]
-    await until(lambda: cache.joined == 4, what="every request awaiting the one computation")
+    await until(cache.changed, lambda: cache.joined == 4, "every request awaiting the one computation")
     release.set()
     results = await asyncio.gather(*waiters, return_exceptions=True)
     assert all(isinstance(r, RuntimeError) for r in results) and cache.computed == 1
@@ -463,7 +564,7 @@ async def test_a_refresh_is_not_overwritten_by_an_older_computation() -> None:
         return "new"
 
     older = asyncio.create_task(cache.get("k", old))
-    await until(lambda: "k" in cache.flights, what="the first computation")
+    await until(cache.changed, lambda: "k" in cache.flights, "the first computation")
     assert await cache.refresh("k", new) == "new"
     release.set()
     assert await older == "old"  # what that request asked for before the refresh
@@ -512,7 +613,10 @@ async def test_200_viewers_of_the_live_part_compute_its_board_once(
 
         viewers = [asyncio.create_task(fetch()) for _ in range(200)]
         await until(
-            lambda: boards.joined - joined == 199, timeout=120, what="200 requests awaiting one computation"
+            boards.changed,
+            lambda: boards.joined - joined == 199,
+            "200 requests awaiting one computation",
+            120,
         )
         release.set()
         answers = await asyncio.wait_for(asyncio.gather(*viewers), 120)
@@ -525,13 +629,18 @@ async def test_200_viewers_of_the_live_part_compute_its_board_once(
     assert body["id"] == cid and boards.computed - computed == 1 and boards.hits - hits == 201
 
 
-async def test_after_its_ttl_a_board_is_computed_again(service: Service, admin_token: str) -> None:
-    client = await service(board_ttl_s=0.05)
+async def test_after_its_ttl_a_board_is_computed_again(
+    aiohttp_client: Callable[..., Awaitable[Any]], db_path: Path, admin_token: str
+) -> None:
+    client, clock = await stepped_service(aiohttp_client, db_path, board_ttl_s=0.05)
     boards = client.server.app[BOARDS]
     cid = await new_competition(client, admin_token)
     assert (await client.get(f"/c/{cid}/live")).status == 200
     computed = boards.computed
-    await asyncio.sleep(0.3)
+    await clock.advance(0.04)  # inside the TTL: the same board
+    assert (await client.get(f"/c/{cid}/live")).status == 200
+    assert boards.computed == computed
+    await clock.advance(0.02)  # past it: computed again
     assert (await client.get(f"/c/{cid}/live")).status == 200
     assert boards.computed == computed + 1
 
@@ -557,7 +666,7 @@ async def test_a_board_that_fails_is_not_cached(
     monkeypatch.setattr(data, "leaderboard", flaky)
     computed, joined = boards.computed, boards.joined
     requests = [asyncio.create_task(client.get(f"/api/competitions/{cid}")) for _ in range(5)]
-    await until(lambda: boards.joined - joined == 4, what="5 requests awaiting one computation")
+    await until(boards.changed, lambda: boards.joined - joined == 4, "5 requests awaiting one computation")
     release.set()
     for r in await asyncio.gather(*requests):
         err = await error_of(r, 500)
@@ -772,7 +881,7 @@ async def test_a_new_client_gets_a_stream_when_the_others_hold_several(
     assert [r.status for r in newcomers] == [200] * 8 + [503]
     for r in opened + newcomers:
         r.close()
-    await until(lambda: hub.open == 0, what="every slot freed")
+    await until(hub.changed, lambda: hub.open == 0, "every slot freed")
 
 
 def _has_ipv6_loopback() -> bool:

@@ -15,12 +15,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from test_web_api import settled
 
 from referee.replay import frames
 from referee.replay import read as read_replay
 from referee.service.store import ServiceDB
 from referee.web.viewer import standalone_html
+from tests.support.api import board_until, read_events, settled
 
 Service = Callable[..., Awaitable[Any]]
 
@@ -62,12 +62,7 @@ def league(house_url: str, house: str = "house") -> str:
 
 
 async def wait_finished(client: Any, cid: int) -> dict[str, Any]:
-    for _ in range(600):
-        data = await (await client.get(f"/api/competitions/{cid}")).json()
-        if data["run"] is not None and data["run"]["status"] != "running":
-            return dict(data)
-        await asyncio.sleep(0.05)
-    raise AssertionError("the run did not finish")
+    return await board_until(client, cid, lambda d: d["run"] is not None and d["run"]["status"] != "running")
 
 
 def assert_escaped(html: str, where: str, shown: tuple[str, ...]) -> None:
@@ -240,7 +235,8 @@ async def test_no_sqlite_query_runs_on_the_event_loop(
     await wait_finished(client, cid)
     first = await asyncio.wait_for(events.content.readuntil(b"\n\n"), 10)
     assert first.startswith(b"event: update")
-    await asyncio.sleep(0.2)  # the live updates poll meanwhile
+    # the live updates' poller looked at the finished run, computed its board and sent it
+    await read_events(events, lambda d: d["run"] is not None and d["run"]["status"] == "finished")
     events.close()
     rid = run["id"]
     await ok("POST", f"/api/competitions/{cid}/runs/{rid}/stop", 409, headers=admin)

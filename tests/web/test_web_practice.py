@@ -16,63 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_api import auth, error_of, new_team, submit
 
 from referee.service.store import ServiceDB
 from referee.service.store.practice import get_game, set_playing
+from referee.web.app_state import ROOM
+from tests.support.api import auth, error_of, new_team, submit
+from tests.support.practice import LEAGUE, base, competition, out_dir_of, played
 
 Service = Any
-
-LEAGUE = """
-[tournament]
-name = "practice class"
-seed = 5
-table_size = 2
-schedule = "adaptive"
-concurrency = 2
-
-[stop]
-max_games = 100000
-
-[timeouts]
-move_ms = 2000
-
-[ladder]
-concurrency = 2
-{extra}
-
-[[bots]]
-name = "house"
-url = "{house}"
-"""
-
-
-async def competition(client: Any, admin: str, house: str, extra: str = "", name: str = "class") -> int:
-    r = await client.post(
-        "/api/competitions",
-        json={"name": name, "league": LEAGUE.format(house=house, extra=extra)},
-        headers=auth(admin),
-    )
-    assert r.status == 201, await r.text()
-    return int((await r.json())["id"])
-
-
-def base(cid: int, tid: int) -> str:
-    return f"/api/competitions/{cid}/teams/{tid}/practice"
-
-
-async def played(
-    client: Any, cid: int, tid: int, token: str, pid: int, timeout: float = 60
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        r = await client.get(f"{base(cid, tid)}/{pid}", headers=auth(token))
-        assert r.status == 200, await r.text()
-        game = dict(await r.json())
-        if game["status"] not in ("queued", "playing"):
-            return game
-        assert time.monotonic() < deadline, game
-        await asyncio.sleep(0.05)
 
 
 async def test_a_team_practises_against_its_earlier_version_and_a_house_bot_privately(
@@ -345,7 +296,7 @@ def slow_bot_app(seconds: float) -> Any:
 
 @pytest.fixture
 async def slow_house() -> Any:
-    from helpers_web import serve
+    from tests.support.web import serve
 
     runners = []
 
@@ -361,11 +312,10 @@ async def slow_house() -> Any:
 
 async def child_playing(client: Any, out_dir: Path, timeout: float = 120) -> int:
     """The pid of the practice process once it has begun the game (its log says so)."""
-    from referee.web.practice import PRACTICE
 
     deadline = time.monotonic() + timeout
     while True:
-        current = client.server.app[PRACTICE].current
+        current = client.server.app[ROOM].practice.current
         log = out_dir / "practice.log"
         if (
             current is not None
@@ -376,16 +326,6 @@ async def child_playing(client: Any, out_dir: Path, timeout: float = 120) -> int
             return int(current.pid)
         assert time.monotonic() < deadline, "the practice process never began its game"
         await asyncio.sleep(0.05)
-
-
-def out_dir_of(db_path: Path, pid: int) -> Path:
-    db = ServiceDB(db_path)
-    try:
-        game = get_game(db, pid)
-    finally:
-        db.close()
-    assert game is not None
-    return Path(game.out_dir)
 
 
 def gone(pid: int) -> bool:
@@ -422,7 +362,7 @@ async def test_a_practice_process_killed_mid_game_fails_it_as_the_services_and_t
     import os
     import signal
 
-    from referee.web.practice import SERVICE_FAULT
+    from referee.service.practice import SERVICE_FAULT
 
     client, cid, ada, token, pid = await a_game_against_a_slow_house(
         service, admin_token, bot_urls, slow_house
@@ -455,7 +395,7 @@ async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_s
     db_path: Path,
     tmp_path: Path,
 ) -> None:
-    from referee.web.practice import PRACTICE, SERVICE_FAULT
+    from referee.service.practice import SERVICE_FAULT
 
     client = await service(practice_timeout_s=2)
     cid = await competition(client, admin_token, await slow_house(0.3))  # 2 deals of 10+ moves each: > 2 s
@@ -467,7 +407,7 @@ async def test_a_practice_game_past_the_services_bound_or_whose_process_cannot_s
     assert game["status"] == "failed" and "stopped it after 2 s" in game["error"], game
     assert SERVICE_FAULT in game["error"]
 
-    queue = client.server.app[PRACTICE]
+    queue = client.server.app[ROOM].practice
     queue.python = str(tmp_path / "no-such-python")  # the interpreter gone (a broken install)
     r = await client.post(base(cid, ada), json={"opponents": ["house:house"]}, headers=auth(token))
     game = await played(client, cid, ada, token, (await r.json())["id"])
@@ -509,11 +449,10 @@ async def test_on_ray_the_child_plays_through_the_services_cluster_and_registry(
     is tests/cluster/test_service_two_nodes.py's)."""
     import msgspec
 
+    from referee.service import runs as run_start
+    from referee.service.practice_worker import PracticeJob, play
     from referee.service.store.practice import PracticeGame
     from referee.tournament.league import parse_league
-    from referee.web import run_start
-    from referee.web.practice import PRACTICE
-    from referee.web.practice_worker import PracticeJob, play
 
     client = await service(
         executor="ray",
@@ -536,7 +475,7 @@ async def test_on_ray_the_child_plays_through_the_services_cluster_and_registry(
     league = parse_league(
         LEAGUE.format(house="http://127.0.0.1:9", extra=""), str(tmp_path / "league.toml"), bots_to_come=True
     )
-    job, _ = await client.server.app[PRACTICE].job_of(game, league)
+    job, _ = await client.server.app[ROOM].practice.job_of(game, league)
     assert (job.executor, job.executor_address, job.executor_workers, job.executor_registry) == (
         "ray",
         "127.0.0.1:6379",

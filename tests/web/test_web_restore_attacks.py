@@ -27,14 +27,14 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner
-from helpers_web import league_text, new_admin_token, referee_cli
-from test_web_api import auth
 
+from referee.cli.backup import backup_command, restore_command
+from referee.service.backup import MANIFEST
 from referee.service.store import SCHEMA_VERSION, SERVICE_DB_NAME, ServiceDB
 from referee.service.store.practice import Seat, add_game, get_game
-from referee.web.app_state import DB
-from referee.web.backup import MANIFEST
-from referee.web.commands import backup_command, restore_command
+from referee.web.app_state import ROOM
+from tests.support.api import auth
+from tests.support.web import league_text, new_admin_token, referee_cli
 
 Service = Any
 
@@ -239,19 +239,20 @@ async def test_a_stored_league_with_a_house_command_plays_nothing_without_the_fl
 
     client = await service()
     app = client.server.app
-    from referee.web.ladder_service import LADDERS
 
-    assert app[LADDERS] == {}, "the ladder started again"
+    assert app[ROOM].ladders == {}, "the ladder started again"
     # the practice game is refused by the same rule, not played
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while True:
-        game = await app[DB].call(get_game, 1)
+    game = None
+
+    async def practice_over() -> bool:
+        nonlocal game
+        game = await app[ROOM].db.call(get_game, 1)
         assert game is not None
-        if game.status in ("finished", "failed"):
-            break
-        assert loop.time() < deadline, game
-        await asyncio.sleep(0.02)
+        return game.status in ("finished", "failed")
+
+    async with asyncio.timeout(120):  # a bound for a broken test
+        await app[ROOM].until(practice_over)
+    assert game is not None
     assert game.status == "failed" and game.error is not None and "--allow-house-commands" in game.error
     # a run by hand, and the resume of a run whose stored league has the command
     r = await client.post(f"/api/competitions/{evil.id}/runs", headers=auth(admin_token))
@@ -278,7 +279,7 @@ async def test_a_stored_league_with_a_house_command_plays_nothing_without_the_fl
     assert not marker.exists(), "a house command ran"
     # what referee serve says at its start, one line for each
     db = ServiceDB(db_path)
-    from referee.web.commands import refuse_house_commands
+    from referee.cli.serve import refuse_house_commands
 
     lines = refuse_house_commands(db, allowed=False)
     assert len(lines) == 2, lines
@@ -313,9 +314,8 @@ async def test_an_open_ladder_whose_stored_league_has_a_house_command_does_not_s
     db.close()
 
     client = await service()
-    from referee.web.ladder_service import LADDERS
 
-    assert client.server.app[LADDERS] == {}, "the stored ladder started again"
+    assert client.server.app[ROOM].ladders == {}, "the stored ladder started again"
     await client.close()
     assert not marker.exists(), "a house command ran"
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from referee.cli.serve import serve
+from referee.cli.start import start
 from referee.service.store import SCHEMA_VERSION, STEPS, SchemaError, ServiceDB
 from referee.service.store.maintenance import replace_in_text
-from referee.web.commands import serve, start
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prev-90465a8"
 #: Where fixtures/make_prev.py made it (the runs' folders are recorded there).

@@ -34,12 +34,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
-from helpers_web import referee_cli
 
-from referee.bots import free_port  # noqa: E402
-from referee.web import commands
+from referee.cli.serve import serve
 from referee.web import server as web_server
 from referee.web.server import Limits, RepeatFilter, client_key, make_runner
+from tests.support.web import Served
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,32 +69,23 @@ def many_files() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-class Service:
-    """``referee serve`` in a subprocess with 1024 open files at most, its stderr in a file."""
+async def start_service(tmp: Path, *args: str) -> Served:
+    """``referee serve`` in a subprocess with 1024 open files at most, its stderr in a file, listening."""
+    service = await Served.start(
+        tmp / "serve.err",
+        *("--db", str(tmp / "s.sqlite"), "--port", "0", *args),
+        preexec_fn=_limit_files,
+    )
+    try:
+        await service.ready()
+    except BaseException:
+        await service.close()
+        raise
+    return service
 
-    def __init__(self, tmp: Path, *args: str) -> None:
-        self.port = free_port()
-        self.log = tmp / "serve.err"
-        self._err = self.log.open("wb")
-        self.proc = subprocess.Popen(
-            referee_cli("serve", "--db", str(tmp / "s.sqlite"), "--port", str(self.port), *args),
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=self._err,
-            preexec_fn=_limit_files,
-        )
 
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self._err.close()
+def fds(service: Served) -> int:
+    return len(os.listdir(f"/proc/{service.proc.pid}/fd"))
 
 
 async def get_root(port: int, timeout: float = 2.0, source: str = "127.0.0.1") -> tuple[bytes, float]:
@@ -111,36 +101,41 @@ async def get_root(port: int, timeout: float = 2.0, source: str = "127.0.0.1") -
     return line, time.monotonic() - t0
 
 
-async def wait_until_up(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"referee serve ended: {log.read_text()[-2000:]}"
-        with contextlib.suppress(OSError, TimeoutError):
-            line, _ = await get_root(port, 1.0)
-            if line.startswith(b"HTTP/1.1 200"):
-                return
-        await asyncio.sleep(0.2)
-    raise AssertionError("referee serve did not answer GET / within 60 s")
+class Count:
+    """How many attackers have trickled for a second (sent their second byte), or are done; `all` once every one is."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.n = 0
+        self.all = asyncio.Event()
+
+    def one(self) -> None:
+        self.n += 1
+        if self.n >= self.total:
+            self.all.set()
 
 
-async def slow_login(
-    port: int, source: str, body_first: bool, connected: list[str], ended: list[str]
-) -> None:
+async def slow_login(port: int, source: str, body_first: bool, connected: Count, ended: list[str]) -> None:
     """One attacker: ``POST /login`` a byte a second, until the server closes the connection."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     except OSError as e:
         ended.append(f"connect: {e}")
+        connected.one()
         return
-    finally:
-        connected.append(source)
     message = LOGIN_HEAD + b"token=" + b"t" * 94
     if body_first:
         writer.write(LOGIN_HEAD)
         message = message[len(LOGIN_HEAD) :]
+    counted = False
     try:
-        for byte in message:
+        for i, byte in enumerate(message):
             writer.write(bytes([byte]))
+            if i == 1:
+                # its second byte, a second after the first: it has been slow for a second,
+                # what the server must see before it may call a body slow (a quarter of one)
+                connected.one()
+                counted = True
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
                     answer = await reader.read(4096)
@@ -150,6 +145,8 @@ async def slow_login(
     except OSError:
         ended.append("reset")
     finally:
+        if not counted:
+            connected.one()  # answered or cut before its second byte: it holds nothing more
         writer.close()
 
 
@@ -161,30 +158,28 @@ async def slow_login(
 async def test_slow_clients_do_not_take_the_service_down(
     tmp_path: Path, many_files: None, addresses: int, body_first: bool
 ) -> None:
-    service = Service(tmp_path, *FAST)
+    service = await start_service(tmp_path, *FAST)
+    port = await service.ready()
     attack: list[asyncio.Task[None]] = []
     try:
-        await wait_until_up(service.port, service.proc, service.log)
-        connected: list[str] = []
+        connected = Count(ATTACKERS)
         ended: list[str] = []
         attack = [
             asyncio.create_task(
-                slow_login(service.port, f"127.0.0.{2 + i % addresses}", body_first, connected, ended)
+                slow_login(port, f"127.0.0.{2 + i % addresses}", body_first, connected, ended)
             )
             for i in range(ATTACKERS)
         ]
-        async with asyncio.timeout(30):
-            while len(connected) < ATTACKERS:
-                await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)  # every attacker has connected and sent a byte or two
-        fds_under_attack = service.fds()
+        async with asyncio.timeout(60):  # a bound for a broken test, never a wait
+            await connected.all.wait()  # every attacker slow for a second already, or done
         try:
-            line, took = await get_root(service.port, 2.0)
+            # behind them in the listening queue: answered once the server took up every attacker before it
+            line, took = await get_root(port, 2.0)
         except (TimeoutError, OSError) as e:
             raise AssertionError(
-                f"GET / under attack: no answer within 2 s ({e!r}); "
-                f"the service has {service.fds()} files open"
+                f"GET / under attack: no answer within 2 s ({e!r}); the service has {fds(service)} files open"
             ) from None
+        fds_under_attack = fds(service)
         assert line.startswith(b"HTTP/1.1 200"), line
         assert took < 2.0
         assert fds_under_attack < 1024 - 64, f"{fds_under_attack} files open under attack"
@@ -196,13 +191,13 @@ async def test_slow_clients_do_not_take_the_service_down(
         assert all(
             e.startswith(("HTTP/1.1 408", "HTTP/1.1 429", "HTTP/1.1 503", "closed", "reset")) for e in ended
         ), sorted(set(ended))
-        line, took = await get_root(service.port, 2.0)
+        line, took = await get_root(port, 2.0)
         assert line.startswith(b"HTTP/1.1 200") and took < 2.0
-        assert service.fds() < 64
+        assert fds(service) < 64
     finally:
         for t in attack:
             t.cancel()
-        service.close()
+        await service.close()
     size = service.log.stat().st_size
     assert size < 100_000, f"the error log grew to {size} bytes: {service.log.read_text()[:2000]}"
     text = service.log.read_text()
@@ -217,11 +212,20 @@ class Box:
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.waiting = 0
+        self._waited = asyncio.Condition()  # notified as each /wait comes in
         self.uploaded: list[int] = []
+
+    async def until_waiting(self, n: int) -> None:
+        """Until `n` requests to /wait are held (each notifies as it comes in)."""
+        async with asyncio.timeout(10):  # a bound for a broken test, never a wait
+            async with self._waited:
+                await self._waited.wait_for(lambda: self.waiting == n)
 
     def app(self) -> web.Application:
         async def wait(request: web.Request) -> web.Response:
             self.waiting += 1
+            async with self._waited:
+                self._waited.notify_all()
             await self.release.wait()
             return web.Response(text="done")
 
@@ -297,10 +301,17 @@ async def closed(reader: asyncio.StreamReader, timeout: float = 5.0) -> bool:
     return True
 
 
-async def until(check: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.02)
+async def taken_up(port: int) -> None:
+    """Until the server took up every connection made before now: a
+    ``GET /hello`` from an address of its own, made after them, is answered
+    (the listening queue is first in, first out, and the server takes each
+    connection up in the order it accepts them)."""
+    reader, writer = await connect(port, "127.0.0.9")
+    try:
+        writer.write(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert (await answer_of(reader)).startswith(b"HTTP/1.1 200")
+    finally:
+        writer.close()
 
 
 def test_client_key_groups_ipv6_by_64_and_ipv4_by_address() -> None:
@@ -320,7 +331,7 @@ async def test_a_client_at_its_cap_is_refused_429_when_busy_and_its_oldest_waiti
     box = Box()
     async with guarded(box, Limits(max_per_client=3)) as (port, guard):
         held = [await busy(port, "127.0.0.2") for _ in range(3)]
-        await until(lambda: box.waiting == 3)
+        await box.until_waiting(3)
         reader, writer = await connect(port, "127.0.0.2")
         line = await answer_of(reader)
         assert line.startswith(b"HTTP/1.1 429"), line
@@ -329,14 +340,15 @@ async def test_a_client_at_its_cap_is_refused_429_when_busy_and_its_oldest_waiti
         writer.close()
         # Another address is not counted with it.
         other = await busy(port, "127.0.0.3")
-        await until(lambda: box.waiting == 4)
+        await box.until_waiting(4)
         # Connections only waiting (idle, or their headers still arriving) make room: the oldest goes.
         idle = [await connect(port, "127.0.0.4") for _ in range(3)]
         idle[1][1].write(b"GET /wait HTT")
-        await until(lambda: len(guard.clients.get("127.0.0.4", {})) == 3)
+        await taken_up(port)
+        assert len(guard.clients.get("127.0.0.4", {})) == 3
         newest = await busy(port, "127.0.0.4")
         assert await closed(idle[0][0])
-        await until(lambda: box.waiting == 5)
+        await box.until_waiting(5)
         assert guard.counts["refused-client"] == 1 and guard.counts["evicted"] == 1
         box.release.set()
         for reader, writer in [*held, other, newest]:
@@ -355,10 +367,10 @@ async def test_the_cap_in_all_answers_503_and_a_trusted_proxy_is_exempt_from_the
     ):
         # Every client behind the proxy comes from its address: the proxy holds more than 2.
         held = [await busy(port, "127.0.0.5") for _ in range(5)]
-        await until(lambda: box.waiting == 5)
+        await box.until_waiting(5)
         # Not a proxy: its third connection is refused.
         held += [await busy(port, "127.0.0.6")]
-        await until(lambda: box.waiting == 6)
+        await box.until_waiting(6)
         reader, writer = await connect(port, "127.0.0.7")
         line = await answer_of(reader)
         assert line.startswith(b"HTTP/1.1 503"), line
@@ -513,7 +525,7 @@ def test_serve_passes_its_connection_options(tmp_path: Path, monkeypatch: pytest
     started: list[dict[str, Any]] = []
     monkeypatch.setattr(web_server, "run", lambda app, **kw: started.append(kw))
     r = CliRunner().invoke(
-        commands.serve,
+        serve,
         [
             "--db",
             str(tmp_path / "s.sqlite"),
@@ -547,5 +559,5 @@ def test_serve_passes_its_connection_options(tmp_path: Path, monkeypatch: pytest
         trusted_proxies=(ipaddress.ip_network("10.1.0.0/16"),),
     )
     assert "connections: at most 99 in all, 7 per client" in r.output
-    r = CliRunner().invoke(commands.serve, ["--db", str(tmp_path / "s.sqlite"), "--min-body-rate", "fast"])
+    r = CliRunner().invoke(serve, ["--db", str(tmp_path / "s.sqlite"), "--min-body-rate", "fast"])
     assert r.exit_code == 2 and "--min-body-rate" in r.output

@@ -7,20 +7,30 @@ import asyncio
 import os
 import sqlite3
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from helpers_web import LOOPBACK, league_text
-from test_web_api import auth, error_of, new_competition, new_team, play_run, settled, submit
 
 from referee.bots.netpolicy import AddressPolicy, host_addresses, parse_networks
 from referee.service.store import ServiceDB
-from referee.web.app_state import SETTINGS
+from referee.web.app_state import ROOM
 from referee.web.sessions import COOKIE
+from tests.support.api import (
+    auth,
+    csrf_of,
+    error_of,
+    login,
+    new_competition,
+    new_team,
+    play_run,
+    room_of,
+    settled,
+    submit,
+)
+from tests.support.web import LOOPBACK, league_text
 
 Service = Any
 Client = TestClient[web.Request, web.Application]
@@ -60,7 +70,7 @@ async def test_the_service_itself_is_refused_even_inside_allowed_networks(
     port = client.port
     assert port is not None
     # the policy referee serve makes, listening where this test server listens
-    client.app[SETTINGS].bot_policy = AddressPolicy.for_service(
+    client.app[ROOM].settings.bot_policy = AddressPolicy.for_service(
         parse_networks("127.0.0.0/8"), listen=[("127.0.0.1", port)]
     )
     cid = await new_competition(client, admin_token)
@@ -130,7 +140,8 @@ async def test_a_bot_that_plays_illegal_moves_is_refused_with_the_turn(
 ) -> None:
     """The scripted positions catch a bot that always answers index 99."""
     from aiohttp import web
-    from helpers_web import serve
+
+    from tests.support.web import serve
 
     async def info(request: web.Request) -> web.Response:
         return web.json_response({"name": "bad", "version": "1", "author": "x", "apiversion": 1})
@@ -194,21 +205,6 @@ async def test_a_teams_report_is_its_own(
 # ------------------------------------------------------------ the team's page
 
 
-async def _login(client: Client, token: str) -> str:
-    r = await client.post("/login", data={"token": token}, allow_redirects=False)
-    assert r.status == 303 and r.headers["Location"] == "/team"
-    cookie = r.headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    assert token not in cookie and token not in r.headers["Location"]
-    return cookie.split(";", 1)[0].split("=", 1)[1]
-
-
-def _csrf(page: str) -> str:
-    marker = 'name="csrf" value="'
-    start = page.index(marker) + len(marker)
-    return page[start : page.index('"', start)]
-
-
 async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
@@ -218,12 +214,12 @@ async def test_a_team_signs_in_with_a_form_and_submits_from_its_page(
     r = await client.post("/login", data={"token": "wrong"}, allow_redirects=False)
     assert r.status == 401 and "unknown token" in await r.text()
     assert (await client.get("/team", allow_redirects=False)).headers["Location"] == "/login"
-    sid = await _login(client, token)
+    sid = await login(client, token)
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT COUNT(*) FROM sessions WHERE id_sha256 = ?", (sid,)).fetchone()[0] == 0
     page = await (await client.get("/team")).text()
     assert "ada" in page and "No version of your bot is in play" in page
-    csrf = _csrf(page)
+    csrf = csrf_of(page)
     form = {"csrf": csrf, "kind": "url", "url": bot_urls["greedy"], "note": "first"}
     # a post without the CSRF token, or from another site's page, is refused
     for data, headers in (
@@ -372,9 +368,8 @@ async def test_a_secret_is_stored_once(
 async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
     service: Service, admin_token: str, bot_urls: dict[str, str], db_path: Path
 ) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
-    from zoo import serve as serve_zoo
-    from zoo import zoo_app
+    from tests.support.programs.zoo import serve as serve_zoo
+    from tests.support.programs.zoo import zoo_app
 
     client = await service()
     cid = await new_competition(client, admin_token, house={"house": bot_urls["greedy"]})
@@ -404,7 +399,7 @@ async def test_a_team_sees_its_faults_with_their_requests_and_nobody_else_does(
         assert (await client.get(path, headers=auth(who))).status == 403
     assert (await client.get(path)).status == 401
     # the page, signed in
-    await _login(client, token)
+    await login(client, token)
     page = await (await client.get("/team/diagnostics")).text()
     assert (
         "illegal" in page and "the request that caused it" in page.lower() and "replay from your seat" in page
@@ -422,9 +417,8 @@ async def test_a_deal_is_public_only_once_all_its_rotations_are_played(
 ) -> None:
     """A URL bot could fetch the finished rotation of a deal it is about to
     be dealt, every hidden card in it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "match"))
-    from zoo import serve as serve_zoo
-    from zoo import zoo_app
+    from tests.support.programs.zoo import serve as serve_zoo
+    from tests.support.programs.zoo import zoo_app
 
     client = await service()
     hidden = public = 0
@@ -434,11 +428,12 @@ async def test_a_deal_is_public_only_once_all_its_rotations_are_played(
         )
         r = await client.post(f"/api/competitions/{cid}/runs", headers=auth(admin_token))
         rid = (await r.json())["id"]
-        for _ in range(1000):
-            games = await (await client.get(f"/api/competitions/{cid}/runs/{rid}/games")).json()
-            if games:
-                break
-            await asyncio.sleep(0.02)
+
+        async def a_game_played() -> bool:
+            return bool(await (await client.get(f"/api/competitions/{cid}/runs/{rid}/games")).json())
+
+        async with asyncio.timeout(120):  # a bound for a broken test
+            await room_of(client).until(a_game_played)
         await client.post(f"/api/competitions/{cid}/runs/{rid}/stop", headers=auth(admin_token))
     games = await (await client.get(f"/api/competitions/{cid}/runs/{rid}/games")).json()
     assert games
@@ -468,7 +463,7 @@ async def test_a_pinned_address_is_checked_again_when_a_run_starts(
     tid, token = await new_team(client, admin_token, cid, "ada")
     accepted = await submit(client, cid, tid, token, {"url": bot_urls["random"]})
     assert accepted["submission"]["address"] == "127.0.0.1"
-    client.app[SETTINGS].bot_policy = AddressPolicy()  # loopback no longer allowed
-    client.app[SETTINGS].house_urls_anywhere = True  # but the house bots on loopback still are
+    client.app[ROOM].settings.bot_policy = AddressPolicy()  # loopback no longer allowed
+    client.app[ROOM].settings.house_urls_anywhere = True  # but the house bots on loopback still are
     data = await play_run(client, cid, admin_token)
     assert {s["bot"] for s in data["standings"]} == {"g", "r"}

@@ -18,183 +18,33 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 import urllib.request
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_web import LOOPBACK, Background, expect_waits, league_text, new_admin_token, sample_bot_app
 
-from referee.service.store import ServiceDB
-from referee.web import Settings, make_app
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.append(str(TESTS / "containers"))
-sys.path.append(str(TESTS / "match"))
-
-from test_builds import make_zip, python_bot_files, save_image  # noqa: E402
-from zoo import zoo_app  # noqa: E402
+from tests.support.browser import (
+    ACTION_MS,
+    PENDING,
+    SCREENS,
+    WATCHED,
+    open_submission,
+    settle,
+    sign_in,
+    submit_form,
+)
+from tests.support.builds import make_zip, python_bot_files, save_image
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("playwright", reason="playwright is not installed (pip install -e '.[test]')")
 
-SCREENS = Path("/tmp/referee-screens")
-PENDING = ("queued", "building", "checking")
 CRASH_PY = "import sys\nprint('bot: cannot find my model file', file=sys.stderr)\nsys.exit(3)\n"
-#: How long one submission may take from the form to accepted or refused.
-SETTLE_S = 120.0
-#: Playwright's waits (ms): generous, as builds and other suites may load the machine.
-EXPECT_MS = 15_000
-ACTION_MS = 30_000
-#: The statuses seen on the team page, by submission (printed at the end).
-WATCHED: dict[int, list[str]] = {}
-
-
-def docker_or_skip() -> Any:
-    from referee.bots.sandbox import docker_daemon
-
-    try:
-        return docker_daemon.docker_client()
-    except docker_daemon.DockerUnavailable as e:
-        reason = f"the team-page browser test needs a Docker daemon (source builds, image bots): {e}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true, so this test must run, but: {reason}", pytrace=False)
-        print(f"\nSKIP: {reason}")
-        pytest.skip(reason)
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """The service on loopback with one competition: team "ada" (no bot yet)
-    and team "bea", whose accepted bot (a URL on loopback, admitted earlier)
-    has since gone wrong: it answers every /act with an illegal move. A house
-    bot (greedy) plays too."""
-    docker = docker_or_skip()
-    bg = Background()
-    try:
-        house = bg.serve(lambda: sample_bot_app("greedy"))
-        bad = bg.serve(lambda: zoo_app("illegal", after=2, name="bea-bot"))
-        illegal = bg.serve(lambda: zoo_app("illegal", name="ada-v3"))
-        db_path = tmp_path / "service.sqlite"
-        admin = new_admin_token(db_path)
-        db = ServiceDB(db_path)
-        try:
-            comp = db.add_competition(
-                "Class", league_text(name="class", rounds=1, concurrency=2, house={"house-greedy": house})
-            )
-            ada, ada_token = db.add_team(comp.id, "ada")
-            bea, bea_token = db.add_team(comp.id, "bea")
-            db.add_submission(
-                bea.id,
-                kind="url",
-                url=bad,
-                image=None,
-                secret=None,
-                note="admitted earlier",
-                status="accepted",
-            )
-        finally:
-            db.close()
-        base = bg.serve(
-            lambda: make_app(db_path, Settings(poll_s=0.05, bot_policy=LOOPBACK, validation_games=2))
-        )
-        yield {
-            "base": base,
-            "admin": admin,
-            "cid": comp.id,
-            "ada": ada_token,
-            "bea": bea_token,
-            "illegal_url": illegal,
-            "docker": docker,
-            "tmp": tmp_path,
-        }
-    finally:
-        bg.close()
-        from test_web_ladder_browser import remove_team_images
-
-        remove_team_images(tmp_path / "service.sqlite")  # the images of this test's service instance
-
-
-@pytest.fixture
-def patient_expect() -> Iterator[None]:
-    """expect() waits EXPECT_MS for this test."""
-    with expect_waits(EXPECT_MS):
-        yield
 
 
 # ------------------------------------------------------------ browser steps
-
-
-def sign_in(page: Any, base: str, token: str, team: str) -> None:
-    from playwright.sync_api import expect
-
-    page.goto(f"{base}/team")  # not signed in: sent to the form
-    expect(page).to_have_url(f"{base}/login")
-    page.fill("input[type=password][name=token]", token)
-    page.click("form[action='/login'] button[type=submit]")
-    expect(page).to_have_url(f"{base}/team")
-    expect(page.locator("h1")).to_have_text(team)
-    assert token not in page.url
-
-
-def newest_id(page: Any) -> int:
-    """The id of the newest submission in the table (its first row)."""
-    href = page.locator("#submissions tr[class^='status-'] td a").first.get_attribute("href")
-    return int(href.rsplit("/", 1)[1])
-
-
-def submit_form(page: Any, *, kind: str, note: str, file: Path | None = None, url: str | None = None) -> int:
-    """Fill the page's form, send it, and return the new submission's id."""
-    from playwright.sync_api import expect
-
-    before = newest_id(page) if page.locator("#submissions").count() else 0
-    form = page.locator("form#submit")
-    form.locator(f"input[type=radio][name=kind][value={kind}]").check()
-    if file is not None:
-        form.locator("input[type=file][name=file]").set_input_files(str(file))
-    if url is not None:
-        form.locator("input[name=url]").fill(url)
-    form.locator("input[name=note]").fill(note)
-    form.locator("button[type=submit]").click()
-    page.wait_for_url("**/team")
-    expect(page.locator("#submissions")).to_be_visible()
-    sid = newest_id(page)
-    assert sid > before, (sid, before)
-    return sid
-
-
-def settle(page: Any, sid: int, timeout_s: float = SETTLE_S) -> list[str]:
-    """Watch submission `sid`'s status on the team page, which reloads itself
-    every 3 s while something is pending (no reload here), until it is
-    accepted or refused: the statuses seen, in order."""
-    from playwright.sync_api import Error
-
-    status = page.locator(f"#submissions tr:has(td a[href='/team/submissions/{sid}']) .status")
-    seen: list[str] = WATCHED.setdefault(sid, [])
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            text = status.inner_text(timeout=5000).strip()
-        except Error:  # the page is reloading itself
-            text = ""
-        if text and (not seen or seen[-1] != text):
-            seen.append(text)
-        if text and text not in PENDING:
-            return seen
-        assert time.monotonic() < deadline, f"submission {sid} still pending after {timeout_s:.0f} s: {seen}"
-        page.wait_for_timeout(200)
-
-
-def open_submission(page: Any, base: str, sid: int) -> None:
-    from playwright.sync_api import expect
-
-    page.click(f"#submissions a[href='/team/submissions/{sid}']")
-    expect(page).to_have_url(f"{base}/team/submissions/{sid}")
-    expect(page.locator("h1")).to_contain_text(re.compile(r"^Version v\d+: "))  # the team's own numbering
 
 
 def back_to_team(page: Any, base: str) -> None:
@@ -237,7 +87,7 @@ def node_archive(docker: Any, folder: Path) -> Path | str:
 
     try:
         tag = build_bot_image("node", docker)  # reused when its inputs did not change
-    except Exception as e:  # noqa: BLE001 - any reason the image cannot be made
+    except Exception as e:
         if os.environ.get("CI") == "true":
             raise
         return f"the Node sample image could not be built: {e!r}"

@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from test_web_api import auth, error_of, new_competition, new_team
-
 from referee.service.store import ServiceDB
-from referee.web.app_state import SETTINGS
+from referee.web.app_state import ROOM
+from tests.support.api import auth, csrf_of, error_of, login, new_competition, new_team, url_of
 
 Service = Any
 
@@ -49,10 +48,6 @@ async def slow_body(size: int, pause: float = 0.02) -> AsyncIterator[bytes]:
         yield os.urandom(n)
         sent += n
         await asyncio.sleep(pause)
-
-
-def url_of(cid: int, tid: int) -> str:
-    return f"/api/competitions/{cid}/teams/{tid}/uploads?kind=source"
 
 
 def submissions_of(db_path: Path, tid: int) -> int:
@@ -215,7 +210,7 @@ async def test_an_upload_is_refused_507_when_the_disk_is_below_its_floor(
     data = db_path.parent / "service-data"
     st = os.statvfs(data)
     free = st.f_bavail * st.f_frsize
-    client.app[SETTINGS].min_free_disk = free + (1 << 40)  # more than this disk has free
+    client.app[ROOM].settings.min_free_disk = free + (1 << 40)  # more than this disk has free
     r = await client.post(url_of(cid, tid), data=b"x" * MIB, headers=auth(token))
     err = await error_of(r, 507)
     assert "server's disk" in err["error"] and "not your team's fault" in err["error"], err
@@ -223,12 +218,12 @@ async def test_an_upload_is_refused_507_when_the_disk_is_below_its_floor(
     assert held(folder) == 0
     # the floor a few MiB below the free space: the upload crosses it as it streams
     st = os.statvfs(data)
-    client.app[SETTINGS].min_free_disk = st.f_bavail * st.f_frsize - 3 * MIB
+    client.app[ROOM].settings.min_free_disk = st.f_bavail * st.f_frsize - 3 * MIB
     r = await client.post(url_of(cid, tid), data=slow_body(32 * MIB, pause=0), headers=auth(token))
     assert "server's disk" in (await error_of(r, 507))["error"]
     assert held(folder) == 0 and not any(folder.iterdir())
     assert submissions_of(db_path, tid) == 0
-    client.app[SETTINGS].min_free_disk = 0  # the slot was given back
+    client.app[ROOM].settings.min_free_disk = 0  # the slot was given back
     r = await client.post(url_of(cid, tid), data=b"x" * 1000, headers=auth(token))
     assert r.status == 201, await r.text()
 
@@ -257,13 +252,12 @@ async def test_the_team_pages_form_shares_the_one_upload_in_flight(
     """The team page's upload form takes the same slot: while an upload of
     the team streams, the form's file is refused before it is written."""
     from aiohttp import FormData
-    from test_web_submissions import _csrf, _login
 
     client = await service(max_upload=4 * MIB)
     cid = await new_competition(client, admin_token)
     tid, token = await new_team(client, admin_token, cid, "ada")
-    await _login(client, token)
-    csrf = _csrf(await (await client.get("/team")).text())
+    await login(client, token)
+    csrf = csrf_of(await (await client.get("/team")).text())
 
     def form() -> FormData:
         body = FormData()

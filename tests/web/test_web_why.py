@@ -10,35 +10,11 @@ import html
 import re
 from typing import Any
 
-from aiohttp import web
-from helpers_web import serve
-from test_web_api import auth, new_team, submit
-from test_web_ladder import competition, until
-from test_web_submissions import _login
+from tests.support.api import auth, login, new_team, room_of, submit
+from tests.support.ladder import competition, until
+from tests.support.web import serve, turncoat_app
 
 Service = Any
-
-
-def turncoat_app(state: dict[str, bool]) -> web.Application:
-    """A bot that plays the first legal action until ``state["bad"]``, then an
-    index out of range: admitted, and faulting in the ladder afterwards."""
-
-    async def info(request: web.Request) -> web.Response:
-        return web.json_response({"name": "turncoat", "version": "1", "author": "t", "apiversion": "1"})
-
-    async def ok(request: web.Request) -> web.Response:
-        return web.json_response({})
-
-    async def act(request: web.Request) -> web.Response:
-        body = await request.json()
-        return web.json_response({"request_id": body["request_id"], "index": 999 if state["bad"] else 0})
-
-    app = web.Application()
-    app.router.add_get("/", info)
-    app.router.add_post("/start", ok)
-    app.router.add_post("/act", act)
-    app.router.add_post("/end", ok)
-    return app
 
 
 async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_selector(
@@ -58,12 +34,14 @@ async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_
         )
         assert r.status == 202, await r.text()
         diag_url = f"/api/competitions/{cid}/teams/{tid}/diagnostics"
-        deadline = 120
-        for _ in range(deadline * 10):
-            diag = await (await client.get(diag_url, headers=auth(token))).json()
-            if diag["bot"] == "ada v1" and diag["fault_count"] >= 1:
-                break
-            await asyncio.sleep(0.1)
+        diag: dict[str, Any] = {}
+
+        async def faulted() -> bool:
+            diag.update(await (await client.get(diag_url, headers=auth(token))).json())
+            return bool(diag["bot"] == "ada v1" and diag["fault_count"] >= 1)
+
+        async with asyncio.timeout(120):  # a bound for a broken test
+            await room_of(client).until(faulted)
         assert diag["fault_count"] >= 1, diag
         v2 = await submit(client, cid, tid, token, {"url": bot_urls["random"], "note": "v2"})
         assert v2["submission"]["status"] == "accepted", v2
@@ -72,7 +50,7 @@ async def test_a_team_sees_the_faults_of_an_earlier_version_through_the_version_
         )
     finally:
         await runner.cleanup()
-    await _login(client, token)
+    await login(client, token)
     page = await (await client.get("/team/diagnostics")).text()
     assert "ada v2" in page and '<b class="version current">ada v2</b>' in page
     assert "illegal" not in page  # v2 plays well: the newest version is shown first

@@ -11,32 +11,25 @@ test skips, unless ``CI=true``, when it fails.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_team_browser import (  # noqa: F401 - fixtures
-    SCREENS,
-    open_submission,
-    patient_expect,
-    settle,
-    sign_in,
-    site,
-    submit_form,
-)
+
+from tests.support import PROGRAMS
+from tests.support.browser import SCREENS, open_submission, settle, sign_in, submit_form
 
 # isort: split
-from test_builds import make_zip  # noqa: E402 - on the path test_web_team_browser adds
+from tests.support.builds import make_zip
 
 pytestmark = pytest.mark.slow
 
-TALKER = (Path(__file__).resolve().parents[1] / "match" / "talker.py").read_text()
+TALKER = (PROGRAMS / "talker.py").read_text()
 
 
 def test_the_replay_from_the_teams_seat_shows_its_bots_lines_at_their_turn(
     browser_type_launch_args: dict[str, Any],
-    site: dict[str, Any],  # noqa: F811
-    patient_expect: None,  # noqa: F811
+    site: dict[str, Any],
+    patient_expect: None,
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 

@@ -314,6 +314,15 @@ class ImageCache:
             self._after_pull(image)
             return image.image_id
 
+    def adopt(self, image: PinnedImage) -> None:
+        """Keep `image`, which this node's daemon made itself (a build) and
+        pushed as `image.ref`, as if it had been pulled: bounded by the cap
+        with the rest, least recently used removed first."""
+        with self._lock:
+            gate = self._pulling.setdefault(image.image_id, threading.Lock())
+        with gate:
+            self._after_pull(image)
+
     def _pull(self, image: PinnedImage) -> None:
         docker_mod = _docker_module()
         assert image.ref is not None

@@ -592,7 +592,7 @@ def sdk_files() -> dict[str, Path]:
         **_tree(ROOT / "sample_bots", "sample_bots"),
         **_tree(ROOT / "referee" / "game", "referee/game"),
     }
-    files = {k: v for k, v in files.items() if not k.startswith("sample_bots/node/")}
+    files = {k: v for k, v in files.items() if not k.startswith(("sample_bots/node/", "sample_bots/go/"))}
     files["referee/__init__.py"] = ROOT / "referee" / "__init__.py"
     files["referee/_compiled.py"] = ROOT / "referee" / "_compiled.py"
     return files

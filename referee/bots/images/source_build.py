@@ -101,6 +101,7 @@ from .builds import (
     mb,
     remove_image,
 )
+from .first_error import first_error, missing_module_fix
 
 __all__ = [
     "BOT_DIR",
@@ -637,8 +638,10 @@ def _compile(
             status = container.wait(timeout=max(0.5, deadline - time.perf_counter()))
         except Exception:  # noqa: BLE001 - requests' timeout: still compiling at the deadline
             raise TookTooLong() from None
+        output = ""
         with contextlib.suppress(docker_mod.errors.DockerException):
-            log.add(bytes(container.logs(stdout=True, stderr=True)[:LOG_LIMIT]).decode(errors="replace"))
+            output = bytes(container.logs(stdout=True, stderr=True)[:LOG_LIMIT]).decode(errors="replace")
+            log.add(output)
         container.reload()
         state = container.attrs.get("State") or {}
         ran_under = (container.attrs.get("HostConfig") or {}).get("Runtime") or "the daemon's default"
@@ -650,7 +653,7 @@ def _compile(
                 "a module that big cannot be compiled here; split it or make it smaller"
             )
         if code != 0:
-            raise Refused(step_failed)
+            raise Refused(step_failure(step_failed, output))
         repository, _, version = tag.rpartition(":")
         try:
             image = container.commit(
@@ -823,7 +826,7 @@ def build_source(
                 runtime=effective_runtime(limits or ContainerLimits())[0],
                 deadline=deadline,
                 log=log,
-                step_failed=f"{check}: the build log shows the error; fix it and upload again",
+                step_failed=check,
                 instance=instance or current(),
             )
         _check_growth(client, tag, image_id, parent, files=extracted.total, cap=max_growth_bytes, log=log)
@@ -839,6 +842,20 @@ def build_source(
         return result(None, "the uploaded file is gone (internal error): upload it again")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def step_failure(check: str, output: str) -> str:
+    """The refusal of a failed compile step `check` ("Python could not compile
+    the bot's files"), one line: the first error in its `output` (file, line,
+    message; :func:`~referee.bots.images.first_error.first_error`), else a
+    pointer to the build log. It starts with `check`, the team's words
+    (:func:`referee.service.health.refusal_is_service` reads nothing after it)."""
+    found = first_error(output)
+    if found is None:
+        return f"{check}: the build log shows the error; fix it and upload again"
+    if found.module is not None:
+        return f"{check}: {found}: {missing_module_fix(found)}"
+    return f"{check}: {found}; fix it and upload again"
 
 
 def _check_growth(

@@ -48,6 +48,7 @@ from typing import Any, Final
 
 __all__ = [
     "INSTANCE_LABEL",
+    "VERSION_LABEL",
     "Instance",
     "check_instance_id",
     "cli_instance",
@@ -59,6 +60,8 @@ __all__ = [
 
 #: The label every image and container of an instance carries.
 INSTANCE_LABEL: Final = "referee.instance"
+#: The label of a team's image: the team's version number it was built as (its tag's ``v<N>``).
+VERSION_LABEL: Final = "referee.version"
 #: What an instance id may be: fits in a tag, a repository and a container name.
 _ID: Final = re.compile(r"^[a-z0-9]{1,20}$")
 #: Most pins kept (the newest): every image an instance built stays pinned.
@@ -142,9 +145,13 @@ class Instance:
         """A sample bot's image: ``referee-bot-greedy:<id>``."""
         return f"referee-bot-{bot}:{self.id}"
 
-    def team_tag(self, tid: int, sid: int) -> str:
-        """A team's uploaded version: ``referee-<id>-team-<tid>:v<sid>``."""
-        return f"referee-{self.id}-team-{int(tid)}:v{int(sid)}"
+    def team_tag(self, tid: int, version: int) -> str:
+        """A team's uploaded version: ``referee-<id>-team-<tid>:v<version>``,
+        `version` the team's own number ("v2" on its pages), not the
+        service-wide submission id (images built before issue 34 were
+        tagged with that: :func:`~referee.service.pipeline.retag_pinned`
+        tags them again at the service's start)."""
+        return f"referee-{self.id}-team-{int(tid)}:v{int(version)}"
 
     def keep_tag(self, image_id: str) -> str:
         """The tag that keeps an image a run pins, when it has no other of
@@ -223,9 +230,11 @@ class Instance:
             if any(self.owns_tag(t) for t in tags):
                 return None
             labels = (image.attrs.get("Config") or {}).get("Labels") or {}
-            team, sub = labels.get("referee.team", ""), labels.get("referee.submission", "")
-            if labels.get(INSTANCE_LABEL) == self.id and team.isdigit() and sub.isdigit():
-                tag = self.team_tag(int(team), int(sub))
+            team, version = labels.get("referee.team", ""), labels.get(VERSION_LABEL, "")
+            # an image built before the version label (its submission id only) gets the keep tag:
+            # its old ":v<submission id>" now names another version of the team
+            if labels.get(INSTANCE_LABEL) == self.id and team.isdigit() and version.isdigit():
+                tag = self.team_tag(int(team), int(version))
             else:
                 tag = self.keep_tag(str(image.id))
         elif tag in tags:

@@ -15,7 +15,7 @@ sqlite3 (tests/layout/test_layers.py).
 """
 
 from .base import SERVICE_DB_NAME, DatabaseError, StoreError, data_dir_of, hash_token, is_busy, new_token
-from .competitions import PHASES, Competition
+from .competitions import COMPETITION_PHASES, Competition
 from .db import AsyncServiceDB, ServiceDB
 from .leagues import LeagueVersion
 from .runs import RUN_KINDS, RUN_STATUSES, Run, RunStatus
@@ -27,7 +27,7 @@ from .uploads import SlotRevoked
 
 __all__ = [
     "PENDING",
-    "PHASES",
+    "COMPETITION_PHASES",
     "RUN_KINDS",
     "RUN_STATUSES",
     "SCHEMA_VERSION",

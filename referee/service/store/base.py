@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...tournament.store import use_wal
 
-#: The service database's file name in a backup folder (:mod:`referee.web.backup`).
+#: The service database's file name in a backup folder (:mod:`referee.service.backup`).
 SERVICE_DB_NAME = "service.sqlite"
 
 #: Any error SQLite gives (a damaged file, a locked database, ...): what the

@@ -12,7 +12,7 @@ from .base import Tables
 #: "open" (the ladder plays all the time; new versions enter at once),
 #: "frozen" (submissions closed, the ladder stopped), "final" (the final
 #: league of the frozen bots is played, or was).
-PHASES = ("setup", "open", "frozen", "final")
+COMPETITION_PHASES = ("setup", "open", "frozen", "final")
 
 
 class Competition(msgspec.Struct, kw_only=True):
@@ -20,7 +20,7 @@ class Competition(msgspec.Struct, kw_only=True):
     name: str
     league_toml: str
     created_at: float
-    #: See :data:`PHASES`.
+    #: See :data:`COMPETITION_PHASES`.
     phase: str = "setup"
     #: Games at once while the ladder plays (None: the league's ``[ladder]``).
     ladder_concurrency: int | None = None
@@ -68,7 +68,7 @@ class Competitions(Tables):
 
     def set_phase(self, cid: int, phase: str, *, concurrency: int | None = None) -> None:
         """Move the competition to `phase` (freezing: submissions close now)."""
-        assert phase in PHASES, phase
+        assert phase in COMPETITION_PHASES, phase
         frozen = time.time() if phase == "frozen" else None
         self.db.execute(
             "UPDATE competitions SET phase = ?, ladder_concurrency = COALESCE(?, ladder_concurrency),"
@@ -106,7 +106,19 @@ class Competitions(Tables):
         return None if row is None else self.competition(int(row[0]))
 
     def competitions(self) -> list[Competition]:
+        """Every competition, with its phase (the home page says where each stands)."""
         return [
-            Competition(id=r[0], name=r[1], league_toml=r[2], created_at=r[3])
-            for r in self.db.execute("SELECT id, name, league_toml, created_at FROM competitions ORDER BY id")
+            Competition(
+                id=r[0],
+                name=r[1],
+                league_toml=r[2],
+                created_at=r[3],
+                phase=r[4],
+                ladder_concurrency=r[5],
+                frozen_at=r[6],
+            )
+            for r in self.db.execute(
+                "SELECT id, name, league_toml, created_at, phase, ladder_concurrency, frozen_at FROM competitions"
+                " ORDER BY id"
+            )
         ]

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from .alerts import Alerts
 from .base import connect, data_dir_of
 from .competitions import Competitions
 from .leagues import Leagues
@@ -41,7 +42,7 @@ from .teams import Teams
 from .uploads import Uploads
 
 
-class ServiceDB(Meta, Competitions, Leagues, Teams, Submissions, Uploads, Sessions, Runs):
+class ServiceDB(Meta, Competitions, Alerts, Leagues, Teams, Submissions, Uploads, Sessions, Runs):
     """The service tables. One connection per instance, used only by the
     thread that opened it (sqlite3 refuses any other): open one per thread.
     Opening upgrades the database to this code's schema (:mod:`.schema`)."""

@@ -1,7 +1,7 @@
 """The statements that look after database files rather than serve the
-competition: a read-only look for the checks of :mod:`referee.web.db_check`
+competition: a read-only look for the checks of :mod:`referee.service.db_check`
 (integrity, version, the paths and leagues the rows hold), and the copies
-and path rewriting of :mod:`referee.web.backup`. They work on any SQLite
+and path rewriting of :mod:`referee.service.backup`. They work on any SQLite
 file the service keeps (its own database, a run's ``tournament.sqlite``),
 reading the schema from the file, never assuming it.
 """

@@ -1,5 +1,5 @@
 """Practice games (``practice_games``, issue 26): a team's unrated, private
-games against the opponents it picked; :mod:`referee.web.practice` plays them.
+games against the opponents it picked; :mod:`referee.service.practice` plays them.
 
 The functions take the service database (:class:`~referee.service.store.db.ServiceDB`)
 as their first argument, so ``AsyncServiceDB.call(get_game, pid)`` runs one in
@@ -16,14 +16,17 @@ import msgspec
 from .base import Tables
 from .teams import Team
 
-#: A practice game's life (:mod:`referee.web.practice`): queued, playing,
+#: A practice game's life (:mod:`referee.service.practice`): queued, playing,
 #: then finished or failed; the first two are in flight.
 PracticeStatus = Literal["queued", "playing", "finished", "failed"]
 PRACTICE_STATUSES: Final[tuple[PracticeStatus, ...]] = get_args(PracticeStatus)
 IN_FLIGHT: Final[tuple[PracticeStatus, ...]] = ("queued", "playing")
 #: What a seat is: the team's newest accepted version, one of its earlier
-#: ones, a league file's house bot, another team's version in play.
-SeatKind = Literal["self", "version", "house", "team"]
+#: ones, a league file's house bot, another team's version in play, or a
+#: team member playing in the browser (issue 36).
+SeatKind = Literal["self", "version", "house", "team", "human"]
+#: A practice game with a person seated: its seats' JSON holds this.
+HUMAN_SEAT_SQL: Final = '%"kind":"human"%'
 
 
 class Seat(msgspec.Struct, kw_only=True):
@@ -110,8 +113,22 @@ def next_queued(db: Tables) -> PracticeGame | None:
     )
 
 
+#: The error of a game with a person seated that the server stopped mid-game.
+HUMAN_STOPPED: Final = (
+    "the server stopped while you played (a game with a person seated cannot be resumed): "
+    "a fault of the service, not yours; start another one"
+)
+
+
 def requeue_playing(db: Tables) -> int:
-    """At the server's start: a game that was playing when it stopped is played again."""
+    """At the server's start: a game that was playing when it stopped is played
+    again; one with a person seated (played in the server's process, from a
+    page that is gone) failed, saying so."""
+    db.db.execute(
+        "UPDATE practice_games SET status = 'failed', error = ?, finished_at = ?"
+        " WHERE status IN ('queued', 'playing') AND seats LIKE ?",
+        (HUMAN_STOPPED, time.time(), HUMAN_SEAT_SQL),
+    )
     return db.db.execute(
         "UPDATE practice_games SET status = 'queued', started_at = NULL WHERE status = 'playing'"
     ).rowcount

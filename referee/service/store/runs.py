@@ -117,6 +117,17 @@ class Runs(Tables):
             (status, error, time.time(), rid),
         )
 
+    def set_run_league(
+        self, rid: int, league_json: str, *, total_games: int | None = None, version: int | None = None
+    ) -> None:
+        """The league run `rid` plays from now on (an extended final, a ladder
+        taking a league edit), its game budget and the league version it plays."""
+        self.db.execute(
+            "UPDATE runs SET league_json = ?, total_games = COALESCE(?, total_games),"
+            " league_version = COALESCE(?, league_version) WHERE id = ?",
+            (league_json, total_games, version, rid),
+        )
+
     def set_out_dir(self, rid: int, out_dir: str) -> None:
         self.db.execute("UPDATE runs SET out_dir = ? WHERE id = ?", (out_dir, rid))
 

@@ -239,6 +239,29 @@ STEPS: tuple[Step, ...] = (
         "9: freeze_at/final_at set on the admin page (f8a5f4c)",
         (Column("competitions", "deadlines", "TEXT"),),
     ),
+    Step(
+        "10: alerts, an automatic step that could not go on (issue 34)",
+        (
+            Table(
+                "alerts",
+                """CREATE TABLE IF NOT EXISTS alerts (   -- an automatic step that could not go on (issue 34)
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competition_id INTEGER REFERENCES competitions(id),   -- NULL: the whole service (admission)
+    step TEXT NOT NULL,            -- freeze, final, ladder, admission
+    cause TEXT NOT NULL,
+    action TEXT NOT NULL,          -- what the teacher does
+    public TEXT NOT NULL,          -- what the leaderboard says (nothing private)
+    first_at REAL NOT NULL,
+    last_at REAL NOT NULL,
+    resolved_at REAL               -- NULL: it stands
+)""",
+            ),
+            Index(
+                "alerts_standing",
+                "CREATE INDEX IF NOT EXISTS alerts_standing ON alerts(competition_id, step, resolved_at)",
+            ),
+        ),
+    ),
 )
 
 #: The schema version this code writes.

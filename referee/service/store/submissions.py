@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Literal, get_args
 
 import msgspec
@@ -225,16 +226,59 @@ class Submissions(Tables):
         ).fetchall()
         return [s for s in map(_submission, rows) if s is not None]
 
+    def numbered_by_ids(self, sids: Iterable[int]) -> dict[int, tuple[Submission, int]]:
+        """The submissions of ids `sids` (those that exist), each with its
+        :meth:`submission_number`, by id: one query however many (a ladder's
+        entries name thousands; issue 37)."""
+        rows = self.db.execute(
+            f"SELECT {_SUB_COLUMNS}, (SELECT COUNT(*) FROM submissions AS o"
+            " WHERE o.team_id = submissions.team_id AND o.id <= submissions.id)"
+            " FROM submissions WHERE id IN (SELECT value FROM json_each(?))",
+            (msgspec.json.encode(sorted(set(sids))).decode(),),
+        ).fetchall()
+        out = {}
+        for row in rows:
+            sub = _submission(row[:-1])
+            if sub is not None:
+                out[sub.id] = (sub, int(row[-1]))
+        return out
+
+    def submission_teams(self, cid: int, sids: Iterable[int]) -> dict[int, int]:
+        """The team id of each of the submissions `sids` made by a team of
+        competition `cid`, by submission id (one query, no row decoded)."""
+        return {
+            int(s): int(t)
+            for s, t in self.db.execute(
+                "SELECT submissions.id, team_id FROM submissions JOIN teams ON teams.id = team_id"
+                " WHERE competition_id = ? AND submissions.id IN (SELECT value FROM json_each(?))",
+                (cid, msgspec.json.encode(sorted(set(sids))).decode()),
+            )
+        }
+
+    def submission_counts(self, cid: int) -> dict[int, tuple[int, int, int | None]]:
+        """Each team of competition `cid` that submitted, by id: (its
+        submissions, its newest's id, the id of its version in play: its
+        newest accepted, None without one), in one query (the admin's page
+        lists every team; issue 37)."""
+        rows = self.db.execute(
+            "SELECT team_id, COUNT(*), MAX(id), MAX(CASE WHEN status = 'accepted' THEN id END)"
+            " FROM submissions WHERE team_id IN (SELECT id FROM teams WHERE competition_id = ?) GROUP BY team_id",
+            (cid,),
+        ).fetchall()
+        return {int(t): (int(n), int(last), None if play is None else int(play)) for t, n, last, play in rows}
+
     def count_submissions(self, tid: int) -> int:
         return int(
             self.db.execute("SELECT COUNT(*) FROM submissions WHERE team_id = ?", (tid,)).fetchone()[0]
         )
 
     def pinned_images(self) -> list[tuple[int, int, str]]:
-        """(team id, submission id, image id) of every upload whose image a run
-        may play (not refused): each must keep a tag of this instance."""
+        """(team id, the team's version number (:meth:`submission_number`),
+        image id) of every upload whose image a run may play (not refused):
+        each must keep a tag of this instance, named by that version."""
         rows = self.db.execute(
-            "SELECT team_id, id, image_id FROM submissions WHERE image_id IS NOT NULL"
-            " AND kind IN ('archive', 'source') AND status != 'refused' ORDER BY id"
+            "SELECT team_id, version, image_id FROM (SELECT team_id, id, image_id, kind, status,"
+            " ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY id) AS version FROM submissions)"
+            " WHERE image_id IS NOT NULL AND kind IN ('archive', 'source') AND status != 'refused' ORDER BY id"
         ).fetchall()
         return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]

@@ -43,6 +43,10 @@ class Uploads(Tables):
             )
             return token
 
+    def upload_in_flight(self, tid: int) -> bool:
+        """Whether the team's upload slot is taken (an upload of it streams)."""
+        return self.db.execute("SELECT 1 FROM upload_slots WHERE team_id = ?", (tid,)).fetchone() is not None
+
     def release_upload_slot(self, tid: int, token: str) -> None:
         """Give the slot back (the upload failed, was too large or empty); nothing once it was used."""
         self.db.execute("DELETE FROM upload_slots WHERE team_id = ? AND token = ?", (tid, token))

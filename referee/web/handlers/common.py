@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ...bots.netpolicy import within
 from ...service.store import Competition, Run, ServiceDB, Team
-from ..app_state import DB, SETTINGS
+from ..app_state import ROOM
 from ..errors import fail
 from ..validation import path_int, query_id
 
@@ -26,7 +26,7 @@ def client_address(request: web.Request) -> str:
     right: what a proxy appends is what it saw; what the client wrote itself
     is further left, and never trusted over it)."""
     peer = request.remote or "unknown"
-    trusted = request.app[SETTINGS].trusted_proxies
+    trusted = request.app[ROOM].settings.trusted_proxies
     if not trusted or not within(peer, trusted):
         return peer
     hops = [h.strip() for v in request.headers.getall("X-Forwarded-For", ()) for h in v.split(",")]
@@ -38,7 +38,7 @@ def client_address(request: web.Request) -> str:
 
 async def competition_of(request: web.Request) -> Competition:
     """The competition ``{cid}``."""
-    comp = await request.app[DB].call(ServiceDB.competition, path_int(request, "cid"))
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, path_int(request, "cid"))
     if comp is None:
         fail(404, f"no competition {request.match_info['cid']}")
     return comp
@@ -46,7 +46,7 @@ async def competition_of(request: web.Request) -> Competition:
 
 async def run_of(request: web.Request, comp: Competition) -> Run:
     """The run ``{rid}`` of ``comp``."""
-    run = await request.app[DB].call(ServiceDB.run, path_int(request, "rid"))
+    run = await request.app[ROOM].db.call(ServiceDB.run, path_int(request, "rid"))
     if run is None or run.competition_id != comp.id:
         fail(404, f"no run {request.match_info['rid']} in competition {comp.id}")
     return run
@@ -54,7 +54,7 @@ async def run_of(request: web.Request, comp: Competition) -> Run:
 
 async def team_of(request: web.Request, comp: Competition) -> Team:
     """The team ``{tid}`` of ``comp``."""
-    team = await request.app[DB].call(ServiceDB.team, path_int(request, "tid"))
+    team = await request.app[ROOM].db.call(ServiceDB.team, path_int(request, "tid"))
     if team is None or team.competition_id != comp.id:
         fail(404, f"no team {request.match_info['tid']} in competition {comp.id}")
     return team
@@ -63,7 +63,7 @@ async def team_of(request: web.Request, comp: Competition) -> Team:
 async def shown_run(request: web.Request, comp: Competition) -> tuple[Run | None, bool]:
     """The run a page shows: the one asked for with ``?run=`` (pinned: True),
     else the latest."""
-    db = request.app[DB]
+    db = request.app[ROOM].db
     want = query_id(request, "run")  # 404 unless an id
     if want is not None:
         run = await db.call(ServiceDB.run, want)

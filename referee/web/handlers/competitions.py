@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
-from ...service.errors import Invalid, ServiceError
 from ...service.store import Competition, LeagueVersion, ServiceDB
-from ...tournament.league import League, LeagueError
+from ...tournament.league import League
 from .. import data, pages
-from ..app_state import DB, SETTINGS
-from ..auth import require_admin
+from ..app_state import ROOM
+from ..auth import require_admin, require_member
 from ..boardcache import BOARDS, BoardKey, forget, latest_board, rendered
-from ..deadlines import page_context
-from ..errors import fail
+from ..deadline_pages import page_context
 from ..paging import page_of, query_page
-from ..run_start import check_league_text, pin_house_urls
 from ..schemas import (
     CompetitionCreated,
     Leaderboard,
@@ -25,7 +20,7 @@ from ..schemas import (
     NewCompetition,
     VersionRun,
 )
-from ..validation import check_name, read_body
+from ..validation import read_body
 from .common import competition_of, json_response, shown_run
 
 
@@ -57,7 +52,13 @@ async def leaderboard_page(request: web.Request) -> web.Response:
     live_part = pages.rendered(live_html(request, board))
     await page_context(request, comp)  # the deadlines' countdown
     runs = page_of(query_page(request), len(board.runs))  # the list of runs, newest first
-    return pages.render(request, "leaderboard.html", {"board": board, "live_part": live_part, "runs": runs})
+    # what could not go on, in public words (no team's error, no server path): each said once
+    notices = list(dict.fromkeys(a.public for a in await request.app[ROOM].standing_alerts(comp.id)))
+    return pages.render(
+        request,
+        "leaderboard.html",
+        {"board": board, "live_part": live_part, "runs": runs, "notices": notices},
+    )
 
 
 async def live_fragment(request: web.Request) -> web.Response:
@@ -71,14 +72,36 @@ async def live_fragment(request: web.Request) -> web.Response:
     return resp
 
 
+#: A ladder's earlier versions the leaderboard shows (the best ranked): a
+#: term's ladder has thousands (10 versions a team), which made the page
+#: megabytes; all of them are on :func:`earlier_page`, a page at a time.
+RETIRED_SHOWN = 20
+#: The earlier versions a page of :func:`earlier_page` shows.
+EARLIER_PAGE_SIZE = 100
+
+
 def live_html(request: web.Request, board: Leaderboard) -> bytes:
     """``live.html`` of ``board``, rendered once for all its viewers."""
     return rendered(
         request.app,
         board,
         "live.html",
-        lambda: pages.render_string(request, "live.html", {"board": board}).encode(),
+        lambda: pages.render_string(
+            request, "live.html", {"board": board, "retired_shown": RETIRED_SHOWN}
+        ).encode(),
     )
+
+
+async def earlier_page(request: web.Request) -> web.Response:
+    """``/c/{cid}/earlier[?run=R][&page=N]``: the shown run's earlier versions
+    (a ladder's retired and dropped entries), :data:`EARLIER_PAGE_SIZE` a
+    page, by rank (page 1: the best ranked)."""
+    comp = await competition_of(request)
+    board = await shown_board(request, comp)
+    page = page_of(query_page(request), len(board.retired), EARLIER_PAGE_SIZE)
+    rows = board.retired[page.offset : page.offset + page.size]
+    query = {"run": request.query["run"]} if "run" in request.query else {}
+    return pages.render(request, "earlier.html", {"board": board, "rows": rows, "page": page, "query": query})
 
 
 async def get_competition(request: web.Request) -> web.Response:
@@ -86,45 +109,16 @@ async def get_competition(request: web.Request) -> web.Response:
     return json_response(await shown_board(request, comp))
 
 
-async def create_competition(request: web.Request, name: str, league_text: str) -> Competition:
-    """A new competition, checked as the API checks it (422 naming the field and the league's line)."""
-    db = request.app[DB]
-    name = check_name(name, "name", 80, slash=True)
-    if await db.call(ServiceDB.competition_named, name) is not None:
-        fail(422, f"a competition named {name!r} exists already", "name")
-    await check_league_input(request, league_text)
-    return await db.call(ServiceDB.add_competition, name, league_text)
+async def create_competition(request: web.Request, name: str, league_text: str | None) -> Competition:
+    """A new competition, checked as the service checks it (422 naming the
+    field and the league's line); no league text: the default league."""
+    return await request.app[ROOM].create_competition(name, league_text)
 
 
 async def check_league_input(request: web.Request, league_text: str) -> League:
-    """A league file the admin sends (a new competition's, or an edit):
-    422 naming the field 'league' and its line, or the house bot refused."""
-    try:
-        league = check_league_text(league_text, "league")
-    except LeagueError as e:
-        fail(422, f"'league': {e}", "league")
-    if league.containers.runtime or any(b.limits is not None and b.limits.runtime for b in league.bots):
-        # a runtime the Docker daemon lacks: refused now, not at every team's admission
-        from ...bots.base import BotError
-        from ...bots.sandbox.docker_daemon import check_runtimes
-
-        try:
-            await asyncio.to_thread(
-                check_runtimes, [league.containers, *(league.limits_for(b) for b in league.bots)]
-            )
-        except BotError as e:
-            fail(422, f"'league': {e}", "league")
-    settings = request.app[SETTINGS]
-    try:  # a house command bot needs the flag; a house URL bot is where a team's URL may be: refused now
-        await pin_house_urls(
-            league,
-            settings.bot_policy,
-            anywhere=settings.house_urls_anywhere,
-            allow_commands=settings.allow_house_commands,
-        )
-    except ServiceError as e:  # the house bot refused: said about the league the admin sends
-        raise Invalid(f"'league': {e.message}", field="league") from None
-    return league
+    """A league file the admin sends (a new competition's, or an edit),
+    checked as the service checks it (422 naming 'league' and its line)."""
+    return await request.app[ROOM].check_league(league_text)
 
 
 async def new_competition(request: web.Request) -> web.Response:
@@ -138,31 +132,22 @@ async def new_competition(request: web.Request) -> web.Response:
 
 #: What an edit means for what plays: the rule the page and the API state.
 EDIT_RULE = (
-    "A new version is for what starts after it: every run and final started from now on plays it, and "
-    "so does a ladder opened for the first time. A ladder already made (open, or frozen and reopened) "
-    "keeps the version it was opened with, house bots and timeouts included, so its games stay "
-    "comparable; runs already played keep theirs."
+    "A new version is for every run and final started after it, and an open ladder plays it from its "
+    "next games: its house bots (added ones enter, removed ones retire), its timeouts, its table size "
+    "(when the ladder's rules allow that many players) and its [ladder] table. An open ladder keeps "
+    "its rules, fault policy, ratings, duplicate deals and container limits, so its games stay "
+    "comparable: saving says so when the new version changes them. A frozen ladder takes the newest "
+    "version when it opens again; runs already played keep theirs."
 )
 
 
-async def edit_league(request: web.Request, league_text: str, who: str) -> LeagueVersion:
-    """The competition's new league file, checked as a new competition's is
-    (422 naming 'league' and the line; nothing stored then), kept as its next version."""
+async def edit_league(request: web.Request, league_text: str, who: str) -> tuple[LeagueVersion, list[str]]:
+    """The competition's new league file (:meth:`~referee.service.classroom.Classroom.edit_league`:
+    422 naming 'league' and the line, nothing stored then), and what the edit says."""
     comp = await competition_of(request)
-    db = request.app[DB]
-    league = await check_league_input(request, league_text)
-    teams = {t.name for t in await db.call(ServiceDB.teams, comp.id)}
-    for bot in league.bots:
-        if bot.name in teams:
-            fail(
-                422,
-                f"'league': house bot {bot.name!r} has the name of a team of this competition: "
-                "rename the house bot",
-                "league",
-            )
-    version = await db.call(ServiceDB.set_league, comp.id, league_text, who)
+    version, notes = await request.app[ROOM].edit_league(comp.id, league_text, who)
     forget(request.app, comp.id)
-    return version
+    return version, notes
 
 
 def league_history(db: ServiceDB, cid: int) -> list[LeagueVersionInfo]:
@@ -199,13 +184,25 @@ async def put_league(request: web.Request) -> web.Response:
     """``PUT /api/competitions/{cid}/league`` ``{"league": TEXT}``: the new version (201)."""
     await require_admin(request)
     body = await read_body(request, LeagueEdit)
-    version = await edit_league(request, body.league, "admin (API)")
-    history = await request.app[DB].call(league_history, version.competition_id)
+    version, notes = await edit_league(request, body.league, "admin (API)")
+    history = await request.app[ROOM].db.call(league_history, version.competition_id)
+    history[0].notes = notes
     return json_response(history[0], 201)
+
+
+async def get_admission(request: web.Request) -> web.Response:
+    """``GET /api/competitions/{cid}/admission``: the admission check a
+    submission to the competition plays (its league's rules, timeouts, fault
+    policy and table; the service's validation games and time budget), for
+    ``referee check --competition`` to play the same. A team's own token (or
+    the admin's): nothing of another team is in it."""
+    comp = await competition_of(request)
+    await require_member(request, comp)
+    return json_response(await request.app[ROOM].admission_settings(comp.id))
 
 
 async def get_league(request: web.Request) -> web.Response:
     """``GET /api/competitions/{cid}/league``: every version, newest first, with its runs (the admin)."""
     await require_admin(request)
     comp = await competition_of(request)
-    return json_response(await request.app[DB].call(league_history, comp.id))
+    return json_response(await request.app[ROOM].db.call(league_history, comp.id))

@@ -24,14 +24,16 @@ from ...diagnostics import (
 from ...record import LatencyStats
 from ...replay import ReplayError, frames
 from ...replay import read as read_replay
+from ...service.grading import team_bots
 from ...service.store import Competition, Run, ServiceDB, Submission, Team
 from ...tournament.ladder import ladder_entries
-from ...tournament.results import game_seats, replay_path
+from ...tournament.results import game_seats, games_stamp, replay_path
 from .. import pages
-from ..app_state import DB
+from ..app_state import ROOM
 from ..auth import require_team
+from ..data import CACHES
 from ..errors import fail
-from ..grading import team_bots
+from ..paging import page_of, query_page
 from ..sessions import SignedIn, signed_in
 from ..validation import path_int, query_id
 from .common import competition_of, json_response, team_of
@@ -57,7 +59,7 @@ def bot_logs(out_dir: Path, name: str) -> list[Path]:
 
 
 async def _run_for(request: web.Request, comp: Competition) -> Run | None:
-    db = request.app[DB]
+    db = request.app[ROOM].db
     want = query_id(request, "run")  # 404 unless an id
     if want is None:
         return await db.call(ServiceDB.latest_run, comp.id)
@@ -97,11 +99,11 @@ async def diagnostics_of(
         return Viewed(run=run, version=team.name, versions=[]), _nothing(team)
     out = Path(run.out_dir)
     # the names the team's bot played under, found by its id (issue 32: never by its name now)
-    mine = await request.app[DB].call(team_bots, run, team)
+    mine = await request.app[ROOM].db.call(team_bots, run, team)
     name = mine[0] if mine else team.name
     versions: list[str] = []
     if run.kind == "ladder":  # one of the team's versions: ?version=NAME, else its newest that played
-        entries = [e for e in await asyncio.to_thread(ladder_entries, out) if e.name in set(mine)]
+        entries = await asyncio.to_thread(ladder_entries, out, mine)
         # Every version, also those dropped or unreachable (issue 26: a faulting
         # version's diagnostics stay the team's to see after it submits again).
         versions = [e.name for e in entries]
@@ -112,8 +114,27 @@ async def diagnostics_of(
         name = want or (played[-1] if played else versions[-1] if versions else "")
     if name not in mine:  # the team played no game of this run: nothing of another bot's is shown
         return Viewed(run=run, version=team.name, versions=versions), _nothing(team)
-    diag = await asyncio.to_thread(diagnose, out, name, log_paths=bot_logs(out, name))
+    logs = bot_logs(out, name)
+    # kept until the bot plays again or its logs grow (a term's bot has played a thousand games)
+    key = await asyncio.to_thread(_diagnostics_key, out, name, logs)
+    diag = request.app[CACHES].diagnostics.get(key)
+    if diag is None:
+        diag = await asyncio.to_thread(diagnose, out, name, log_paths=logs)
+        request.app[CACHES].diagnostics.put(key, diag)
     return Viewed(run=run, version=name, versions=versions), diag
+
+
+def _diagnostics_key(out: Path, name: str, logs: list[Path]) -> tuple[object, ...]:
+    """What a bot's diagnostics depend on: its games (their stamp: a game
+    recorded changes it, with its faults) and its logs as they are now."""
+    seen = []
+    for p in logs:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        seen.append((str(p), st.st_size, st.st_mtime_ns))
+    return (str(out), name, games_stamp(out, [name]), tuple(seen))
 
 
 async def team_diagnostics(request: web.Request) -> web.Response:
@@ -129,7 +150,7 @@ async def diagnostics_page(request: web.Request) -> web.Response:
     """``/team/diagnostics[?run=R][&version=NAME]``: the signed-in team's, with
     a run selector and, in a ladder, a selector of the team's versions."""
     who = await signed_in_or_login(request)
-    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     return await render_diagnostics(request, comp, who.team)
 
@@ -139,9 +160,15 @@ async def render_diagnostics(
 ) -> web.Response:
     """The diagnostics page of `team` (its own, or the admin's view with a
     `back` link): the run selector, its versions, faults, latency, output."""
+    number = query_page(request)
     viewed, diag = await diagnostics_of(request, comp, team)
-    runs = [r for r in await request.app[DB].call(ServiceDB.runs, comp.id) if r.out_dir]
+    runs = [r for r in await request.app[ROOM].db.call(ServiceDB.runs, comp.id) if r.out_dir]
     bounds = [f"≤ {b} ms" for b in LATENCY_BUCKETS_MS] + [f"> {LATENCY_BUCKETS_MS[-1]} ms"]
+    # its games a page at a time, newest first (a term's bot has played thousands; the JSON has them all)
+    page = page_of(number, len(diag.games))
+    end = len(diag.games) - page.offset
+    games = diag.games[max(0, end - page.size) : end][::-1]
+    query = {k: v for k, v in request.query.items() if k in ("run", "version")}
     return pages.render(
         request,
         "diagnostics.html",
@@ -154,6 +181,9 @@ async def render_diagnostics(
             "runs": list(reversed(runs)),
             "here": request.path,
             **({"back": back} if back else {}),
+            "games": games,
+            "page": page,
+            "query": query,
             "buckets": list(zip(bounds, diag.histogram)),
             "most": max(diag.histogram or [0]) or 1,
         },
@@ -187,7 +217,7 @@ async def own_run_game(request: web.Request, comp: Competition, team: Team) -> d
     seat rotation of its deal is played); 404 when the team did not play it."""
     from .. import data
 
-    db = request.app[DB]
+    db = request.app[ROOM].db
     rid, idx = path_int(request, "rid"), path_int(request, "idx")
     run = await db.call(ServiceDB.run, rid)
     if run is None or run.competition_id != comp.id or not run.out_dir:
@@ -219,7 +249,7 @@ async def team_game_page(request: web.Request) -> web.Response:
     """``/team/runs/{rid}/games/{idx}``: the signed-in team's replay of a game
     from its seat, its bot's output next to each of its moves."""
     who = await signed_in_or_login(request)
-    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     frames_ = await own_run_game(request, comp, who.team)
     idx = path_int(request, "idx")
@@ -254,14 +284,14 @@ async def check_game_page(request: web.Request) -> web.Response:
     """``/team/submissions/{sid}/games/{idx}``: a validation game of the
     submission's admission check from the team's seat, with its bot's output
     next to each of its moves (the signed-in team's)."""
-    from ..admission_queue import team_dir
+    from ...service.pipeline import team_dir
     from .teams import own_submission
 
     who = await signed_in_or_login(request)
     sub = await own_submission(request, who.team)
     number = path_int(request, "idx")
     report = msgspec.json.decode(sub.report, type=AdmissionReport) if sub.report else None
-    folder = team_dir(request.app[DB].data_dir, who.team.id) / f"check-{sub.id}"
+    folder = team_dir(request.app[ROOM].db.data_dir, who.team.id) / f"check-{sub.id}"
     found = None if report is None else await asyncio.to_thread(_check_game, folder, report, number)
     if found is None:
         fail(404, f"no validation game {number} kept for submission {sub.id}")
@@ -293,12 +323,12 @@ def check_outputs(folder: Path, report: AdmissionReport) -> dict[int, str]:
 
 async def check_games_output(request: web.Request, team: Team, sub: Submission) -> dict[int, str]:
     """The submission page's: the bot's output in each kept validation game."""
-    from ..admission_queue import team_dir
+    from ...service.pipeline import team_dir
 
     if not sub.report:
         return {}
     report = msgspec.json.decode(sub.report, type=AdmissionReport)
     if not report.validation:
         return {}
-    folder = team_dir(request.app[DB].data_dir, team.id) / f"check-{sub.id}"
+    folder = team_dir(request.app[ROOM].db.data_dir, team.id) / f"check-{sub.id}"
     return await asyncio.to_thread(check_outputs, folder, report)

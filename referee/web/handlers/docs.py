@@ -32,12 +32,12 @@ from markupsafe import Markup
 
 from protocol.messages import DECK_PRESETS
 
+from ...service.runs import check_league_text
 from ...service.store import Competition, ServiceDB
 from ...tournament.league import League, LeagueError
 from .. import pages
-from ..app_state import DB
+from ..app_state import ROOM
 from ..errors import fail
-from ..run_start import check_league_text
 from .common import competition_of
 
 ROOT: Final = Path(__file__).resolve().parents[3]
@@ -205,7 +205,7 @@ async def kit_download(request: web.Request) -> web.Response:
             "the starter kits are not installed with this copy of the referee: they are in the "
             "repository's starter_kits/ folder (run the service from a checkout, or pip install -e)",
         )
-    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     data = await asyncio.to_thread(kit_zip, kit, settings_markdown(comp, await _league_of(comp)))
     return web.Response(

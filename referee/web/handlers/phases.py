@@ -1,6 +1,6 @@
 """A competition's phases (issue 15): open (its ladder plays), freeze, start
 the final; the final's standings as CSV. The admin's JSON API and the admin
-page's buttons, one check each (:mod:`referee.web.ladder_service`)."""
+page's buttons, one check each (:mod:`referee.service.ladder`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ import time
 import msgspec
 from aiohttp import web
 
-from ...service.errors import Conflict, ServiceError
+from ...service import alerts, deadlines, grading
+from ...service.errors import ServiceError
 from ...service.store import Competition, ServiceDB
 from ...tournament.league import CONCURRENCY, SEED
-from .. import deadlines, grading, ladder_service
-from ..app_state import DB
+from .. import deadline_pages
+from ..app_state import ROOM
 from ..auth import require_admin
 from ..boardcache import forget
 from ..data import run_info
-from ..errors import fail, message_of, status_of
-from ..schemas import OpenCompetition, StartFinal
+from ..errors import fail, field_of, message_of, status_of
+from ..schemas import ExtendFinal, OpenCompetition, StartFinal
 from ..sessions import check_csrf, same_origin
 from ..validation import has_body, read_body
 from .admin_pages import competition_page, require_signed_in
@@ -40,24 +41,16 @@ async def _change(
     seed: int | None = None,
 ) -> int:
     """Do `action` ("open", "freeze" or "final"): the run it started or stopped."""
-    try:
-        if action == "open":
-            why = deadlines.passed_for_open(await request.app[DB].call(deadlines.deadlines_of, comp))
-            if why is not None:
-                raise Conflict(f"competition {comp.id} cannot open: {why}")
-            return (await ladder_service.open_competition(request.app, comp, concurrency)).id
-        if action == "freeze":
-            thread = request.app[ladder_service.LADDERS].get(comp.id)
-            rid = thread.run.id if thread is not None else 0
-            await ladder_service.freeze(request.app, comp)
-            return rid
-        return (await ladder_service.start_final(request.app, comp, seed)).id
-    finally:
-        forget(request.app, comp.id)
+    room = request.app[ROOM]
+    if action == "open":
+        return (await room.open(comp.id, concurrency)).id
+    if action == "freeze":
+        return await room.freeze(comp.id)
+    return (await room.start_final(comp.id, seed)).id
 
 
 async def _answer(request: web.Request, cid: int, rid: int, status: int) -> web.Response:
-    db = request.app[DB]
+    db = request.app[ROOM].db
     comp = await db.call(ServiceDB.competition, cid)
     run = await db.call(ServiceDB.run, rid) if rid else None
     assert comp is not None
@@ -97,6 +90,43 @@ async def start_final(request: web.Request) -> web.Response:
     return await _answer(request, comp.id, rid, 202)
 
 
+async def extend_final(request: web.Request) -> web.Response:
+    """``POST /api/competitions/{cid}/final/extend`` ``{"games": N}``: the
+    finished, unsettled final plays up to N more games (the same run and
+    seed) until its order is settled; 409 unless there is such a final, 422
+    naming 'games' outside the budget's range."""
+    await require_admin(request)
+    comp = await competition_of(request)
+    body = await read_body(request, ExtendFinal)
+    run = await request.app[ROOM].extend_final(comp.id, body.games)
+    forget(request.app, comp.id)
+    return await _answer(request, comp.id, run.id, 202)
+
+
+async def admin_extend(request: web.Request) -> web.Response:
+    """The admin page's *Extend the final* form; refused, the page again with why."""
+    same_origin(request)
+    who = await require_signed_in(request)
+    comp = await competition_of(request)
+    form = await request.post()
+    check_csrf(who.csrf, str(form.get("csrf", "")))
+    raw = str(form.get("games", "")).strip()
+    try:
+        try:
+            games = int(raw)
+        except ValueError:
+            fail(422, f"'games': a whole number, got {raw[:20]!r}", "games")
+        await request.app[ROOM].extend_final(comp.id, games)
+    except (web.HTTPException, ServiceError) as e:
+        if status_of(e) not in (409, 422):
+            raise
+        page = await competition_page(request, extend_error=message_of(e))
+        page.set_status(status_of(e))
+        return page
+    forget(request.app, comp.id)
+    raise web.HTTPSeeOther(f"/admin/c/{comp.id}")
+
+
 async def standings_csv(request: web.Request) -> web.Response:
     """A finished run's standings as CSV (the final's, for grading): rank,
     whose bot (team id, team, version, submission, house), rating, the
@@ -109,7 +139,7 @@ async def standings_csv(request: web.Request) -> web.Response:
     house = request.query.get("house", "1")
     if house not in ("0", "1"):
         fail(400, f"?house={house[:20]!r}: give 0 (leave the house bots out) or 1 (the default: keep them)")
-    text = await request.app[DB].call(grading.standings_csv, run, house == "1")
+    text = await request.app[ROOM].db.call(grading.standings_csv, run, house == "1")
     if text is None:
         fail(404, f"run {run.id} wrote no standings")
     name = f"{comp.name}-{run.kind}-{run.id}.csv".replace("/", "-").replace('"', "")
@@ -122,7 +152,9 @@ async def standings_csv(request: web.Request) -> web.Response:
 
 
 async def admin_action(request: web.Request) -> web.Response:
-    """The admin page's buttons: ``POST /admin/c/{cid}/{action}``, then back to the page."""
+    """The admin page's buttons: ``POST /admin/c/{cid}/{action}``, then back
+    to the page; refused, the page itself (with the refusal's status) says
+    why and what to do beside the buttons."""
     same_origin(request)
     who = await require_signed_in(request)
     comp = await competition_of(request)
@@ -138,7 +170,21 @@ async def admin_action(request: web.Request) -> web.Response:
             concurrency = int(raw)
         except ValueError:
             fail(422, f"'concurrency': a whole number, got {raw!r}", "concurrency")
-    await _change(request, comp, action, _check_concurrency(concurrency))
+    try:
+        await _change(request, comp, action, _check_concurrency(concurrency))
+    except (web.HTTPException, ServiceError) as e:  # refused: the page again, saying why and what to do
+        if status_of(e) not in (409, 422):
+            raise
+        message = message_of(e)
+        todo = alerts.final_refused(message)[1] if action == "final" else None
+        return await competition_page(
+            request,
+            phase_error=message,
+            phase_action=todo,
+            status=status_of(e),
+            phase_field=field_of(e),
+            concurrency=raw,
+        )
     raise web.HTTPSeeOther(f"/admin/c/{comp.id}")
 
 
@@ -162,7 +208,7 @@ def _deadlines_json(d: deadlines.Deadlines) -> dict[str, object]:
 async def _set_deadlines(
     request: web.Request, comp: Competition, freeze_at: str | None, final_at: str | None, reset: bool = False
 ) -> deadlines.Deadlines:
-    db = request.app[DB]
+    db = request.app[ROOM].db
     if reset:
         await db.call(ServiceDB.set_deadlines, comp.id, None)
     else:
@@ -188,7 +234,7 @@ async def _set_deadlines(
 async def get_deadlines(request: web.Request) -> web.Response:
     """``GET /api/competitions/{cid}/deadlines``: the deadlines in force and where they come from."""
     comp = await competition_of(request)
-    return json_response(_deadlines_json(await request.app[DB].call(deadlines.deadlines_of, comp)))
+    return json_response(_deadlines_json(await request.app[ROOM].db.call(deadlines.deadlines_of, comp)))
 
 
 async def put_deadlines(request: web.Request) -> web.Response:
@@ -216,7 +262,9 @@ async def admin_deadlines(request: web.Request) -> web.Response:
     except (web.HTTPException, ServiceError) as e:
         if status_of(e) != 422:
             raise
-        request[deadlines.REFUSED] = deadlines.Refused(freeze_at, final_at, message_of(e))
+        request[deadline_pages.REFUSED] = deadline_pages.Refused(
+            freeze_at, final_at, message_of(e), field_of(e)
+        )
         page = await competition_page(request)
         page.set_status(422)
         return page

@@ -9,32 +9,28 @@ team, asked for with any other token or session, is not there (404).
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from ...replay import ReplayError
-from ...service.errors import Conflict, RateLimited
-from ...service.store import ServiceDB, Team
-from ...service.store.practice import PracticeGame, get_game, limits_of, team_games
-from ...service.store.practice import add_game as _add_game
-from ...tournament.results import replay_path
-from .. import pages
-from ..app_state import DB, SETTINGS
-from ..auth import bearer, identify, require_team
-from ..errors import fail
-from ..practice import (
+from ...service.practice import (
     IN_FLIGHT_RETRY_S,
-    PRACTICE,
+    Choice,
     PracticeList,
     PracticeRequest,
     choices,
     gone_images,
     info,
 )
-from ..practice import seats_for as _seats_for
+from ...service.store import ServiceDB, Team
+from ...service.store.practice import PracticeGame, get_game, team_games
+from ...tournament.results import replay_path
+from .. import pages
+from ..app_state import ROOM
+from ..auth import bearer, identify, require_team
+from ..errors import fail
 from ..sessions import check_csrf, same_origin
 from ..validation import path_int, read_body
 from .common import competition_of, json_response, team_of
@@ -44,42 +40,12 @@ from .team_pages import signed_in_or_login
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="referee"'}
 
 
-def _new_game(
-    db: ServiceDB, team: Team, picks: list[str], per_hour: int, gone: frozenset[str]
-) -> PracticeGame:
-    """The game asked for; :class:`RateLimited` when the limits say no (in one go, in the db's thread)."""
-    now = time.time()
-    flying, times = limits_of(db, team.id, now - 3600)
-    if flying:
-        raise RateLimited(
-            "your practice game is still being played: one at a time per team, ask again once it is over",
-            retry_after=IN_FLIGHT_RETRY_S,
-        )
-    if len(times) >= per_hour:
-        wait = int(times[0] + 3600 - now + 0.999)
-        raise RateLimited(
-            f"{per_hour} practice games an hour per team: the next one may be asked for in {wait} s",
-            retry_after=wait,
-        )
-    return _add_game(db, team, _seats_for(db, team, picks, gone), now)
-
-
-async def ask(app: web.Application, team: Team, picks: list[str]) -> PracticeGame:
-    per_hour = app[SETTINGS].practice_per_hour
-    if per_hour <= 0:
-        raise Conflict("practice games are off on this server (referee serve --practice-per-hour 0)")
-    gone = await gone_images(app, team)  # an earlier version whose image was pruned cannot play
-    got = await app[DB].call(_new_game, team, picks, per_hour, gone)
-    app[PRACTICE].wake.set()
-    return got
-
-
 async def _reader(request: web.Request, team: Team) -> None:
     """The team's own token, or the admin's; anyone else is told there is nothing here (404)."""
     token = bearer(request)
     if token is None:
         fail(401, "missing token: send 'Authorization: Bearer <team token>'", headers=_CHALLENGE)
-    db = request.app[DB]
+    db = request.app[ROOM].db
     if await db.call(ServiceDB.team_token_matches, team.id, token):
         return
     who = await db.call(identify, token)
@@ -91,7 +57,7 @@ async def _reader(request: web.Request, team: Team) -> None:
 
 
 async def _listing(app: web.Application, team: Team) -> PracticeList:
-    gone = await gone_images(app, team)  # not offered: an earlier version whose image was pruned
+    gone = await gone_images(app[ROOM], team)  # not offered: an earlier version whose image was pruned
 
     def read(db: ServiceDB) -> PracticeList:
         try:
@@ -102,14 +68,14 @@ async def _listing(app: web.Application, team: Team) -> PracticeList:
             games=[info(g) for g in team_games(db, team.id)],
             choices=allowed,
             opponents=wanted,
-            per_hour=app[SETTINGS].practice_per_hour,
+            per_hour=app[ROOM].settings.practice_per_hour,
         )
 
-    return await app[DB].call(read)
+    return await app[ROOM].db.call(read)
 
 
 async def _own_game(request: web.Request, team: Team) -> PracticeGame:
-    game = await request.app[DB].call(get_game, path_int(request, "pid"))
+    game = await request.app[ROOM].db.call(get_game, path_int(request, "pid"))
     if game is None or game.team_id != team.id:
         fail(404, f"no practice game {request.match_info['pid']} of team {team.id}")
     return game
@@ -152,7 +118,7 @@ async def api_ask(request: web.Request) -> web.Response:
     team = await team_of(request, comp)
     await require_team(request, team)
     body = await read_body(request, PracticeRequest)
-    return json_response(info(await ask(request.app, team, body.opponents)), 202)
+    return json_response(info(await request.app[ROOM].ask_practice(team, body.opponents)), 202)
 
 
 async def api_list(request: web.Request) -> web.Response:
@@ -182,10 +148,26 @@ async def api_replay(request: web.Request) -> web.Response:
 async def practice_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
     listing = await _listing(request.app, who.team)
+    gone = await gone_images(request.app[ROOM], who.team)
+
+    def seat_choices(db: ServiceDB) -> list[Choice]:  # a team member seated: its current version too
+        try:
+            return choices(db, who.team, gone, human=True)[0]
+        except Exception:  # noqa: BLE001 - a broken league file: nothing to pick (asking says why)
+            return []
+
+    room = request.app[ROOM]
     return pages.render(
         request,
         "practice.html",
-        {"team": who.team, "csrf": who.session.csrf, "listing": listing, "retry": IN_FLIGHT_RETRY_S},
+        {
+            "team": who.team,
+            "csrf": who.session.csrf,
+            "listing": listing,
+            "retry": IN_FLIGHT_RETRY_S,
+            "seat_choices": await room.db.call(seat_choices),
+            "seated": sorted(pid for pid, hg in room.human_games.items() if hg.team_id == who.team.id),
+        },
     )
 
 
@@ -198,7 +180,7 @@ async def practice_submit(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     check_csrf(who.session.csrf, str(form.get("csrf", "")))
     picks = [str(v) for v in form.getall("opponent", []) if str(v)]
-    await ask(request.app, who.team, picks)
+    await request.app[ROOM].ask_practice(who.team, picks)
     raise web.HTTPSeeOther("/team/practice")
 
 
@@ -211,7 +193,7 @@ async def practice_replay(request: web.Request) -> web.StreamResponse:
     if "seat" not in request.query and result is not None:
         raise web.HTTPSeeOther(f"/team/practice/{game.id}?game={index}&seat={result.seat}")
     data = await _frames(game, index)
-    comp = await request.app[DB].call(ServiceDB.competition, game.competition_id)
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, game.competition_id)
     return pages.render(
         request,
         "replay.html",

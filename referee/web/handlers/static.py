@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..assets import CSS, FAVICON_ICO, FAVICON_SVG, JS
+from ..assets import CSS, FAVICON_ICO, FAVICON_SVG, JS, SEAT_JS, TABLE_JS, WATCH_JS
 
 
 async def stylesheet(request: web.Request) -> web.Response:
@@ -13,6 +13,18 @@ async def stylesheet(request: web.Request) -> web.Response:
 
 async def script(request: web.Request) -> web.Response:
     return web.Response(text=JS, content_type="application/javascript")
+
+
+async def seat_script(request: web.Request) -> web.Response:
+    return web.Response(text=SEAT_JS, content_type="application/javascript")
+
+
+async def table_script(request: web.Request) -> web.Response:
+    return web.Response(text=TABLE_JS, content_type="application/javascript")
+
+
+async def watch_script(request: web.Request) -> web.Response:
+    return web.Response(text=WATCH_JS, content_type="application/javascript")
 
 
 async def favicon_ico(request: web.Request) -> web.Response:

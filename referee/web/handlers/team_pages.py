@@ -12,20 +12,20 @@ from pathlib import Path
 
 from aiohttp import BodyPartReader, web
 
+from ...service.disk import UploadGuard, begin_upload
+from ...service.pipeline import team_dir
 from ...service.store import Competition, ServiceDB, Team
 from .. import pages
-from ..admission_queue import team_dir
-from ..app_state import DB, SETTINGS
-from ..data import numbered, submission_detail, submission_info, team_standings
-from ..deadlines import page_context
+from ..app_state import ROOM
+from ..data import head_to_head, numbered, submission_detail, submission_info, team_standings
+from ..deadline_pages import page_context
 from ..errors import fail
-from ..paging import page_of, query_page
-from ..run_start import containers_enabled
+from ..paging import H2H_SHOWN, page_of, query_page
 from ..sessions import SignedIn, check_csrf, clear_cookie, same_origin, set_cookie, signed_in
-from ..storage import UploadGuard, begin_upload
 from ..uploads import check_length, new_upload_path, save_part
 from ..validation import check_extras, check_url_field
-from .teams import UPLOAD_KINDS, make_submission, own_submission
+from .sdk import index_url
+from .teams import UPLOAD_KINDS, own_submission
 
 #: The longest a form's text field may be.
 FIELD_MAX = 4096
@@ -43,12 +43,12 @@ async def login(request: web.Request) -> web.StreamResponse:
         fail(413, "the sign-in form is too large")
     form = await request.post()
     token = str(form.get("token", "")).strip()
-    team = await request.app[DB].call(ServiceDB.team_by_token, token) if token else None
+    team = await request.app[ROOM].db.call(ServiceDB.team_by_token, token) if token else None
     if team is None:
         response = pages.render(request, "login.html", {"error": "unknown token: check it and try again"})
         response.set_status(401)
         return response
-    sid, _ = await request.app[DB].call(ServiceDB.new_session, team.id)
+    sid, _ = await request.app[ROOM].db.call(ServiceDB.new_session, team.id)
     response = web.HTTPSeeOther("/team")
     set_cookie(request, response, sid)
     raise response
@@ -67,7 +67,7 @@ async def logout(request: web.Request) -> web.StreamResponse:
     who = await signed_in_or_login(request)
     form = await request.post()
     check_csrf(who.session.csrf, str(form.get("csrf", "")))
-    await request.app[DB].call(ServiceDB.end_session, who.sid)
+    await request.app[ROOM].db.call(ServiceDB.end_session, who.sid)
     response = web.HTTPSeeOther("/login")
     clear_cookie(response)
     raise response
@@ -90,10 +90,13 @@ def _team_view(db: ServiceDB, team: Team, number: int) -> dict[str, object]:
 
 async def team_page(request: web.Request) -> web.Response:
     who = await signed_in_or_login(request)
-    view = await request.app[DB].call(_team_view, who.team, query_page(request))
+    view = await request.app[ROOM].db.call(_team_view, who.team, query_page(request))
     comp = view["competition"]
     assert isinstance(comp, Competition)
     run, versions = await team_standings(request.app, comp, who.team)
+    met = await head_to_head(request.app, comp, run, [v.name for v in versions])  # its own versions' only
+    opponents = {v.name: met[v.name] for v in versions if met[v.name]}  # newest first, those that played
+    status = {v.name: v.status for v in versions}
     await page_context(request, comp)  # the deadlines' countdown
     return pages.render(
         request,
@@ -101,10 +104,15 @@ async def team_page(request: web.Request) -> web.Response:
         {
             "team": who.team,
             "csrf": who.session.csrf,
-            "uploads": containers_enabled(),
-            "max_upload_mb": request.app[SETTINGS].max_upload // 2**20,
+            "uploads": request.app[ROOM].uploads_missing is None,
+            "uploads_missing": request.app[ROOM].uploads_missing,
+            "sdk_url": index_url(request),  # the Python kit's pip install (issue 35)
+            "max_upload_mb": request.app[ROOM].settings.max_upload // 2**20,
             "run": run,
             "versions": versions,
+            "head_to_head": opponents,
+            "h2h_shown": H2H_SHOWN,
+            "status_of": status,
             **view,
         },
     )
@@ -114,7 +122,7 @@ async def team_live(request: web.Request) -> web.Response:
     """The live part of the team's page: its versions in the latest run
     (the ladder: each version it entered), fetched again on every update."""
     who = await signed_in_or_login(request)
-    comp = await request.app[DB].call(ServiceDB.competition, who.team.competition_id)
+    comp = await request.app[ROOM].db.call(ServiceDB.competition, who.team.competition_id)
     assert comp is not None
     run, versions = await team_standings(request.app, comp, who.team)
     resp = pages.render(request, "team_live.html", {"run": run, "versions": versions, "competition": comp})
@@ -127,7 +135,7 @@ async def submission_page(request: web.Request) -> web.Response:
     sub = await own_submission(request, who.team)
     from .diagnostics import check_games_output  # issue 26: the validation games kept
 
-    version = await request.app[DB].call(ServiceDB.submission_number, sub.id)
+    version = await request.app[ROOM].db.call(ServiceDB.submission_number, sub.id)
     return pages.render(
         request,
         "submission.html",
@@ -174,9 +182,9 @@ async def _multipart(
                     continue
                 if guards or upload is not None:
                     fail(422, "one file per form")
-                guards.append(await begin_upload(request.app, who.team, request.content_length))
+                guards.append(await begin_upload(request.app[ROOM], who.team, request.content_length))
                 upload = new_upload_path(
-                    team_dir(request.app[DB].data_dir, who.team.id) / "uploads", UPLOAD_KINDS[kind]
+                    team_dir(request.app[ROOM].db.data_dir, who.team.id) / "uploads", UPLOAD_KINDS[kind]
                 )
                 if await save_part(part, upload, limit, guards[0].check) == 0:
                     upload.unlink(missing_ok=True)
@@ -197,7 +205,7 @@ async def submit(request: web.Request) -> web.StreamResponse:
     archive, multipart only); a form without a file may come urlencoded."""
     same_origin(request)
     who = await signed_in_or_login(request)
-    settings = request.app[SETTINGS]
+    settings = request.app[ROOM].settings
     check_length(request, settings.max_upload)
     multipart = request.content_type.startswith("multipart/")
     fields: dict[str, str] = {}
@@ -216,10 +224,9 @@ async def submit(request: web.Request) -> web.StreamResponse:
         check_extras(secret, note)
         if kind == "url":
             url = check_url_field(fields.get("url", "").strip())
-            await make_submission(request, who.team, kind="url", url=url, secret=secret, note=note)
+            await request.app[ROOM].submit(who.team, kind="url", url=url, secret=secret, note=note)
         elif kind in UPLOAD_KINDS:
-            if not containers_enabled():
-                fail(422, "uploads are not enabled on this server: submit the URL of a running bot instead")
+            request.app[ROOM].verify_uploads(kind)
             if upload is None:
                 fail(
                     422,
@@ -227,8 +234,7 @@ async def submit(request: web.Request) -> web.StreamResponse:
                     if multipart
                     else "a file upload must be sent as multipart/form-data",
                 )
-            await make_submission(
-                request,
+            await request.app[ROOM].submit(
                 who.team,
                 kind=kind,
                 secret=secret,

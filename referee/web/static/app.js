@@ -143,6 +143,10 @@
     var f = frames[i];
     $("step").textContent = "step " + i + " / " + (frames.length - 1);
     $("slider").value = String(i);
+    // the move's turn is the protocol's: the `turn` of the request it answered (the state after
+    // it counts on to the next turn already, so f.full.turn is one ahead at a turn's last move)
+    var hasTurn = f.turn !== undefined && f.turn !== null;
+    $("turn").textContent = hasTurn ? "turn " + f.turn : "before turn 0";
     $("label").textContent = f.label + (f.fault ? "  — fault: " + f.fault : "");
     var said = $("bot-output-text");
     if (said) {
@@ -197,7 +201,7 @@
     var drawCount = pv ? pv.draw_count : f.full.draw.length;
     var cleared = pv ? pv.cleared.length : f.full.cleared_count;
     centre.appendChild(make("div", "row muted",
-      "draw pile: " + drawCount + " · cleared: " + cleared + " · turn " + f.full.turn + " · " + f.full.phase +
+      "draw pile: " + drawCount + " · cleared: " + cleared + " · " + f.full.phase +
       (f.full.direction === -1 ? " · reversed" : "")));
     var log = $("events");
     log.textContent = "";

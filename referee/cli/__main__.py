@@ -1,0 +1,5 @@
+"""``python -m referee.cli``: the ``referee`` command."""
+
+from . import main
+
+main()

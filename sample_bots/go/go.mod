@@ -1,0 +1,3 @@
+module referee/sample_bots/go
+
+go 1.19

@@ -1,0 +1,164 @@
+"""A deadline rush on two nodes (issue 37): with ``--executor ray --registry``
+the service's builds and admission checks run on the cluster's nodes, each
+checked on the node that built it (no pull), the accepted images brought
+home by digest through the registry once; a node lost mid-build or
+mid-check loses no submission (it is built or checked again on the other
+node, never refused for it)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.bots.sandbox.docker_daemon import docker_client
+from tests.support.cluster import FIGURES, TwoNodes
+from tests.support.containers import remove_instance_images
+from tests.support.rush import figures, rush, uploads, wrong
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def on_cluster(two_nodes: TwoNodes) -> dict[str, Any]:
+    """``referee serve --executor ray --address ADDR --registry HOST:PORT``."""
+    return {
+        "executor": "ray",
+        "executor_address": two_nodes.cluster.address,
+        "executor_workers": 1,
+        "executor_registry": two_nodes.registry.address,
+    }
+
+
+def image_on(client: Any, image_id: str | None) -> bool:
+    """Whether `client`'s daemon has the image."""
+    try:
+        return image_id is not None and str(client.images.get(image_id).id) == image_id
+    except Exception:
+        return False
+
+
+def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> threading.Thread:
+    """A thread that kills the second node as soon as its Docker daemon creates
+    a container matching `filters` (a build's step, a check's bot): mid-way,
+    whatever the machine's speed."""
+    events = two_nodes.daemon.client().events(
+        decode=True, filters={"type": "container", "event": "create", **filters}
+    )
+
+    def watch() -> None:
+        for _ in events:
+            two_nodes.kill_second()
+            killed.append("second")
+            break
+        events.close()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
+    batch = uploads(6, tmp_path / "uploads", images["greedy"], images=1, broken=2)
+    assert {u.what for u in batch} == {"source", "image", "crash", "syntax"}
+    # the service's default admission workers: one per node of the cluster
+    verdicts, wall, site, workers = asyncio.run(
+        rush(tmp_path / "s.sqlite", batch, workers=None, **on_cluster(two_nodes))
+    )
+    try:
+        f = figures(verdicts, wall)
+        FIGURES["a rush of 6 uploads on two nodes"] = (
+            f"p50 {f['p50'] / 1000:.1f} s, max {f['max'] / 1000:.1f} s"
+        )
+        # every submission has its verdict: the good ones accepted, the broken ones refused for their own reason
+        assert wrong(verdicts) == []
+        assert workers == 2
+        # the builds went to both nodes, and each image was checked on the node that built it
+        where = site.where
+        assert {where[(v.sid, "build")] for v in verdicts} == set(two_nodes.node_ids()), where
+        for v in verdicts:
+            if v.image_id is not None:
+                assert where[(v.sid, "check")] == where[(v.sid, "build")], (v, where)
+        second = two_nodes.second.node_id
+        built_there = [v for v in verdicts if v.image_id is not None and where[(v.sid, "build")] == second]
+        assert built_there, where
+        local = docker_client()
+        for v in verdicts:
+            phases = v.phases
+            assert {"queue", "total"} <= set(phases), v
+            if v.status == "accepted":
+                # the coordinator holds every accepted image (its ladder plays it), by the id its node
+                # built, brought home once accepted
+                assert str(local.images.get(v.image_id).id) == v.image_id
+                assert "pull" in phases, v
+        for v in built_there:
+            # checked where it was built: no pull there; an accepted one stays in the node's cache
+            # (its games reuse it), a refused one is gone from the node and never came home
+            assert v.phases["fetch"] < v.phases["node_check"], v
+            kept = image_on(two_nodes.daemon.client(), v.image_id)
+            assert kept == (v.status == "accepted"), v
+            if v.status == "refused":
+                assert not image_on(local, v.image_id), v
+    finally:
+        remove_instance_images(docker_client(), site.instance)
+
+
+def test_a_node_killed_mid_build_loses_no_submission(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
+    batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
+    assert [u.what for u in batch] == ["source", "source"]
+    killed: list[str] = []
+    watcher = kill_second_at(two_nodes, killed)
+    site: Any = None
+    try:
+        # two uploads, two workers: one build goes to each node
+        verdicts, _, site, _ = asyncio.run(
+            rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
+        )
+    finally:
+        watcher.join(60)
+        if killed:
+            two_nodes.add_second()
+    assert killed, "the second node never started a build"
+    # nothing lost, nothing refused for the node's death: both built (again) and accepted
+    assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
+    assert site.executor.retried >= 1
+    assert len(site.executor.lost) == 1
+    assert (
+        not {site.where[(v.sid, "build")] for v in verdicts} & site.executor.lost
+    )  # built on the living node
+    remove_instance_images(docker_client(), site.instance)
+
+
+def test_a_node_killed_mid_check_loses_no_submission(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+) -> None:
+    batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
+    killed: list[str] = []
+    # the second node dies when the check of the image it built starts its bot
+    watcher = kill_second_at(two_nodes, killed, label="referee.purpose=admission")
+    site: Any = None
+    second = two_nodes.second.node_id
+    try:
+        verdicts, _, site, _ = asyncio.run(
+            rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
+        )
+    finally:
+        watcher.join(60)
+        if killed:
+            two_nodes.add_second()
+    assert killed, "the second node never started a check"
+    # nothing lost, nothing refused for the node's death: both checked (again) and accepted
+    assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
+    assert site.executor.lost == {second}
+    moved = [v for v in verdicts if site.where[(v.sid, "build")] == second]
+    assert len(moved) == 1, site.where
+    # built on the node that died, checked on the living one (which pulled it by digest)
+    assert site.where[(moved[0].sid, "check")] != second
+    assert str(docker_client().images.get(moved[0].image_id).id) == moved[0].image_id
+    remove_instance_images(docker_client(), site.instance)
