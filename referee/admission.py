@@ -46,6 +46,7 @@ from .bots.house import builtin_spec
 from .bots.images.first_error import first_error, missing_module_fix
 from .bots.process import tail_of
 from .bots.sandbox.container import ContainerLimits
+from .bots.sandbox.instance import Instance
 from .check import CheckLine, OutputProbe, run_checks
 from .match import Match
 from .record import FaultPolicy
@@ -207,6 +208,7 @@ async def admit(
     seed: int | None = None,
     seat_name: str | None = None,
     opponents: Sequence[str] = (),
+    instance: Instance | None = None,
 ) -> AdmissionReport:
     """Check the bot `spec` (a URL bot, pinned to its address, an image bot,
     run in its sandbox, or a command bot, started here by ``referee check``)
@@ -219,14 +221,19 @@ async def admit(
     the house bot's seats (default: the house bot's name). Deals are secret
     and random unless a `seed` is given. Over ``settings.budget_s`` seconds in
     all the check stops and the bot is refused, with its own figures
-    (replies, time a move)."""
+    (replies, time a move). `instance`: the install whose names and labels
+    the check's containers carry (default: the process's)."""
     began = time.perf_counter()
     settings = settings or AdmissionSettings()
     timeouts = settings.timeouts
     games, budget_s = settings.games, settings.budget_s
     out_dir.mkdir(parents=True, exist_ok=True)
     factory = BotFactory(
-        log_dir=out_dir / "logs", out_dir=out_dir, limits=limits, labels={"referee.purpose": "admission"}
+        log_dir=out_dir / "logs",
+        out_dir=out_dir,
+        limits=limits,
+        labels={"referee.purpose": "admission"},
+        instance=instance,
     )
     lines: list[AdmissionLine] = []
     bot = factory.make(spec)

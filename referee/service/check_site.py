@@ -301,6 +301,7 @@ class LocalChecks:
             seat_name=seat_name,
             opponents=opponents,
             house=house,
+            instance=self.instance,
         )
 
     async def close(self) -> None:
@@ -331,6 +332,8 @@ class CheckJob(msgspec.Struct, kw_only=True):
     limits: ContainerLimits
     seat_name: str
     opponents: list[str]
+    #: The service's instance: the check's containers carry its names and labels, not the node's.
+    instance: str = ""
 
 
 class NodeReply(msgspec.Struct, kw_only=True):
@@ -390,8 +393,8 @@ class CheckWorker:
 
         self._cache: ImageCache | None = None
         self._instances: dict[str, Instance] = {}
-        #: The images this node built and has not checked yet: image id → its tag here.
-        self._built: dict[str, str] = {}
+        #: The images this node built and has not checked yet: image id → the instance that built it.
+        self._built: dict[str, Instance] = {}
         #: One warm-up at a time (the first builds wait for it rather than make the base images again).
         self._warming = threading.Lock()
         self._warm: set[str] = set()
@@ -490,7 +493,7 @@ class CheckWorker:
                 return NodeReply(fault=str(e), node=node)
             seconds["push"] = time.perf_counter() - t0
             # Kept here for its check (sent to this node: no pull), then cached or removed.
-            self._built[made.image_id] = tag
+            self._built[made.image_id] = inst
             return NodeReply(made=made, image=pinned, node=node, seconds=seconds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -519,6 +522,7 @@ class CheckWorker:
                     limits=job.limits,
                     seat_name=job.seat_name,
                     opponents=job.opponents,
+                    instance=self._instance(job.instance) if job.instance else None,
                 )
                 seconds["node_check"] = time.perf_counter() - t0
                 if not report.ok and (cause := await asyncio.to_thread(docker_ok)) is not None:
@@ -535,14 +539,14 @@ class CheckWorker:
         """The check of an image this node built is over: accepted, the image
         joins the node's cache (bounded, its games reuse it); refused, or not
         checked (the service takes it again), it goes."""
-        tag = self._built.pop(image.image_id, None)
-        if tag is None or self._cache is None:
+        inst = self._built.pop(image.image_id, None)
+        if inst is None or self._cache is None:
             return
         with contextlib.suppress(Exception):  # best effort: the daemon may be busy or gone
             if report is not None and report.ok and image.ref is not None:
                 self._cache.adopt(image)
             else:
-                self._cache.client.images.remove(tag, noprune=False)
+                _untag(self._cache.client, inst, image.image_id)
 
     def _ensure(self, image: PinnedImage) -> str:
         from ..bots.sandbox.docker_daemon import docker_client
@@ -550,6 +554,18 @@ class CheckWorker:
         if self._cache is None:
             self._cache = ImageCache(docker_client())
         return self._cache.ensure(image)
+
+
+def _untag(client: Any, inst: Instance, image_id: str) -> None:
+    """Remove every name of instance `inst` on the image `image_id` (its team
+    tag, and the keep tag its check's bot set), never by force: the image goes
+    once nothing else names or uses it (the same image uploaded by another
+    team keeps that team's tag)."""
+    from ..bots.images.builds import remove_image
+
+    for t in client.images.get(image_id).tags or ():
+        if inst.owns_tag(t):
+            remove_image(t, client, image_id=image_id)
 
 
 def bring_home(client: Any, image: PinnedImage, tag: str) -> None:
@@ -776,6 +792,7 @@ class RayChecks:
             limits=limits,
             seat_name=seat_name,
             opponents=list(opponents),
+            instance=self.instance.id,
         )
         t0 = time.perf_counter()
         reply = await self._call("check", _ENC.encode(job), prefer=built_on)

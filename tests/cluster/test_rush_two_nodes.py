@@ -8,13 +8,16 @@ node, never refused for it)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from referee.bots.sandbox.docker_daemon import docker_client
+from referee.bots.sandbox.instance import INSTANCE_LABEL
 from tests.support.cluster import FIGURES, TwoNodes
 from tests.support.containers import remove_instance_images
 from tests.support.rush import figures, rush, uploads, wrong
@@ -40,6 +43,25 @@ def image_on(client: Any, image_id: str | None) -> bool:
         return False
 
 
+@pytest.fixture
+def sites(two_nodes: TwoNodes) -> Iterator[list[Any]]:
+    """The test's check sites: their containers and images go from both
+    daemons after it, the coordinator's and the second node's (where a killed
+    node's check left its bots running, and whose cache keeps what it built
+    and accepted, on top of the sample image an upload carried: the next test
+    expects a node without that image)."""
+    made: list[Any] = []
+    yield made
+    for site in made:
+        for client in (docker_client(), two_nodes.daemon.client()):
+            for c in client.containers.list(
+                all=True, filters={"label": f"{INSTANCE_LABEL}={site.instance.id}"}
+            ):
+                with contextlib.suppress(Exception):  # gone meanwhile
+                    c.remove(force=True, v=True)
+            remove_instance_images(client, site.instance)
+
+
 def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> threading.Thread:
     """A thread that kills the second node as soon as its Docker daemon creates
     a container matching `filters` (a build's step, a check's bot): mid-way,
@@ -61,7 +83,7 @@ def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> th
 
 
 def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
-    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
 ) -> None:
     batch = uploads(6, tmp_path / "uploads", images["greedy"], images=1, broken=2)
     assert {u.what for u in batch} == {"source", "image", "crash", "syntax"}
@@ -69,46 +91,42 @@ def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
     verdicts, wall, site, workers = asyncio.run(
         rush(tmp_path / "s.sqlite", batch, workers=None, **on_cluster(two_nodes))
     )
-    try:
-        f = figures(verdicts, wall)
-        FIGURES["a rush of 6 uploads on two nodes"] = (
-            f"p50 {f['p50'] / 1000:.1f} s, max {f['max'] / 1000:.1f} s"
-        )
-        # every submission has its verdict: the good ones accepted, the broken ones refused for their own reason
-        assert wrong(verdicts) == []
-        assert workers == 2
-        # the builds went to both nodes, and each image was checked on the node that built it
-        where = site.where
-        assert {where[(v.sid, "build")] for v in verdicts} == set(two_nodes.node_ids()), where
-        for v in verdicts:
-            if v.image_id is not None:
-                assert where[(v.sid, "check")] == where[(v.sid, "build")], (v, where)
-        second = two_nodes.second.node_id
-        built_there = [v for v in verdicts if v.image_id is not None and where[(v.sid, "build")] == second]
-        assert built_there, where
-        local = docker_client()
-        for v in verdicts:
-            phases = v.phases
-            assert {"queue", "total"} <= set(phases), v
-            if v.status == "accepted":
-                # the coordinator holds every accepted image (its ladder plays it), by the id its node
-                # built, brought home once accepted
-                assert str(local.images.get(v.image_id).id) == v.image_id
-                assert "pull" in phases, v
-        for v in built_there:
-            # checked where it was built: no pull there; an accepted one stays in the node's cache
-            # (its games reuse it), a refused one is gone from the node and never came home
-            assert v.phases["fetch"] < v.phases["node_check"], v
-            kept = image_on(two_nodes.daemon.client(), v.image_id)
-            assert kept == (v.status == "accepted"), v
-            if v.status == "refused":
-                assert not image_on(local, v.image_id), v
-    finally:
-        remove_instance_images(docker_client(), site.instance)
+    sites.append(site)
+    f = figures(verdicts, wall)
+    FIGURES["a rush of 6 uploads on two nodes"] = f"p50 {f['p50'] / 1000:.1f} s, max {f['max'] / 1000:.1f} s"
+    # every submission has its verdict: the good ones accepted, the broken ones refused for their own reason
+    assert wrong(verdicts) == []
+    assert workers == 2
+    # the builds went to both nodes, and each image was checked on the node that built it
+    where = site.where
+    assert {where[(v.sid, "build")] for v in verdicts} == set(two_nodes.node_ids()), where
+    for v in verdicts:
+        if v.image_id is not None:
+            assert where[(v.sid, "check")] == where[(v.sid, "build")], (v, where)
+    second = two_nodes.second.node_id
+    built_there = [v for v in verdicts if v.image_id is not None and where[(v.sid, "build")] == second]
+    assert built_there, where
+    local = docker_client()
+    for v in verdicts:
+        phases = v.phases
+        assert {"queue", "total"} <= set(phases), v
+        if v.status == "accepted":
+            # the coordinator holds every accepted image (its ladder plays it), by the id its node
+            # built, brought home once accepted
+            assert str(local.images.get(v.image_id).id) == v.image_id
+            assert "pull" in phases, v
+    for v in built_there:
+        # checked where it was built: no pull there; an accepted one stays in the node's cache
+        # (its games reuse it), a refused one is gone from the node and never came home
+        assert v.phases["fetch"] < v.phases["node_check"], v
+        kept = image_on(two_nodes.daemon.client(), v.image_id)
+        assert kept == (v.status == "accepted"), v
+        if v.status == "refused":
+            assert not image_on(local, v.image_id), v
 
 
 def test_a_node_killed_mid_build_loses_no_submission(
-    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
 ) -> None:
     batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
     assert [u.what for u in batch] == ["source", "source"]
@@ -124,6 +142,7 @@ def test_a_node_killed_mid_build_loses_no_submission(
         watcher.join(60)
         if killed:
             two_nodes.add_second()
+    sites.append(site)
     assert killed, "the second node never started a build"
     # nothing lost, nothing refused for the node's death: both built (again) and accepted
     assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
@@ -132,11 +151,10 @@ def test_a_node_killed_mid_build_loses_no_submission(
     assert (
         not {site.where[(v.sid, "build")] for v in verdicts} & site.executor.lost
     )  # built on the living node
-    remove_instance_images(docker_client(), site.instance)
 
 
 def test_a_node_killed_mid_check_loses_no_submission(
-    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
 ) -> None:
     batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
     killed: list[str] = []
@@ -152,6 +170,7 @@ def test_a_node_killed_mid_check_loses_no_submission(
         watcher.join(60)
         if killed:
             two_nodes.add_second()
+    sites.append(site)
     assert killed, "the second node never started a check"
     # nothing lost, nothing refused for the node's death: both checked (again) and accepted
     assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
@@ -161,4 +180,3 @@ def test_a_node_killed_mid_check_loses_no_submission(
     # built on the node that died, checked on the living one (which pulled it by digest)
     assert site.where[(moved[0].sid, "check")] != second
     assert str(docker_client().images.get(moved[0].image_id).id) == moved[0].image_id
-    remove_instance_images(docker_client(), site.instance)

@@ -12,7 +12,6 @@ registry too: the node that lacks the team's image pulls it from there.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from referee.bots.sandbox.docker_daemon import docker_client
+from referee.bots.sandbox.docker_daemon import docker_client, docker_module
 from referee.web import Settings, make_app
 from referee.web.app_state import ROOM
 from tests.support.api import auth, new_team, submit
@@ -65,10 +64,15 @@ def image_ids(images: dict[str, str]) -> dict[str, str]:
 def off_the_second_node(two_nodes: TwoNodes, ids: list[str]) -> None:
     """The second node's daemon has none of these images (so a game there must pull them)."""
     client = two_nodes.daemon.client()
+    why: list[str] = []
     for image_id in ids:
-        with contextlib.suppress(Exception):  # not there
+        try:
             client.images.remove(image_id, force=True)
-    assert not {str(i.id) for i in client.images.list()} & set(ids)
+        except docker_module().errors.ImageNotFound:
+            pass
+        except Exception as e:  # noqa: BLE001 - said below (a child image or a container holds it)
+            why.append(f"{image_id[:19]}: {e}")
+    assert not {str(i.id) for i in client.images.list()} & set(ids), why
 
 
 def pulled_by_digest(two_nodes: TwoNodes, image_id: str) -> bool:
