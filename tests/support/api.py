@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -116,17 +117,16 @@ async def error_of(r: Any, status: int) -> dict[str, Any]:
 async def read_events(
     resp: Any, until: Callable[[dict[str, Any]], bool], timeout: float = 60
 ) -> list[dict[str, Any]]:
-    """Read server-sent ``update`` events until one satisfies ``until``."""
+    """Read server-sent ``update`` events until one satisfies ``until``. What
+    came after it in the same chunk is kept for the next call on `resp`."""
     seen: list[dict[str, Any]] = []
 
     async def go() -> None:
-        buf = b""
         while True:
-            chunk = await resp.content.readany()
-            assert chunk, "the event stream closed"
-            buf += chunk
+            buf = _unread.get(resp, b"")
             while b"\n\n" in buf:
                 raw, buf = buf.split(b"\n\n", 1)
+                _unread[resp] = buf
                 lines = raw.decode().splitlines()
                 if "event: update" not in lines:
                     continue
@@ -134,9 +134,16 @@ async def read_events(
                 seen.append(data)
                 if until(data):
                     return
+            chunk = await resp.content.readany()
+            assert chunk, "the event stream closed"
+            _unread[resp] = buf + chunk
 
     await asyncio.wait_for(go(), timeout)
     return seen
+
+
+#: Each event stream's bytes read but not yet parsed (an event after the one a call waited for).
+_unread: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
 
 
 async def login(client: Any, token: str) -> str:
