@@ -30,6 +30,7 @@ from ...tournament.results import replay_path
 from .. import pages
 from ..app_state import ROOM
 from ..auth import bearer, identify, require_team
+from ..data import CACHES, json_size
 from ..errors import fail
 from ..sessions import check_csrf, same_origin
 from ..validation import path_int, read_body
@@ -81,7 +82,7 @@ async def _own_game(request: web.Request, team: Team) -> PracticeGame:
     return game
 
 
-async def _frames(game: PracticeGame, index: int) -> dict[str, Any]:
+async def _frames(app: web.Application, game: PracticeGame, index: int) -> dict[str, Any]:
     if game.status != "finished":
         fail(409, f"practice game {game.id} is {game.status}: its replay comes once it is played")
     if index not in {r.index for r in game.results}:
@@ -95,10 +96,22 @@ async def _frames(game: PracticeGame, index: int) -> dict[str, Any]:
         fail(404, f"practice game {game.id} has no replay")
     seat = next(r.seat for r in game.results if r.index == index)
     own = game.seats[0].name  # the team's newest version, as named in the game
+    # A finished game's replay and logs no longer change: its frames are kept with the runs'
+    # replays (the same cache, weighed in bytes), by the file, its time and the seat.
+    try:
+        mtime = (await asyncio.to_thread(path.stat)).st_mtime
+    except OSError:
+        fail(404, f"practice game {game.id} has no replay")
+    key = (f"{path}#seat={seat}", mtime)
+    cached = app[CACHES].replays.get(key)
+    if cached is not None:
+        return cached
     try:  # from the team's seat, with what its bot printed at each of its moves (issue 26, item 5)
-        return await asyncio.to_thread(_own_frames, path, seat, bot_logs(Path(game.out_dir), own))
+        data = await asyncio.to_thread(_own_frames, path, seat, bot_logs(Path(game.out_dir), own))
     except ReplayError as e:
         fail(500, f"the replay of practice game {game.id} cannot be read: {e}")
+    app[CACHES].replays.put(key, data, await asyncio.to_thread(json_size, data))
+    return data
 
 
 def _index(request: web.Request) -> int:
@@ -139,7 +152,7 @@ async def api_replay(request: web.Request) -> web.Response:
     comp = await competition_of(request)
     team = await team_of(request, comp)
     await _reader(request, team)
-    return json_response(await _frames(await _own_game(request, team), _index(request)))
+    return json_response(await _frames(request.app, await _own_game(request, team), _index(request)))
 
 
 # ------------------------------------------------------------ the pages
@@ -192,7 +205,7 @@ async def practice_replay(request: web.Request) -> web.StreamResponse:
     result = next((r for r in game.results if r.index == index), None)
     if "seat" not in request.query and result is not None:
         raise web.HTTPSeeOther(f"/team/practice/{game.id}?game={index}&seat={result.seat}")
-    data = await _frames(game, index)
+    data = await _frames(request.app, game, index)
     comp = await request.app[ROOM].db.call(ServiceDB.competition, game.competition_id)
     return pages.render(
         request,
