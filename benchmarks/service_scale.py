@@ -25,8 +25,11 @@ them and every page and API read a teacher or a student uses is timed.
   (:class:`referee.tournament.results.RunRatings`) over all their games but
   the last ``CHECKPOINT_GAMES`` - 1, which leaves the checkpoints a service
   that watched the term leaves in the runs' databases; the rest are
-  recorded after. So the first view after the service starts replays what
-  it would at worst: the games since the last checkpoint (about 1,000).
+  recorded after, and each run is then ended as the service ends a finished
+  run (:func:`referee.service.runs.seal_ratings`: a checkpoint at its last
+  game, ``ladder_seal_s`` and ``final_seal_s``). So the first view after
+  the service starts reads the checkpoints and replays no game (before the
+  seal it replayed the games since the last checkpoint, about 1,000).
   This takes TrueSkill's time (about 0.6 ms a game on a quiet machine, 3-5
   ms on a loaded one: 45 minutes for a million games), timed as
   ``ladder_ratings_s`` and ``final_ratings_s``. ``--watched N`` applies the
@@ -97,7 +100,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tournament import league as sample_league  # noqa: E402
 
 from referee.bots.factory import BotSpec  # noqa: E402
-from referee.service.runs import check_league_text  # noqa: E402
+from referee.service.runs import check_league_text, seal_ratings  # noqa: E402
 from referee.service.store import ServiceDB  # noqa: E402
 from referee.tournament.league import League  # noqa: E402
 from referee.tournament.ratings import Table  # noqa: E402
@@ -373,6 +376,9 @@ def generate(
     timings["ladder_ratings_s"] = time.perf_counter() - t_watch
     _games(store, ladder_out, sizes.ladder, ladder_seats, templates, rng, sample_ladder, now, watched)
     store.close()
+    t_seal = time.perf_counter()
+    seal_ratings(db, lad.id)  # what the service does as a run finishes: a checkpoint at its last game
+    timings["ladder_seal_s"] = time.perf_counter() - t_seal
     db.end_run(lad.id, "finished")
 
     # ---- the final: each team's last version
@@ -418,6 +424,9 @@ def generate(
     store.close()
     # what the final writes at its end (its standings: the 300 bots, unrated here)
     write_outputs(final_out, Table(last, league.ratings).standings(), [])
+    t_seal = time.perf_counter()
+    seal_ratings(db, fin.id)
+    timings["final_seal_s"] = time.perf_counter() - t_seal
     db.end_run(fin.id, "finished")
     timings["final_s"] = time.perf_counter() - t2
     db.set_phase(cid, "final")

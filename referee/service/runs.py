@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import importlib.util
 import itertools
+import logging
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,10 +41,13 @@ from ..tournament.league import (
     check_league,
     parse_league,
 )
+from ..tournament.results import RunRatings
 from ..tournament.runner import Interrupted, Tournament
 from .errors import Conflict, NotFound
 from .hosts import Host
 from .store import Run, ServiceDB, Submission, Team
+
+log = logging.getLogger(__name__)
 
 
 def containers_enabled() -> bool:
@@ -160,12 +164,31 @@ def start_ray(address: str | None) -> None:
 
 def record_end(db_path: Path, rid: int, status: str, error: str | None) -> None:
     """A run's (or a ladder's) end recorded in the service database, from
-    the side of its host (its own connection: the host may be a thread)."""
+    the side of its host (its own connection: the host may be a thread).
+    A finished run's ratings are checkpointed at its last game first (see
+    :func:`seal_ratings`)."""
     db = ServiceDB(db_path)
     try:
+        if status == "finished":
+            seal_ratings(db, rid)
         db.end_run(rid, status, error)
     finally:
         db.close()
+
+
+def seal_ratings(db: ServiceDB, rid: int) -> None:
+    """Checkpoint the ratings of run `rid` at its last game, as the pages
+    compute them (:class:`~referee.tournament.results.RunRatings` of its
+    stored league): the first view after a start then replays no game,
+    where it replayed up to a checkpoint's worth (1,000 games: seconds of
+    TrueSkill). Never raises: without it the pages replay those games."""
+    try:
+        run = db.run(rid)
+        if run is None or not run.out_dir or not run.league_json:
+            return
+        RunRatings(decode_league(run.league_json), ladder=run.kind == "ladder").update(run.out_dir, seal=True)
+    except Exception as e:  # noqa: BLE001 - the standings do not need it: the pages replay instead
+        log.warning("run %s: its ratings were not checkpointed at its end (%s)", rid, e)
 
 
 class RunWork:

@@ -262,8 +262,11 @@ class RunRatings:
             if batch < self.checkpoint_games:
                 return
 
-    def update(self, out_dir: str | Path) -> Snapshot:
-        """The standings over every game applied so far, after applying the new ones."""
+    def update(self, out_dir: str | Path, *, seal: bool = False) -> Snapshot:
+        """The standings over every game applied so far, after applying the new ones.
+
+        `seal`: the run is over (no game will come): a checkpoint is written at
+        its last game, so that the first view after a start replays none."""
         with self._lock:
             before = self.next
             changed = False
@@ -275,6 +278,13 @@ class RunRatings:
                     if self.ladder:
                         changed = self._take_entries(store)
                     self._apply(store)
+                    if (
+                        seal
+                        and self._writable
+                        and self.checkpoint_games > 0
+                        and self.next > (self._saved or 0)
+                    ):
+                        self._save(store)
             if self._snapshot is None or self.next != before or changed:
                 confidence = self.league.stop.confidence
                 if self.ladder:

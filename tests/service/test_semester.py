@@ -32,8 +32,10 @@ from aiohttp import web
 from referee.service.classroom import Classroom
 from referee.service.errors import Conflict, Invalid
 from referee.service.grading import standings_csv
+from referee.service.runs import decode_league
 from referee.service.store import Run, ServiceDB
 from referee.tournament.ladder import ladder_entries
+from referee.tournament.results import RunRatings
 from sample_bots import greedy
 from sample_bots import random as sample_random
 from sample_bots.sdk import make_app
@@ -211,6 +213,15 @@ async def test_a_semester(tmp_path: Path, bots: dict[str, str]) -> None:
     played_by = {r.get("team") or r.get("name") for r in rows}
     assert {"ada", "robert"} <= played_by, rows
     assert not {"cy", "dee", "eve"} & played_by  # refused or withdrawn: not in the final
+
+    # a finished run's ratings are checkpointed at its last game, so that the first view after a
+    # start replays none: the ladder's (finished at the freeze) and the final's
+    ladder = await room.db.call(ServiceDB.latest_run_of, comp.id, "ladder")
+    for run in (ladder, final):
+        assert isinstance(run, Run) and run.status == "finished", run
+        fresh = RunRatings(decode_league(run.league_json), ladder=run.kind == "ladder")
+        snap = fresh.update(run.out_dir)
+        assert snap.games > 0 and fresh.started_from == snap.games, (run.kind, fresh.started_from, snap.games)
 
     await room.stop()
 

@@ -135,3 +135,22 @@ def test_a_bots_history_stays_bounded_evenly_spread_with_its_latest_game() -> No
     assert len(played) >= TRAIL_POINTS
     steps = {b - a for a, b in zip(played, played[1:-1])}
     assert steps == {trail.stride}  # evenly spread
+
+
+def test_a_sealed_run_starts_from_its_last_game_with_the_standings_of_a_full_replay(tmp_path: Path) -> None:
+    """A finished run's table is checkpointed at its last game (``seal``), off the
+    checkpoints' stride: a start replays no game, to the same standings."""
+    league = League(bots=[BotSpec(name=b, url="http://127.0.0.1:1") for b in BOTS[:4]])
+    rng = random.Random(5)
+    with Store(tmp_path / TOURNAMENT_DB) as store:
+        for i in range(27):  # 2 checkpoints of 10, and 7 games after the last
+            _record(store, i, rng, BOTS[:4])
+    unsealed = RunRatings(league, checkpoint_games=10)
+    unsealed.update(tmp_path)
+    again = RunRatings(league, checkpoint_games=10)
+    again.update(tmp_path)
+    assert again.started_from == 20  # the stride's last checkpoint: 7 games replayed
+    RunRatings(league, checkpoint_games=10).update(tmp_path, seal=True)
+    sealed = RunRatings(league, checkpoint_games=10)
+    _same(sealed.update(tmp_path), RunRatings(league, checkpoint_games=0).update(tmp_path))
+    assert sealed.started_from == 27
