@@ -539,6 +539,8 @@ class CheckWorker:
         """The check of an image this node built is over: accepted, the image
         joins the node's cache (bounded, its games reuse it); refused, or not
         checked (the service takes it again), it goes."""
+        from ..bots.sandbox.docker_daemon import remove_own_tags
+
         inst = self._built.pop(image.image_id, None)
         if inst is None or self._cache is None:
             return
@@ -546,7 +548,7 @@ class CheckWorker:
             if report is not None and report.ok and image.ref is not None:
                 self._cache.adopt(image)
             else:
-                _untag(self._cache.client, inst, image.image_id)
+                remove_own_tags(self._cache.client, inst, image.image_id)
 
     def _ensure(self, image: PinnedImage) -> str:
         from ..bots.sandbox.docker_daemon import docker_client
@@ -554,18 +556,6 @@ class CheckWorker:
         if self._cache is None:
             self._cache = ImageCache(docker_client())
         return self._cache.ensure(image)
-
-
-def _untag(client: Any, inst: Instance, image_id: str) -> None:
-    """Remove every name of instance `inst` on the image `image_id` (its team
-    tag, and the keep tag its check's bot set), never by force: the image goes
-    once nothing else names or uses it (the same image uploaded by another
-    team keeps that team's tag)."""
-    from ..bots.images.builds import remove_image
-
-    for t in client.images.get(image_id).tags or ():
-        if inst.owns_tag(t):
-            remove_image(t, client, image_id=image_id)
 
 
 def bring_home(client: Any, image: PinnedImage, tag: str) -> None:

@@ -694,6 +694,7 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
         cleanup_containers,
         docker_client,
         docker_module,
+        remove_own_tags,
     )
 
     removed: list[str] = []
@@ -725,10 +726,7 @@ def sweep(db: ServiceDB, inst: Instance) -> list[str]:
             and str(sub.team_id) == labels.get("referee.team")
         ):
             continue
-        for tag in image.tags:
-            if inst.owns_tag(tag):
-                with contextlib.suppress(errors.APIError):
-                    client.images.remove(tag, force=False, noprune=False)
+        remove_own_tags(client, inst, image.id)
         with contextlib.suppress(errors.APIError):
             client.images.remove(image.id, force=False, noprune=False)
             removed.append(f"image {image.id}")

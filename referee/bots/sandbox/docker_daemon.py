@@ -309,6 +309,25 @@ def find_containers(
     return [c for c in found if (c.labels or {}).get(INSTANCE_LABEL) == inst.id]
 
 
+def remove_own_tags(client: DockerClient, instance: Instance, image_id: str) -> list[str]:
+    """Remove every tag of `instance` on the image `image_id`, never by
+    force: the image goes once nothing else names or uses it (another
+    install's tag, or the same image uploaded by another team, keeps it; a
+    tag a container holds stays for the next clean-up). The tags removed."""
+    errors = docker_module().errors
+    try:
+        tags = list(client.images.get(image_id).tags or [])
+    except errors.ImageNotFound:
+        return []
+    removed = []
+    for tag in tags:
+        if instance.owns_tag(tag):
+            with contextlib.suppress(errors.APIError):
+                client.images.remove(tag, force=False, noprune=False)
+                removed.append(tag)
+    return removed
+
+
 def cleanup_containers(
     label_filter: Mapping[str, str] | Sequence[str] | str | None = None,
     *,
