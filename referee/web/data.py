@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -489,7 +490,8 @@ async def bot_games(
 # ----------------------------------------------------------------- replay
 
 
-def _replay_file(out_dir: str, idx: int) -> tuple[Path, float] | None:
+def replay_file(out_dir: str, idx: int) -> tuple[Path, float] | None:
+    """Game `idx`'s replay file in `out_dir` and its modification time, or None (blocking)."""
     path = replay_path(out_dir, idx)
     if path is None or not path.exists():
         return None
@@ -517,16 +519,26 @@ async def replay(app: web.Application, run: Run, idx: int) -> dict[str, Any]:
                 f"game {idx} is not public yet: {progress[0]} of the {progress[1]} seat rotations of its "
                 "deal are played, and its cards stay hidden until all are",
             )
-    found = await asyncio.to_thread(_replay_file, run.out_dir, idx)
+    found = await asyncio.to_thread(replay_file, run.out_dir, idx)
     if found is None:
         fail(404, f"no replay of game {idx} in run {run.id}")
     path, mtime = found
-    key = (str(path), mtime)
-    data = app[CACHES].replays.get(key)
-    if data is None:
-        try:
-            data = await asyncio.to_thread(_frames, path)
-        except ReplayError as e:
-            fail(500, f"the replay of game {idx} cannot be read: {e}")
-        app[CACHES].replays.put(key, data, await asyncio.to_thread(json_size, data))
+    try:
+        return await kept_replay(app, (str(path), mtime), lambda: _frames(path))
+    except ReplayError as e:
+        fail(500, f"the replay of game {idx} cannot be read: {e}")
+
+
+async def kept_replay(
+    app: web.Application, key: tuple[str, float], make: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """The replay viewer's data kept under `key` (a replay file, whose
+    recorded game never changes, and its time; a seat's view adds the seat to
+    the name), else made by `make` in a thread and kept, weighed in bytes.
+    What `make` raises passes."""
+    kept = app[CACHES].replays.get(key)
+    if kept is not None:
+        return kept
+    data = await asyncio.to_thread(make)
+    app[CACHES].replays.put(key, data, await asyncio.to_thread(json_size, data))
     return data

@@ -26,11 +26,10 @@ from ...service.practice import (
 )
 from ...service.store import ServiceDB, Team
 from ...service.store.practice import PracticeGame, get_game, team_games
-from ...tournament.results import replay_path
 from .. import pages
 from ..app_state import ROOM
 from ..auth import bearer, identify, require_team
-from ..data import CACHES, json_size
+from ..data import kept_replay, replay_file
 from ..errors import fail
 from ..sessions import check_csrf, same_origin
 from ..validation import path_int, read_body
@@ -91,27 +90,22 @@ async def _frames(app: web.Application, game: PracticeGame, index: int) -> dict[
             f"practice game {game.id} has no game {index} (its games: "
             f"{', '.join(str(r.index) for r in game.results)})",
         )
-    path = await asyncio.to_thread(replay_path, game.out_dir, index)
-    if path is None or not path.exists():
+    found = await asyncio.to_thread(replay_file, game.out_dir, index)
+    if found is None:
         fail(404, f"practice game {game.id} has no replay")
+    path, mtime = found
     seat = next(r.seat for r in game.results if r.index == index)
     own = game.seats[0].name  # the team's newest version, as named in the game
-    # A finished game's replay and logs no longer change: its frames are kept with the runs'
-    # replays (the same cache, weighed in bytes), by the file, its time and the seat.
+    # from the team's seat, with what its bot printed at each of its moves (issue 26, item 5); a
+    # finished game's logs no longer change either: kept with the runs' replays, by file and seat
     try:
-        mtime = (await asyncio.to_thread(path.stat)).st_mtime
-    except OSError:
-        fail(404, f"practice game {game.id} has no replay")
-    key = (f"{path}#seat={seat}", mtime)
-    cached = app[CACHES].replays.get(key)
-    if cached is not None:
-        return cached
-    try:  # from the team's seat, with what its bot printed at each of its moves (issue 26, item 5)
-        data = await asyncio.to_thread(_own_frames, path, seat, bot_logs(Path(game.out_dir), own))
+        return await kept_replay(
+            app,
+            (f"{path}#seat={seat}", mtime),
+            lambda: _own_frames(path, seat, bot_logs(Path(game.out_dir), own)),
+        )
     except ReplayError as e:
         fail(500, f"the replay of practice game {game.id} cannot be read: {e}")
-    app[CACHES].replays.put(key, data, await asyncio.to_thread(json_size, data))
-    return data
 
 
 def _index(request: web.Request) -> int:
