@@ -8,7 +8,6 @@ node, never refused for it)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from referee.bots.sandbox.docker_daemon import docker_client
-from referee.bots.sandbox.instance import INSTANCE_LABEL
+from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
 from tests.support.cluster import FIGURES, TwoNodes
 from tests.support.containers import remove_instance_images
 from tests.support.rush import figures, rush, uploads, wrong
@@ -54,11 +52,7 @@ def sites(two_nodes: TwoNodes) -> Iterator[list[Any]]:
     yield made
     for site in made:
         for client in (docker_client(), two_nodes.daemon.client()):
-            for c in client.containers.list(
-                all=True, filters={"label": f"{INSTANCE_LABEL}={site.instance.id}"}
-            ):
-                with contextlib.suppress(Exception):  # gone meanwhile
-                    c.remove(force=True, v=True)
+            cleanup_containers(client=client, instance=site.instance)
             remove_instance_images(client, site.instance)
 
 
@@ -80,6 +74,29 @@ def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> th
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+def rush_killing_second(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any], **filters: Any
+) -> tuple[list[Any], Any, bool]:
+    """Two source uploads on two workers (one build goes to each node), the
+    second node killed as its daemon creates a container matching `filters`
+    (the first, without), then brought back: the verdicts, the check site,
+    and whether the node was killed."""
+    batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
+    assert [u.what for u in batch] == ["source", "source"]
+    killed: list[str] = []
+    watcher = kill_second_at(two_nodes, killed, **filters)
+    try:
+        verdicts, _, site, _ = asyncio.run(
+            rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
+        )
+    finally:
+        watcher.join(60)
+        if killed:
+            two_nodes.add_second()
+    sites.append(site)
+    return verdicts, site, bool(killed)
 
 
 def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
@@ -128,21 +145,7 @@ def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
 def test_a_node_killed_mid_build_loses_no_submission(
     two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
 ) -> None:
-    batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
-    assert [u.what for u in batch] == ["source", "source"]
-    killed: list[str] = []
-    watcher = kill_second_at(two_nodes, killed)
-    site: Any = None
-    try:
-        # two uploads, two workers: one build goes to each node
-        verdicts, _, site, _ = asyncio.run(
-            rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
-        )
-    finally:
-        watcher.join(60)
-        if killed:
-            two_nodes.add_second()
-    sites.append(site)
+    verdicts, site, killed = rush_killing_second(two_nodes, images, tmp_path, sites)
     assert killed, "the second node never started a build"
     # nothing lost, nothing refused for the node's death: both built (again) and accepted
     assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
@@ -156,21 +159,11 @@ def test_a_node_killed_mid_build_loses_no_submission(
 def test_a_node_killed_mid_check_loses_no_submission(
     two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
 ) -> None:
-    batch = uploads(2, tmp_path / "uploads", images["greedy"], images=0, broken=0)
-    killed: list[str] = []
-    # the second node dies when the check of the image it built starts its bot
-    watcher = kill_second_at(two_nodes, killed, label="referee.purpose=admission")
-    site: Any = None
     second = two_nodes.second.node_id
-    try:
-        verdicts, _, site, _ = asyncio.run(
-            rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
-        )
-    finally:
-        watcher.join(60)
-        if killed:
-            two_nodes.add_second()
-    sites.append(site)
+    # the second node dies when the check of the image it built starts its bot
+    verdicts, site, killed = rush_killing_second(
+        two_nodes, images, tmp_path, sites, label="referee.purpose=admission"
+    )
     assert killed, "the second node never started a check"
     # nothing lost, nothing refused for the node's death: both checked (again) and accepted
     assert [v.status for v in verdicts] == ["accepted", "accepted"], verdicts
