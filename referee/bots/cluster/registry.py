@@ -362,11 +362,19 @@ class ImageCache:
                 self._write(entries)
 
     def _in_use(self) -> set[str]:
-        """Image ids of every container on the daemon, running or not."""
+        """Image ids of every container on the daemon, running or not (one
+        listing: the SDK's ``containers.list`` inspects each container)."""
         try:
-            return {str(c.attrs.get("Image") or c.image.id) for c in self.client.containers.list(all=True)}
-        except Exception:  # noqa: BLE001 - a container gone between listing and inspecting
+            return {str(c["ImageID"]) for c in self.client.api.containers(all=True) if c.get("ImageID")}
+        except Exception:  # noqa: BLE001 - the daemon busy or gone
             return set(self._read())  # unsure: remove nothing
+
+    def _present(self) -> set[str] | None:
+        """Every image id on the daemon (one listing); None when it cannot say."""
+        try:
+            return {str(i["Id"]) for i in self.client.api.images(all=False)}
+        except Exception:  # noqa: BLE001 - the daemon busy or gone
+            return None
 
     def _after_pull(self, image: PinnedImage) -> None:
         docker_mod = _docker_module()
@@ -379,7 +387,9 @@ class ImageCache:
             entries = self._read()
             entries[image.image_id] = _Entry(ref=image.ref, size=size, used=time.time())
             # Forget what someone else removed.
-            entries = {k: e for k, e in entries.items() if k == image.image_id or self._local_id(k) == k}
+            present = self._present()
+            if present is not None:
+                entries = {k: e for k, e in entries.items() if k == image.image_id or k in present}
             victims = lru_victims(
                 {k: (e.size, e.used) for k, e in entries.items()},
                 self.cap,
