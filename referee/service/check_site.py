@@ -316,6 +316,10 @@ class BuildJob(msgspec.Struct, kw_only=True):
     #: The upload's file name (its suffix tells the archive's kind) and bytes.
     filename: str
     upload: bytes
+    #: Instead of `upload`'s bytes: where the upload is (sent to the coordinator's own node, which
+    #: reads it there), and its size.
+    path: str = ""
+    size: int = 0
     tid: int
     sid: int
     #: The team's number of the version (its image's tag and label); 0: as the submission id (older coordinators).
@@ -323,6 +327,9 @@ class BuildJob(msgspec.Struct, kw_only=True):
     instance: str
     limits: ContainerLimits
     bounds: BuildLimits
+    #: Push the built image to the registry before answering (older coordinators); False: the
+    #: coordinator asks for it (:meth:`CheckWorker.push`) when its own daemon does not have it.
+    push: bool = True
 
 
 class CheckJob(msgspec.Struct, kw_only=True):
@@ -351,7 +358,13 @@ class NodeReply(msgspec.Struct, kw_only=True):
     node: str = ""
     #: Where the node's time went (seconds): ``node_build``, ``push``, ``fetch``, ``node_check``.
     seconds: dict[str, float] = {}
+    #: The node could not read the upload at the job's `path`: send its bytes.
+    need_bytes: bool = False
 
+
+#: An upload this large (bytes) is built on the coordinator's own Ray node when it can (an image's
+#: ``docker save`` archive, tens to hundreds of MB: shipping it to another node took up to 1.6 s in a rush).
+LARGE_UPLOAD = 8 * 1024 * 1024
 
 _ENC = msgspec.msgpack.Encoder()
 _BUILD = msgspec.msgpack.Decoder(BuildJob)
@@ -444,7 +457,6 @@ class CheckWorker:
         return _ENC.encode(await asyncio.to_thread(self._build, job, registry))
 
     def _build(self, job: BuildJob, registry: str) -> NodeReply:
-        from ..bots.cluster.registry import Registry
         from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client
 
         node = self._node()
@@ -461,7 +473,19 @@ class CheckWorker:
         seconds: dict[str, float] = {}
         try:
             upload = work / Path(job.filename).name
-            upload.write_bytes(job.upload)
+            if job.path:  # the coordinator's upload, on this machine
+                try:
+                    shutil.copyfile(job.path, upload)
+                    if upload.stat().st_size != job.size:
+                        raise OSError(f"{upload.stat().st_size} bytes, not {job.size}")
+                except OSError as e:
+                    return NodeReply(
+                        fault=f"node {node[:12]} cannot read the upload at {job.path}: {e}",
+                        node=node,
+                        need_bytes=True,
+                    )
+            else:
+                upload.write_bytes(job.upload)
             t0 = time.perf_counter()
             try:
                 made = make_image(
@@ -483,20 +507,47 @@ class CheckWorker:
                 if (cause := docker_ok()) is not None:  # the node's daemon gone while it built
                     return NodeReply(fault=f"node {node[:12]}: {cause}", docker=True, node=node)
                 return NodeReply(made=made, node=node, seconds=seconds)
-            tag = inst.team_tag(job.tid, job.version or job.sid)
-            t0 = time.perf_counter()
-            try:
-                pinned = Registry(registry, inst).push(client, made.image_id)
-            except ClusterError as e:
-                with contextlib.suppress(Exception):
-                    client.images.remove(tag, noprune=False)
-                return NodeReply(fault=str(e), node=node)
-            seconds["push"] = time.perf_counter() - t0
             # Kept here for its check (sent to this node: no pull), then cached or removed.
             self._built[made.image_id] = inst
-            return NodeReply(made=made, image=pinned, node=node, seconds=seconds)
+            if not job.push:
+                pinned = PinnedImage(image_id=made.image_id)
+                return NodeReply(made=made, image=pinned, node=node, seconds=seconds)
+            reply = self._push(made.image_id, registry)
+            if reply.fault is None:
+                reply.made = made
+                reply.seconds = {**seconds, **reply.seconds}
+            return reply
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    async def push(self, image_id: str, registry: str) -> bytes:
+        """Push `image_id`, which this node built, to `registry` by digest (the
+        coordinator's daemon does not have it: it pulls it from there once accepted,
+        and another node from there if this one is lost before the check)."""
+        return _ENC.encode(await asyncio.to_thread(self._push, image_id, registry))
+
+    def _push(self, image_id: str, registry: str) -> NodeReply:
+        from ..bots.cluster.registry import Registry
+        from ..bots.sandbox.docker_daemon import DockerUnavailable, docker_client, remove_own_tags
+
+        node = self._node()
+        instance = self._built.get(image_id)
+        if instance is None:  # a call taken to another node after the builder was lost
+            return NodeReply(
+                fault=f"node {node[:12]} did not build image {image_id[:19]} (the node that did is "
+                "lost): the submission is built again",
+                node=node,
+            )
+        t0 = time.perf_counter()
+        try:
+            client = docker_client()
+            pinned = Registry(registry, instance).push(client, image_id)
+        except (ClusterError, DockerUnavailable) as e:
+            self._built.pop(image_id, None)
+            with contextlib.suppress(Exception):  # the submission is built again: this one goes
+                remove_own_tags(docker_client(), instance, image_id)
+            return NodeReply(fault=f"node {node[:12]}: {e}", node=node)
+        return NodeReply(image=pinned, node=node, seconds={"push": time.perf_counter() - t0})
 
     async def check(self, job_bytes: bytes) -> bytes:
         job = _CHECK.decode(job_bytes)
@@ -508,7 +559,13 @@ class CheckWorker:
             try:
                 image_id = await asyncio.to_thread(self._ensure, job.image)
             except (ClusterError, ServiceFault) as e:
-                return _ENC.encode(NodeReply(fault=f"node {node[:12]}: {e}", node=node))
+                why = str(e)
+                if job.image.ref is None:  # never pushed: on the coordinator's daemon, for its node
+                    why = (
+                        f"image {job.image.image_id[:19]} is on the coordinator's Docker daemon, not "
+                        "this node's (the node meant for its check was lost): the check is taken again"
+                    )
+                return _ENC.encode(NodeReply(fault=f"node {node[:12]}: {why}", node=node))
             except Exception as e:  # noqa: BLE001 - the node's daemon
                 return _ENC.encode(NodeReply(fault=f"node {node[:12]}: {e}", docker=True, node=node))
             seconds["fetch"] = time.perf_counter() - t0
@@ -545,10 +602,12 @@ class CheckWorker:
         if inst is None or self._cache is None:
             return
         with contextlib.suppress(Exception):  # best effort: the daemon may be busy or gone
-            if report is not None and report.ok and image.ref is not None:
-                self._cache.adopt(image)
-            else:
+            if report is None or not report.ok:
                 remove_own_tags(self._cache.client, inst, image.image_id)
+            elif image.ref is not None:
+                self._cache.adopt(image)
+            # accepted and never pushed: the coordinator's daemon has it (this node's is the
+            # coordinator's, most likely): the coordinator tags it, as its own build
 
     def _ensure(self, image: PinnedImage) -> str:
         from ..bots.sandbox.docker_daemon import docker_client
@@ -684,26 +743,65 @@ class RayChecks:
         bounds: BuildLimits,
         phases: dict[str, float] | None = None,
     ) -> Made:
-        data = await asyncio.to_thread(upload.read_bytes)
+        executor = await self._executor()
+        size = (await asyncio.to_thread(upload.stat)).st_size
+        # A large upload (an image's archive) is built on the coordinator's own node when that node
+        # is no busier than the others: the node reads the file there, no bytes cross Ray
+        home = executor.home if size >= LARGE_UPLOAD else None
+        if home is not None and await executor.pick(lean=home) != home:
+            home = None
         job = BuildJob(
             kind=kind,
             filename=upload.name,
-            upload=data,
+            upload=b"",
+            path=str(upload.resolve()),
+            size=size,
             tid=tid,
             sid=sid,
             version=version,
             instance=self.instance.id,
             limits=limits,
             bounds=bounds,
+            push=False,
         )
         t0 = time.perf_counter()
-        reply = await self._call("build", _ENC.encode(job), self.registry)
+        reply = await self._build_on(job, home)
         self._timed(phases, reply, time.perf_counter() - t0)
         self.where[(sid, "build")] = reply.node
         assert reply.made is not None
-        if reply.image is not None:
-            self._pushed[reply.image.image_id] = (reply.image, reply.node)
+        if (pinned := reply.image) is not None:
+            if pinned.ref is None and await asyncio.to_thread(_local_image, pinned.image_id) is None:
+                # built on another daemon than the coordinator's: through the registry, by digest
+                # (the coordinator pulls it from there once accepted, another node if this one is lost)
+                t0 = time.perf_counter()
+                pushed = await self._call("push", pinned.image_id, self.registry, prefer=reply.node)
+                self._timed(phases, pushed, time.perf_counter() - t0)
+                assert pushed.image is not None
+                pinned = pushed.image
+            self._pushed[pinned.image_id] = (pinned, reply.node)
         return reply.made
+
+    async def _build_on(self, job: BuildJob, home: str | None) -> NodeReply:
+        """`job` built on the coordinator's own node `home`, which reads the upload
+        at its path; with the upload's bytes on any node when `home` is None or
+        cannot read it there after all (another user, another mount)."""
+        from ..tournament.executors import ExecutorError
+
+        if home is not None:
+            executor = await self._executor()
+            try:
+                raw, _ = await executor.call_node("build", _ENC.encode(job), self.registry, prefer=home)
+            except ExecutorError as e:
+                raise ServiceFault(f"the cluster could not take the job: {e}") from None
+            reply = _REPLY.decode(raw)
+            if reply.fault is None:
+                return reply
+            if not reply.need_bytes:
+                raise ServiceFault(reply.fault, docker=False)
+            log.warning("%s: its bytes are sent instead", reply.fault)
+        data = await asyncio.to_thread(Path(job.path).read_bytes)
+        job = msgspec.structs.replace(job, upload=data, path="")
+        return await self._call("build", _ENC.encode(job), self.registry)
 
     @staticmethod
     def _timed(phases: dict[str, float] | None, reply: NodeReply, total: float) -> None:
@@ -770,6 +868,8 @@ class RayChecks:
 
         assert spec.image is not None
         pinned, built_on = self._pushed.get(spec.image, (None, None))
+        if pinned is not None and pinned.ref is None and built_on not in (await self._executor()).nodes:
+            pinned = None  # built on the coordinator's daemon by a node since lost: pushed from here
         if pinned is None:  # resumed after a restart, or an image named on the server: pushed from here
             try:
                 pinned = await (await self._executor()).pin(spec.image)

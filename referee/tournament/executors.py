@@ -576,7 +576,16 @@ class RayExecutor:
             with contextlib.suppress(Exception):
                 self.ray.kill(worker)
 
-    async def _pick(self, prefer: str | None = None) -> tuple[str, Any]:
+    @property
+    def home(self) -> str | None:
+        """The Ray node this process (the coordinator) runs on; None when it is
+        not one (a Ray client connection)."""
+        try:
+            return str(self.ray.get_runtime_context().get_node_id())
+        except Exception:  # noqa: BLE001 - ray:// has no node of its own
+            return None
+
+    async def _pick(self, prefer: str | None = None, lean: str | None = None) -> tuple[str, Any]:
         await self._refresh()
         if prefer is not None and prefer in self.nodes:
             return prefer, self.nodes[prefer]
@@ -589,12 +598,21 @@ class RayExecutor:
                 + ": start one (ray start --address HEAD:6379 with DOCKER_HOST of its daemon)"
             )
         node = min(self.nodes, key=lambda n: (self._inflight.get(n, 0), self.played.get(n, 0)))
+        if lean is not None and lean in self.nodes:
+            if self._inflight.get(lean, 0) <= self._inflight.get(node, 0) + 1:
+                node = lean
         return node, self.nodes[node]
 
     async def _on_node(self, method: str, payload: bytes | str) -> tuple[Reply, str]:
         """Call `method` on a node worker, another one if that one dies."""
         out, node = await self.call_node(method, payload)
         return _REPLY.decode(out), node
+
+    async def pick(self, lean: str | None = None) -> str:
+        """The node :meth:`call_node` would call now (call it there with ``prefer``):
+        the one with the fewest calls in flight, or `lean` while it has at most one
+        call more than that one (the node where the call's bytes are cheap to send)."""
+        return (await self._pick(None, lean))[0]
 
     async def call_node(self, method: str, *args: Any, prefer: str | None = None) -> tuple[Any, str]:
         """`method` of a node worker called with `args` on the node `prefer`

@@ -8,6 +8,7 @@ node, never refused for it)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,13 @@ from typing import Any
 
 import pytest
 
+from referee.admission import AdmissionSettings
+from referee.bots.factory import BotSpec
+from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
+from referee.bots.sandbox.instance import Instance
+from referee.service.check_site import BuildJob, BuildLimits, RayChecks
+from referee.service.settings import Settings
 from tests.support.cluster import FIGURES, TwoNodes
 from tests.support.containers import remove_instance_images
 from tests.support.rush import figures, rush, uploads, wrong
@@ -56,6 +63,17 @@ def sites(two_nodes: TwoNodes) -> Iterator[list[Any]]:
             remove_instance_images(client, site.instance)
 
 
+def service_bounds() -> BuildLimits:
+    """The service's default bounds on making an image."""
+    settings = Settings()
+    return BuildLimits(
+        timeout_s=settings.build_timeout_s,
+        max_image_unpacked=settings.max_image_unpacked,
+        min_free_disk=settings.min_free_disk,
+        max_build_growth=settings.max_build_growth,
+    )
+
+
 def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> threading.Thread:
     """A thread that kills the second node as soon as its Docker daemon creates
     a container matching `filters` (a build's step, a check's bot): mid-way,
@@ -88,7 +106,7 @@ def rush_killing_second(
     killed: list[str] = []
     watcher = kill_second_at(two_nodes, killed, **filters)
     try:
-        verdicts, _, site, _ = asyncio.run(
+        verdicts, _, site, _, _ = asyncio.run(
             rush(tmp_path / "s.sqlite", batch, workers=2, **on_cluster(two_nodes))
         )
     finally:
@@ -105,7 +123,7 @@ def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
     batch = uploads(6, tmp_path / "uploads", images["greedy"], images=1, broken=2)
     assert {u.what for u in batch} == {"source", "image", "crash", "syntax"}
     # the service's default admission workers: one per node of the cluster
-    verdicts, wall, site, workers = asyncio.run(
+    verdicts, wall, site, workers, _ = asyncio.run(
         rush(tmp_path / "s.sqlite", batch, workers=None, **on_cluster(two_nodes))
     )
     sites.append(site)
@@ -123,6 +141,14 @@ def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
     second = two_nodes.second.node_id
     built_there = [v for v in verdicts if v.image_id is not None and where[(v.sid, "build")] == second]
     assert built_there, where
+    # the image's archive (100 MB) was built on the coordinator's own node, read there from its
+    # file; what was built on the coordinator's daemon never crossed the registry, what the second
+    # node built went through it, by digest
+    (archive,) = [v for v in verdicts if v.what == "image"]
+    assert where[(archive.sid, "build")] != second, where
+    for v in verdicts:
+        if v.image_id is not None:
+            assert ("push" in v.phases) == (where[(v.sid, "build")] == second), v
     local = docker_client()
     for v in verdicts:
         phases = v.phases
@@ -173,3 +199,102 @@ def test_a_node_killed_mid_check_loses_no_submission(
     # built on the node that died, checked on the living one (which pulled it by digest)
     assert site.where[(moved[0].sid, "check")] != second
     assert str(docker_client().images.get(moved[0].image_id).id) == moved[0].image_id
+
+
+def test_an_upload_its_node_cannot_read_in_place_is_sent_whole(
+    two_nodes: TwoNodes,
+    images: dict[str, str],
+    tmp_path: Path,
+    sites: list[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The coordinator's own node reads a large upload where it lies; when it cannot
+    (here: the file is not the size the coordinator measured, as for another mount),
+    its bytes go with the job instead, and the build is made all the same."""
+    (up,) = uploads(1, tmp_path / "uploads", images["greedy"], images=1, broken=0)
+    path = tmp_path / "upload.tar"
+    path.write_bytes(up.data)
+    site = RayChecks(Instance("rushread"), two_nodes.cluster.address, two_nodes.registry.address)
+    sites.append(site)
+
+    async def go() -> Any:
+        try:
+            home = (await site._executor()).home
+            assert home is not None and home != two_nodes.second.node_id
+            job = BuildJob(
+                kind="archive",
+                filename=path.name,
+                upload=b"",
+                path=str(path),
+                size=len(up.data) + 1,
+                tid=1,
+                sid=1,
+                version=1,
+                instance=site.instance.id,
+                limits=ContainerLimits(),
+                bounds=service_bounds(),
+                push=False,
+            )
+            return await site._build_on(job, home)
+        finally:
+            await site.close()
+
+    with caplog.at_level(logging.WARNING, logger="referee.service.check_site"):
+        reply = asyncio.run(go())
+    assert reply.fault is None and reply.made is not None and reply.made.image_id is not None, reply
+    (said,) = [r.getMessage() for r in caplog.records if "cannot read the upload" in r.getMessage()]
+    assert str(path) in said and said.endswith("its bytes are sent instead"), said
+    assert str(docker_client().images.get(reply.made.image_id).id) == reply.made.image_id
+
+
+def test_an_image_built_on_the_coordinators_daemon_is_pushed_from_there_when_its_node_is_lost(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
+) -> None:
+    """An archive built by the coordinator's own node is on the coordinator's daemon and
+    never pushed; that node lost before its check, the coordinator pushes it by digest and
+    the other node pulls it and checks it: accepted, brought home under the team's tag."""
+    (up,) = uploads(1, tmp_path / "uploads", images["greedy"], images=1, broken=0)
+    path = tmp_path / "upload.tar"
+    path.write_bytes(up.data)
+    site = RayChecks(Instance("rushlost"), two_nodes.cluster.address, two_nodes.registry.address)
+    sites.append(site)
+    second = two_nodes.second.node_id
+    phases: dict[str, float] = {}
+
+    async def go() -> Any:
+        try:
+            made = await site.build(
+                "archive",
+                path,
+                tid=1,
+                sid=7,
+                version=1,
+                limits=ContainerLimits(),
+                bounds=service_bounds(),
+                phases=phases,
+            )
+            assert made.image_id is not None, made
+            executor = site.executor
+            assert site.where[(7, "build")] == executor.home
+            assert "push" not in phases  # on the coordinator's daemon: no registry
+            executor._lose(executor.home)  # its worker gone, as a node's that dies
+            report = await site.check(
+                BotSpec(name="team", image=made.image_id, limits=ContainerLimits()),
+                out_dir=tmp_path / "check-7",
+                settings=AdmissionSettings(),
+                limits=ContainerLimits(),
+                seat_name="team",
+                opponents=["house"],
+            )
+            tag = site.instance.team_tag(1, 1)
+            if report.ok:
+                await site.accepted(made.image_id, tag)
+            return made.image_id, report, tag
+        finally:
+            await site.close()
+
+    image_id, report, tag = asyncio.run(go())
+    assert report.ok, report
+    assert site.where[(7, "check")] == second
+    assert image_on(two_nodes.daemon.client(), image_id)  # pulled there by digest
+    assert str(docker_client().images.get(tag).id) == image_id

@@ -10,6 +10,7 @@ source that does not compile)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -110,15 +111,23 @@ def figures(verdicts: Sequence[Verdict], wall_s: float) -> dict[str, Any]:
     }
 
 
+def busy_cpu_s() -> float:
+    """The machine's CPU seconds spent busy since boot, every process's (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 async def rush(
     db_path: Path, batch: Sequence[Upload], *, workers: int | None, **settings: Any
-) -> tuple[list[Verdict], float, Any, int]:
+) -> tuple[list[Verdict], float, Any, int, float]:
     """The service (``make_app``, on 127.0.0.1) on a new database at
     `db_path` with `workers` admission workers (None: the service's default)
     and `settings`; one team per upload, every upload sent at once: the
     verdicts, the burst's seconds (first upload sent to last verdict), where
-    they ran (the pipeline's :class:`~referee.service.check_site.CheckSite`)
-    and how many admission workers the service had."""
+    they ran (the pipeline's :class:`~referee.service.check_site.CheckSite`),
+    how many admission workers the service had, and the CPU seconds the whole
+    machine spent busy over the burst (service, daemons, bots, Ray, registry)."""
     from referee.service.store import ServiceDB
     from referee.web import Settings, make_app
     from referee.web.app_state import ROOM
@@ -170,10 +179,10 @@ async def rush(
                 assert r.status == 201, await r.text()
                 return int((await r.json())["id"]), sent
 
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), busy_cpu_s()
             sent = await asyncio.gather(*(send(up, tid, tok) for up, (tid, tok) in zip(batch, teams)))
             done = await asyncio.gather(*(room.pipeline.wait_for(sid, 1800) for sid, _ in sent))
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, busy_cpu_s() - cpu0
             site = room.pipeline.site
             workers_used = room.pipeline.workers
         db = ServiceDB(db_path)
@@ -195,7 +204,7 @@ async def rush(
                 )
         finally:
             db.close()
-        return verdicts, wall, site, workers_used
+        return verdicts, wall, site, workers_used, cpu
     finally:
         await runner.cleanup()
 
