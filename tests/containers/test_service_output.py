@@ -63,25 +63,27 @@ def replay_data(page: str) -> dict[str, Any]:
 
 
 def assert_turns_attributed(data: dict[str, Any], seat: int) -> int:
-    """Each of `seat`'s frames carries the lines printed at its turn; the
-    other seats' none. A container's lines are placed by the Docker daemon's
-    timestamps, taken when it reads them: on a busy machine a line may come
-    late, onto a later move or past the game's end (measured here under
-    load: 42 % exact in a 500-move game), never onto an earlier one. How
-    many of the seat's moves there were."""
+    """`seat`'s frames carry the lines its bot printed, each on its own move
+    or a later one, never an earlier one; the other seats' none. A
+    container's lines are placed by the Docker daemon's timestamps, taken
+    when it reads them: on a busy machine a line may come late, onto a later
+    move or past the game's end, into the next game (measured here under
+    load: 42 % exact in a 500-move game; under gVisor on a loaded machine 26
+    of a 68-move game's lines were read within it). So what is asserted is
+    the order, and that lines were placed; how many, and how many exactly,
+    is the machine's speed (the SDK's marks make it exact: the
+    test below). How many of the seat's moves there were."""
     assert data["output_seat"] == seat
     own = [f for f in data["frames"][1:] if f["seat"] == seat]
     assert own
-    exact = lines = 0
+    lines = 0
     for f in own:
         printed = [
             int(t) for t in re.findall(rf"^turn (\d+) of {data['game_id']}$", f.get("output", ""), re.M)
         ]
         assert all(t <= f["turn"] for t in printed), (f["turn"], f["output"])
-        exact += f["turn"] in printed
         lines += len(printed)
-    assert lines >= len(own) / 2, (lines, len(own))
-    assert exact >= len(own) / 5, (exact, len(own))
+    assert lines >= 1, len(own)
     assert all("output" not in f for f in data["frames"][1:] if f["seat"] != seat)
     return len(own)
 
