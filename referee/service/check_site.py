@@ -360,6 +360,9 @@ class NodeReply(msgspec.Struct, kw_only=True):
     seconds: dict[str, float] = {}
     #: The node could not read the upload at the job's `path`: send its bytes.
     need_bytes: bool = False
+    #: (A warm-up's answer.) The node reads an upload at a job's `path`: a node of an older
+    #: install, which would build an empty upload, answers without it and gets the bytes.
+    reads_paths: bool = False
 
 
 #: An upload this large (bytes) is built on the coordinator's own Ray node when it can (an image's
@@ -426,7 +429,9 @@ class CheckWorker:
         """Make instance `inst`'s base images (Python's, with the SDK) on this
         node's daemon, unless made already: what every source build starts FROM;
         pushed to `registry`, so that a build's push sends the bot's own layers only."""
-        return _ENC.encode(await asyncio.to_thread(self._warm_up, inst, registry))
+        reply = await asyncio.to_thread(self._warm_up, inst, registry)
+        reply.reads_paths = True
+        return _ENC.encode(reply)
 
     def _warm_up(self, inst: str, registry: str | None = None) -> NodeReply:
         from ..bots.cluster.registry import Registry
@@ -675,6 +680,8 @@ class RayChecks:
         self._joining = asyncio.Lock()
         #: Which node did each build and check (by submission: "build"/"check" → node id), for tests.
         self.where: dict[tuple[int, str], str] = {}
+        #: The submissions whose upload a node read where it lies (the rest were sent whole).
+        self.read_in_place: set[int] = set()
         #: What the nodes built and pushed, by image id: the image by digest and the node that has it.
         self._pushed: dict[str, tuple[PinnedImage, str]] = {}
         #: The nodes' warm-ups in flight (started when each joins).
@@ -706,17 +713,26 @@ class RayChecks:
         """Join the cluster, and wait until every live node has its base images: the live nodes' count."""
         executor = await self._executor()
         await executor.refresh()
-        for node, ref in list(self._warming.items()):
-            try:
-                reply = _REPLY.decode(await ref)
-            except Exception as e:  # noqa: BLE001 - a node lost while it warmed: the next build warms another
-                log.warning("node %s could not warm up: %s", node[:12], e)
+        for node in list(self._warming):
+            reply = await self._warmed(node)
+            if reply is None:
                 continue
             if reply.fault is not None:
                 log.warning("%s", reply.fault)
             elif "warm" in reply.seconds:
                 log.info("node %s: base images made in %.1f s", node[:12], reply.seconds["warm"])
         return len(executor.nodes)
+
+    async def _warmed(self, node: str) -> NodeReply | None:
+        """`node`'s warm-up answer (waited for); None when it never warmed or was lost warming."""
+        ref = self._warming.get(node)
+        if ref is None:
+            return None
+        try:
+            return _REPLY.decode(await ref)
+        except Exception as e:  # noqa: BLE001 - a node lost while it warmed: the next build warms another
+            log.warning("node %s could not warm up: %s", node[:12], e)
+            return None
 
     async def _call(self, method: str, *args: Any, prefer: str | None = None) -> NodeReply:
         from ..tournament.executors import ExecutorError
@@ -750,6 +766,8 @@ class RayChecks:
         home = executor.home if size >= LARGE_UPLOAD else None
         if home is not None and await executor.pick(lean=home) != home:
             home = None
+        if home is not None and not ((warmed := await self._warmed(home)) and warmed.reads_paths):
+            home = None  # a node of an older install: it would build an empty upload
         job = BuildJob(
             kind=kind,
             filename=upload.name,
@@ -765,8 +783,10 @@ class RayChecks:
             push=False,
         )
         t0 = time.perf_counter()
-        reply = await self._build_on(job, home)
+        reply, in_place = await self._build_on(job, home)
         self._timed(phases, reply, time.perf_counter() - t0)
+        if in_place:
+            self.read_in_place.add(sid)
         self.where[(sid, "build")] = reply.node
         assert reply.made is not None
         if (pinned := reply.image) is not None:
@@ -781,10 +801,11 @@ class RayChecks:
             self._pushed[pinned.image_id] = (pinned, reply.node)
         return reply.made
 
-    async def _build_on(self, job: BuildJob, home: str | None) -> NodeReply:
+    async def _build_on(self, job: BuildJob, home: str | None) -> tuple[NodeReply, bool]:
         """`job` built on the coordinator's own node `home`, which reads the upload
         at its path; with the upload's bytes on any node when `home` is None or
-        cannot read it there after all (another user, another mount)."""
+        cannot read it there after all (another user, another mount). The
+        node's reply, and whether it read the upload in place."""
         from ..tournament.executors import ExecutorError
 
         if home is not None:
@@ -795,13 +816,13 @@ class RayChecks:
                 raise ServiceFault(f"the cluster could not take the job: {e}") from None
             reply = _REPLY.decode(raw)
             if reply.fault is None:
-                return reply
+                return reply, True
             if not reply.need_bytes:
                 raise ServiceFault(reply.fault, docker=False)
             log.warning("%s: its bytes are sent instead", reply.fault)
         data = await asyncio.to_thread(Path(job.path).read_bytes)
         job = msgspec.structs.replace(job, upload=data, path="")
-        return await self._call("build", _ENC.encode(job), self.registry)
+        return await self._call("build", _ENC.encode(job), self.registry), False
 
     @staticmethod
     def _timed(phases: dict[str, float] | None, reply: NodeReply, total: float) -> None:

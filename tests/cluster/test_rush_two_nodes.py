@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from referee.admission import AdmissionSettings
@@ -21,7 +22,7 @@ from referee.bots.factory import BotSpec
 from referee.bots.sandbox.container_limits import ContainerLimits
 from referee.bots.sandbox.docker_daemon import cleanup_containers, docker_client
 from referee.bots.sandbox.instance import Instance
-from referee.service.check_site import BuildJob, BuildLimits, RayChecks
+from referee.service.check_site import BuildJob, BuildLimits, NodeReply, RayChecks
 from referee.service.settings import Settings
 from tests.support.cluster import FIGURES, TwoNodes
 from tests.support.containers import remove_instance_images
@@ -146,6 +147,7 @@ def test_a_rush_on_two_nodes_gives_every_submission_its_verdict(
     # node built went through it, by digest
     (archive,) = [v for v in verdicts if v.what == "image"]
     assert where[(archive.sid, "build")] != second, where
+    assert site.read_in_place == {archive.sid}
     for v in verdicts:
         if v.image_id is not None:
             assert ("push" in v.phases) == (where[(v.sid, "build")] == second), v
@@ -240,11 +242,14 @@ def test_an_upload_its_node_cannot_read_in_place_is_sent_whole(
             await site.close()
 
     with caplog.at_level(logging.WARNING, logger="referee.service.check_site"):
-        reply = asyncio.run(go())
+        reply, in_place = asyncio.run(go())
+    assert not in_place
     assert reply.fault is None and reply.made is not None and reply.made.image_id is not None, reply
     (said,) = [r.getMessage() for r in caplog.records if "cannot read the upload" in r.getMessage()]
     assert str(path) in said and said.endswith("its bytes are sent instead"), said
-    assert str(docker_client().images.get(reply.made.image_id).id) == reply.made.image_id
+    # on whichever node took the bytes
+    daemon = two_nodes.daemon.client() if reply.node == two_nodes.second.node_id else docker_client()
+    assert image_on(daemon, reply.made.image_id), reply.node
 
 
 def test_an_image_built_on_the_coordinators_daemon_is_pushed_from_there_when_its_node_is_lost(
@@ -298,3 +303,45 @@ def test_an_image_built_on_the_coordinators_daemon_is_pushed_from_there_when_its
     assert site.where[(7, "check")] == second
     assert image_on(two_nodes.daemon.client(), image_id)  # pulled there by digest
     assert str(docker_client().images.get(tag).id) == image_id
+
+
+def test_a_node_of_an_older_install_gets_a_large_uploads_bytes(
+    two_nodes: TwoNodes, images: dict[str, str], tmp_path: Path, sites: list[Any]
+) -> None:
+    """A node whose warm-up does not say it reads uploads in place (an older
+    install's, which would build an empty file) is sent the bytes: the build is
+    made; the same upload on a node that says so is read in place."""
+    import ray
+
+    (up,) = uploads(1, tmp_path / "uploads", images["greedy"], images=1, broken=0)
+    path = tmp_path / "upload.tar"
+    path.write_bytes(up.data)
+    site = RayChecks(Instance("rushold"), two_nodes.cluster.address, two_nodes.registry.address)
+    sites.append(site)
+
+    async def build(sid: int) -> Any:
+        return await site.build(
+            "archive",
+            path,
+            tid=1,
+            sid=sid,
+            version=sid,
+            limits=ContainerLimits(),
+            bounds=service_bounds(),
+        )
+
+    async def go() -> tuple[Any, Any]:
+        try:
+            await site.warm()
+            home = site.executor.home
+            new = await build(1)
+            # an older node's answer: no reads_paths
+            site._warming[home] = ray.put(msgspec.msgpack.encode(NodeReply(node=home)))
+            old = await build(2)
+            return new, old
+        finally:
+            await site.close()
+
+    new, old = asyncio.run(go())
+    assert new.image_id is not None and old.image_id is not None, (new, old)
+    assert site.read_in_place == {1}
