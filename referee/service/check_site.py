@@ -91,6 +91,16 @@ class BuildLimits(msgspec.Struct, kw_only=True, frozen=True):
     min_free_disk: int
     max_build_growth: int
 
+    @classmethod
+    def of(cls, settings: Settings) -> BuildLimits:
+        """The bounds `settings` set."""
+        return cls(
+            timeout_s=settings.build_timeout_s,
+            max_image_unpacked=settings.max_image_unpacked,
+            min_free_disk=settings.min_free_disk,
+            max_build_growth=settings.max_build_growth,
+        )
+
 
 class Made(msgspec.Struct, kw_only=True):
     """What making an image gave: its id (None: refused, `reason` says why) and the build log."""
@@ -481,8 +491,8 @@ class CheckWorker:
             if job.path:  # the coordinator's upload, on this machine
                 try:
                     shutil.copyfile(job.path, upload)
-                    if upload.stat().st_size != job.size:
-                        raise OSError(f"{upload.stat().st_size} bytes, not {job.size}")
+                    if (size := upload.stat().st_size) != job.size:
+                        raise OSError(f"{size} bytes, not {job.size}")
                 except OSError as e:
                     return NodeReply(
                         fault=f"node {node[:12]} cannot read the upload at {job.path}: {e}",
@@ -734,7 +744,8 @@ class RayChecks:
             log.warning("node %s could not warm up: %s", node[:12], e)
             return None
 
-    async def _call(self, method: str, *args: Any, prefer: str | None = None) -> NodeReply:
+    async def _reply(self, method: str, *args: Any, prefer: str | None = None) -> NodeReply:
+        """A node's answer to `method`, a fault included; :class:`ServiceFault` when no node takes it."""
         from ..tournament.executors import ExecutorError
 
         executor = await self._executor()
@@ -742,7 +753,11 @@ class RayChecks:
             raw, _ = await executor.call_node(method, *args, prefer=prefer)
         except ExecutorError as e:
             raise ServiceFault(f"the cluster could not take the job: {e}") from None
-        reply = _REPLY.decode(raw)
+        return _REPLY.decode(raw)
+
+    async def _call(self, method: str, *args: Any, prefer: str | None = None) -> NodeReply:
+        """A node's answer to `method`; :class:`ServiceFault` for its fault."""
+        reply = await self._reply(method, *args, prefer=prefer)
         if reply.fault is not None:
             raise ServiceFault(reply.fault, docker=False)
         return reply
@@ -806,15 +821,8 @@ class RayChecks:
         at its path; with the upload's bytes on any node when `home` is None or
         cannot read it there after all (another user, another mount). The
         node's reply, and whether it read the upload in place."""
-        from ..tournament.executors import ExecutorError
-
         if home is not None:
-            executor = await self._executor()
-            try:
-                raw, _ = await executor.call_node("build", _ENC.encode(job), self.registry, prefer=home)
-            except ExecutorError as e:
-                raise ServiceFault(f"the cluster could not take the job: {e}") from None
-            reply = _REPLY.decode(raw)
+            reply = await self._reply("build", _ENC.encode(job), self.registry, prefer=home)
             if reply.fault is None:
                 return reply, True
             if not reply.need_bytes:
@@ -888,12 +896,13 @@ class RayChecks:
         from ..tournament.executors import ExecutorError
 
         assert spec.image is not None
+        executor = await self._executor()
         pinned, built_on = self._pushed.get(spec.image, (None, None))
-        if pinned is not None and pinned.ref is None and built_on not in (await self._executor()).nodes:
+        if pinned is not None and pinned.ref is None and built_on not in executor.nodes:
             pinned = None  # built on the coordinator's daemon by a node since lost: pushed from here
         if pinned is None:  # resumed after a restart, or an image named on the server: pushed from here
             try:
-                pinned = await (await self._executor()).pin(spec.image)
+                pinned = await executor.pin(spec.image)
             except ExecutorError as e:
                 raise ServiceFault(str(e)) from None
         job = CheckJob(

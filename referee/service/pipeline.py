@@ -642,13 +642,6 @@ class Pipeline:
             return await asyncio.to_thread(self._named_image, sub)
         if sub.upload is None or not Path(sub.upload).is_file():
             return None, "", "the uploaded file is gone (the server lost it): upload it again"
-        settings = self.room.settings
-        bounds = BuildLimits(
-            timeout_s=settings.build_timeout_s,
-            max_image_unpacked=settings.max_image_unpacked,
-            min_free_disk=settings.min_free_disk,
-            max_build_growth=settings.max_build_growth,
-        )
         assert self.site is not None
         # the upload stays until its image is recorded (issue 25): a stop here resumes from step 1
         made = await self.site.build(
@@ -658,7 +651,7 @@ class Pipeline:
             sid=sub.id,
             version=version,
             limits=limits,
-            bounds=bounds,
+            bounds=BuildLimits.of(self.room.settings),
             phases=self.phases.setdefault(sub.id, {}),
         )
         return made.image_id, made.log, made.reason

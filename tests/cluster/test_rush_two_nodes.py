@@ -64,17 +64,6 @@ def sites(two_nodes: TwoNodes) -> Iterator[list[Any]]:
             remove_instance_images(client, site.instance)
 
 
-def service_bounds() -> BuildLimits:
-    """The service's default bounds on making an image."""
-    settings = Settings()
-    return BuildLimits(
-        timeout_s=settings.build_timeout_s,
-        max_image_unpacked=settings.max_image_unpacked,
-        min_free_disk=settings.min_free_disk,
-        max_build_growth=settings.max_build_growth,
-    )
-
-
 def kill_second_at(two_nodes: TwoNodes, killed: list[str], **filters: Any) -> threading.Thread:
     """A thread that kills the second node as soon as its Docker daemon creates
     a container matching `filters` (a build's step, a check's bot): mid-way,
@@ -234,7 +223,7 @@ def test_an_upload_its_node_cannot_read_in_place_is_sent_whole(
                 version=1,
                 instance=site.instance.id,
                 limits=ContainerLimits(),
-                bounds=service_bounds(),
+                bounds=BuildLimits.of(Settings()),
                 push=False,
             )
             return await site._build_on(job, home)
@@ -275,7 +264,7 @@ def test_an_image_built_on_the_coordinators_daemon_is_pushed_from_there_when_its
                 sid=7,
                 version=1,
                 limits=ContainerLimits(),
-                bounds=service_bounds(),
+                bounds=BuildLimits.of(Settings()),
                 phases=phases,
             )
             assert made.image_id is not None, made
@@ -327,7 +316,7 @@ def test_a_node_of_an_older_install_gets_a_large_uploads_bytes(
             sid=sid,
             version=sid,
             limits=ContainerLimits(),
-            bounds=service_bounds(),
+            bounds=BuildLimits.of(Settings()),
         )
 
     async def go() -> tuple[Any, Any]:
